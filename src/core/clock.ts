@@ -1,0 +1,63 @@
+/** Time is injected everywhere so that ten-minute and seven-day rules run in milliseconds in tests. */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+  /** Resolves after `ms` of this clock's time, or rejects with the signal's reason when aborted. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: realSleep,
+};
+
+/**
+ * A clock that runs `scale` times faster than real time, starting from the real
+ * time at creation (or `startAt`). The sandbox uses it so that a ten-minute URL
+ * lifetime or a seven-day lookup window can be crossed in seconds.
+ */
+export class ScaledClock implements Clock {
+  private readonly realStart: number;
+  private readonly virtualStart: number;
+  private offsetMs = 0;
+
+  constructor(
+    readonly scale: number,
+    startAt: number = Date.now(),
+  ) {
+    if (!(scale > 0)) throw new RangeError(`time scale must be > 0, got ${scale}`);
+    this.realStart = Date.now();
+    this.virtualStart = startAt;
+  }
+
+  now(): number {
+    return Math.floor(this.virtualStart + (Date.now() - this.realStart) * this.scale + this.offsetMs);
+  }
+
+  /** Jumps virtual time forward (tests use it to cross a seven-day window at once). */
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return realSleep(ms / this.scale, signal);
+  }
+}

@@ -1,0 +1,125 @@
+import type { ProviderId } from "../providers/adapter.js";
+
+/**
+ * Job states (DESIGN.md). Waiting for a slot, a rate token or budget is a
+ * *reason* on a queued job, not a state.
+ */
+export const JOB_STATES = [
+  "queued",
+  "submitting",
+  "running",
+  "capturing",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "expired",
+  "unknown_submission",
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export const TERMINAL_STATES: ReadonlySet<JobState> = new Set([
+  "succeeded",
+  "failed",
+  "cancelled",
+  "expired",
+  "unknown_submission",
+]);
+
+export function isTerminal(state: JobState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/**
+ * Allowed transitions. Two moves go beyond DESIGN.md's diagram, both needed by
+ * the spec: submitting → queued (the provider pushed back — D 429, C 500044 —
+ * or refused the connection, so nothing was created and the job waits for a
+ * slot again), and unknown_submission → queued (only by `mediagate resubmit`).
+ */
+const TRANSITIONS: Record<JobState, readonly JobState[]> = {
+  queued: ["submitting", "cancelled", "failed"],
+  submitting: ["running", "failed", "unknown_submission", "queued"],
+  running: ["capturing", "failed", "cancelled", "expired"],
+  capturing: ["succeeded", "failed"],
+  succeeded: [],
+  failed: [],
+  cancelled: [],
+  expired: [],
+  unknown_submission: ["queued"],
+};
+
+export function canTransition(from: JobState, to: JobState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export interface JobError {
+  code: string;
+  message: string;
+  /** Raw provider detail (status, body), truncated and redacted. */
+  detail?: unknown;
+}
+
+export interface JobOutput {
+  index: number;
+  path: string;
+  url: string;
+  contentType: string;
+  bytes: number;
+  sha256: string;
+  metadata: Record<string, unknown>;
+}
+
+/** Charge states: `computed` (by formula, for providers that report none), or B's billing states. */
+export type ChargeState = "none" | "computed" | "pending" | "unavailable" | "settled";
+
+export interface Job {
+  id: string;
+  ref: string;
+  batchId: string | null;
+  provider: ProviderId;
+  model: string;
+  operation: string | null;
+  /** Exactly what is (or was) sent to the provider. */
+  body: Record<string, unknown>;
+  facts: Record<string, unknown>;
+  warnings: string[];
+  state: JobState;
+  /** Why a job waits or why it moved ("waiting for a D slot", "provider answered Ready"). */
+  reason: string | null;
+  attempts: number;
+  idempotencyKey: string | null;
+  providerJobId: string | null;
+  handles: Record<string, unknown> | null;
+  providerStatus: string | null;
+  estimateMicroUsd: number | null;
+  estimateSource: string;
+  chargeMicroUsd: number | null;
+  chargeSource: string | null;
+  chargeState: ChargeState;
+  error: JobError | null;
+  outDir: string;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  nextAttemptAt: number;
+  createdAt: number;
+  updatedAt: number;
+  submittedAt: number | null;
+  providerDoneAt: number | null;
+  finishedAt: number | null;
+  trackingDeadlineAt: number | null;
+  /** Slot pools this job holds right now. */
+  slotsHeld: string[];
+  /** Elapsed ms (since submit) of the last poll that still saw the job pending: a lower bound of its render time. */
+  lastPendingElapsedMs: number | null;
+  /** Consecutive failed polls (reset by a successful one). */
+  pollFailures: number;
+}
+
+export interface JobEvent {
+  id: number;
+  jobId: string;
+  at: number;
+  fromState: JobState | null;
+  toState: JobState;
+  reason: string;
+  detail: unknown;
+}

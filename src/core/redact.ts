@@ -1,0 +1,28 @@
+/** Replaces every occurrence of each secret in `text` with `[redacted]`. Secrets shorter than 4 characters are ignored. */
+export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
+  let result = text;
+  for (const secret of secrets) {
+    if (!secret || secret.length < 4) continue;
+    result = result.split(secret).join("[redacted]");
+  }
+  return result;
+}
+
+/** Header names whose values are credentials, lower-case. */
+export const CREDENTIAL_HEADERS = new Set([
+  "authorization",
+  "x-key",
+  "x-api-key",
+  "api-key",
+  "cookie",
+  "set-cookie",
+]);
+
+/** A copy of `headers` with credential values replaced, for logs and error details. */
+export function redactHeaders(headers: Record<string, string>): Record<string, string> {
+  const copy: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    copy[name] = CREDENTIAL_HEADERS.has(name.toLowerCase()) ? "[redacted]" : value;
+  }
+  return copy;
+}
