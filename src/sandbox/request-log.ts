@@ -1,0 +1,41 @@
+export interface LoggedRequest {
+  /** Virtual time of arrival. */
+  at: number;
+  /** Real time of arrival (benchmarks measure real windows). */
+  realAt: number;
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  /** The emulated provider, taken from the first path segment (`/d/...` → `d`), or null for sandbox routes. */
+  provider: string | null;
+  headers: Record<string, string | string[] | undefined>;
+  statusCode?: number;
+}
+
+/** Every request the sandbox received, so tests assert on what arrived ("none was submitted twice"). */
+export class RequestLog {
+  private readonly entries: LoggedRequest[] = [];
+
+  record(entry: LoggedRequest): LoggedRequest {
+    this.entries.push(entry);
+    return entry;
+  }
+
+  all(): readonly LoggedRequest[] {
+    return this.entries;
+  }
+
+  filter(predicate: (entry: LoggedRequest) => boolean): LoggedRequest[] {
+    return this.entries.filter(predicate);
+  }
+
+  count(predicate: (entry: LoggedRequest) => boolean): number {
+    let n = 0;
+    for (const entry of this.entries) if (predicate(entry)) n++;
+    return n;
+  }
+
+  clear(): void {
+    this.entries.length = 0;
+  }
+}

@@ -1,0 +1,121 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import { ScaledClock } from "../core/clock.js";
+import type { ProviderEmulator, SandboxContext } from "./context.js";
+import { FaultInjector } from "./faults.js";
+import { RequestLog } from "./request-log.js";
+import { SignedUrls } from "./signed-url.js";
+
+export interface SandboxOptions {
+  /** 0 picks a free port. */
+  port?: number;
+  /** Always a loopback address. */
+  host?: "127.0.0.1" | "::1";
+  /** Virtual time runs this many times faster than real time (default 1). */
+  timeScale?: number;
+  /** Seed of the sandbox's randomness (default 1). */
+  seed?: number;
+  emulators: ProviderEmulator[];
+}
+
+export interface RunningSandbox {
+  readonly url: string;
+  readonly port: number;
+  readonly context: SandboxContext;
+  readonly app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Starts the sandbox: every given emulator on one loopback port, each under its own prefix. */
+export async function startSandbox(options: SandboxOptions): Promise<RunningSandbox> {
+  const host = options.host ?? "127.0.0.1";
+  const clock = new ScaledClock(options.timeScale ?? 1);
+  const random = seededRandom(options.seed ?? 1);
+  const requests = new RequestLog();
+  const faults = new FaultInjector(random);
+  let port = 0;
+  const hostLiteral = host === "::1" ? "[::1]" : host;
+  const context: SandboxContext = {
+    clock,
+    requests,
+    faults,
+    signedUrls: new SignedUrls(clock),
+    baseUrl: () => `http://${hostLiteral}:${port}`,
+    alternateBaseUrl: () => `http://localhost:${port}`,
+    random,
+  };
+
+  const app = Fastify({ logger: false, bodyLimit: 64 * 1024 * 1024 });
+
+  app.addHook("onRequest", async (request, reply) => {
+    const path = request.url.split("?")[0] ?? "";
+    const segment = path.split("/")[1] ?? "";
+    const provider = /^[a-f]$/.test(segment) ? segment : segment.match(/^([a-f])-/)?.[1] ?? null;
+    const entry = requests.record({
+      at: clock.now(),
+      realAt: Date.now(),
+      method: request.method,
+      url: request.url,
+      provider,
+      headers: { ...request.headers },
+    });
+    (request as unknown as { sandboxLog: typeof entry }).sandboxLog = entry;
+    const fault = faults.take({ provider, method: request.method, path });
+    if (!fault) return;
+    if (fault.kind === "delay") {
+      await new Promise((resolve) => setTimeout(resolve, fault.ms));
+      return;
+    }
+    if (fault.kind === "drop") {
+      request.raw.socket.destroy();
+      return reply.hijack();
+    }
+    if (fault.kind === "drop_after_handling") {
+      (request as unknown as { dropAfterHandling: boolean }).dropAfterHandling = true;
+      return;
+    }
+    reply.code(fault.status);
+    for (const [name, value] of Object.entries(fault.headers ?? {})) reply.header(name, value);
+    return reply.send(fault.body ?? { error: "injected fault" });
+  });
+
+  app.addHook("onSend", async (request, reply, payload) => {
+    const entry = (request as unknown as { sandboxLog?: { statusCode?: number } }).sandboxLog;
+    if (entry) entry.statusCode = reply.statusCode;
+    if ((request as unknown as { dropAfterHandling?: boolean }).dropAfterHandling) {
+      request.raw.socket.destroy();
+    }
+    return payload;
+  });
+
+  app.get("/_sandbox/health", async () => ({ ok: true, providers: options.emulators.map((e) => e.id) }));
+
+  for (const emulator of options.emulators) await emulator.register(app, context);
+
+  await app.listen({ port: options.port ?? 0, host });
+  const address = app.server.address();
+  port = typeof address === "object" && address ? address.port : 0;
+
+  return {
+    get url() {
+      return context.baseUrl();
+    },
+    port,
+    context,
+    app,
+    async close() {
+      for (const emulator of options.emulators) await emulator.close?.();
+      await app.close();
+    },
+  };
+}
