@@ -1,0 +1,569 @@
+import { type Kysely, type Transaction, sql } from "kysely";
+import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
+import { isTerminal } from "../core/job.js";
+import type { ProviderId, RateWindow } from "../providers/adapter.js";
+import { patchToRow, rowToJob, rowToOutput } from "./rows.js";
+import type { Database } from "./schema.js";
+import type {
+  ClaimResult,
+  JobExpectation,
+  JobFilter,
+  JobPatch,
+  NewJob,
+  PoolStatus,
+  ProviderHalt,
+  RenderSample,
+  SlotPoolRequest,
+  Store,
+  TransitionExtras,
+} from "./store.js";
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** Slots are held only while a submit is in flight and while the provider is generating. */
+function holdsSlots(state: JobState): boolean {
+  return state === "submitting" || state === "running";
+}
+
+function states(expect: JobExpectation): readonly JobState[] {
+  return typeof expect.state === "string" ? [expect.state] : expect.state;
+}
+
+/**
+ * The Store over Kysely, shared by SQLite and PostgreSQL. The few places
+ * where the dialects differ (row locks for the claim and the slot take) are
+ * marked; everything else is the same SQL.
+ */
+export class KyselyStore implements Store {
+  constructor(
+    readonly db: Kysely<Database>,
+    readonly dialect: "sqlite" | "postgres",
+    private readonly onClose: () => Promise<void> = async () => db.destroy(),
+  ) {}
+
+  async close(): Promise<void> {
+    await this.onClose();
+  }
+
+  async insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
+    return this.db.transaction().execute(async (trx) => {
+      const results: Array<{ job: Job; created: boolean }> = [];
+      for (const job of jobs) {
+        const existing = await trx.selectFrom("jobs").selectAll().where("ref", "=", job.ref).executeTakeFirst();
+        if (existing) {
+          results.push({ job: rowToJob(existing), created: false });
+          continue;
+        }
+        await trx
+          .insertInto("jobs")
+          .values({
+            id: job.id,
+            ref: job.ref,
+            batch_id: job.batchId,
+            provider: job.provider,
+            model: job.model,
+            operation: job.operation,
+            body_json: JSON.stringify(job.body),
+            facts_json: JSON.stringify(job.facts),
+            warnings_json: JSON.stringify(job.warnings),
+            state: "queued",
+            reason: null,
+            attempts: 0,
+            idempotency_key: null,
+            provider_job_id: null,
+            handles_json: null,
+            provider_status: null,
+            estimate_micro_usd: job.estimateMicroUsd,
+            estimate_source: job.estimateSource,
+            charge_micro_usd: null,
+            charge_source: null,
+            charge_state: "none",
+            error_code: null,
+            error_message: null,
+            error_detail_json: null,
+            out_dir: job.outDir,
+            lease_owner: null,
+            lease_expires_at: null,
+            next_attempt_at: now,
+            created_at: now,
+            updated_at: now,
+            submitted_at: null,
+            provider_done_at: null,
+            finished_at: null,
+            tracking_deadline_at: null,
+            slots_held_json: "[]",
+            last_pending_elapsed_ms: null,
+            poll_failures: 0,
+          })
+          .execute();
+        await this.appendEvent(trx, job.id, now, null, "queued", "validated, estimated and queued", {
+          estimateMicroUsd: job.estimateMicroUsd,
+          estimateSource: job.estimateSource,
+        });
+        const row = await trx.selectFrom("jobs").selectAll().where("id", "=", job.id).executeTakeFirstOrThrow();
+        results.push({ job: rowToJob(row), created: true });
+      }
+      return results;
+    });
+  }
+
+  async getJob(id: string): Promise<Job | null> {
+    const row = await this.db.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirst();
+    return row ? rowToJob(row) : null;
+  }
+
+  async findJob(idOrRef: string): Promise<Job | null> {
+    const row =
+      (await this.db.selectFrom("jobs").selectAll().where("id", "=", idOrRef).executeTakeFirst()) ??
+      (await this.db.selectFrom("jobs").selectAll().where("ref", "=", idOrRef).executeTakeFirst());
+    return row ? rowToJob(row) : null;
+  }
+
+  async listJobs(filter: JobFilter = {}): Promise<Job[]> {
+    let query = this.db.selectFrom("jobs").selectAll();
+    if (filter.batchId !== undefined) query = query.where("batch_id", "=", filter.batchId);
+    if (filter.states?.length) query = query.where("state", "in", [...filter.states]);
+    if (filter.provider !== undefined) query = query.where("provider", "=", filter.provider);
+    if (filter.ids !== undefined) {
+      if (filter.ids.length === 0) return [];
+      query = query.where("id", "in", [...filter.ids]);
+    }
+    query = query.orderBy("created_at", filter.newestFirst ? "desc" : "asc").orderBy("id", filter.newestFirst ? "desc" : "asc");
+    if (filter.limit !== undefined) query = query.limit(filter.limit);
+    return (await query.execute()).map(rowToJob);
+  }
+
+  async events(jobId: string): Promise<JobEvent[]> {
+    const rows = await this.db.selectFrom("job_events").selectAll().where("job_id", "=", jobId).orderBy("id").execute();
+    return rows.map((row) => ({
+      id: Number(row.id),
+      jobId: row.job_id,
+      at: Number(row.at),
+      fromState: row.from_state as JobState | null,
+      toState: row.to_state as JobState,
+      reason: row.reason,
+      detail: row.detail_json ? (JSON.parse(row.detail_json) as unknown) : null,
+    }));
+  }
+
+  async outputs(jobId: string): Promise<JobOutput[]> {
+    const rows = await this.db.selectFrom("outputs").selectAll().where("job_id", "=", jobId).orderBy("idx").execute();
+    return rows.map(rowToOutput);
+  }
+
+  async transition(
+    jobId: string,
+    expect: JobExpectation,
+    to: JobState,
+    patch: JobPatch,
+    reason: string,
+    now: number,
+    detail?: unknown,
+    extras: TransitionExtras = {},
+  ): Promise<Job | null> {
+    return this.db.transaction().execute(async (trx) => {
+      const current = await this.lockJob(trx, jobId);
+      if (!current || !this.matches(current, expect)) return null;
+      const row = patchToRow(patch);
+      if (!holdsSlots(to) && current.slotsHeld.length > 0) {
+        await trx.deleteFrom("slot_holds").where("job_id", "=", jobId).execute();
+        row.slots_held_json = "[]";
+      }
+      if (isTerminal(to) && patch.finishedAt === undefined) row.finished_at = now;
+      await trx
+        .updateTable("jobs")
+        .set({ ...row, state: to, updated_at: now })
+        .where("id", "=", jobId)
+        .execute();
+      await this.appendEvent(trx, jobId, now, current.state, to, reason, detail);
+      for (const output of extras.outputs ?? []) {
+        await trx
+          .insertInto("outputs")
+          .values({
+            job_id: jobId,
+            idx: output.index,
+            path: output.path,
+            url: output.url,
+            content_type: output.contentType,
+            bytes: output.bytes,
+            sha256: output.sha256,
+            metadata_json: JSON.stringify(output.metadata),
+            saved_at: now,
+          })
+          .onConflict((conflict) => conflict.columns(["job_id", "idx"]).doUpdateSet({
+            path: output.path,
+            url: output.url,
+            content_type: output.contentType,
+            bytes: output.bytes,
+            sha256: output.sha256,
+            metadata_json: JSON.stringify(output.metadata),
+            saved_at: now,
+          }))
+          .execute();
+      }
+      if (extras.ledger) {
+        await trx
+          .insertInto("ledger")
+          .values({
+            job_id: jobId,
+            provider: current.provider,
+            model: current.model,
+            micro_usd: extras.ledger.microUsd,
+            source: extras.ledger.source,
+            at: now,
+          })
+          .onConflict((conflict) => conflict.column("job_id").doNothing())
+          .execute();
+      }
+      const updated = await trx.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
+      return rowToJob(updated);
+    });
+  }
+
+  async updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null> {
+    let query = this.db
+      .updateTable("jobs")
+      .set({ ...patchToRow(patch), updated_at: now })
+      .where("id", "=", jobId)
+      .where("state", "in", [...states(expect)]);
+    if (expect.leaseOwner === null) query = query.where("lease_owner", "is", null);
+    else if (expect.leaseOwner !== undefined) query = query.where("lease_owner", "=", expect.leaseOwner);
+    const result = await query.executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return null;
+    return this.getJob(jobId);
+  }
+
+  async dueQueued(now: number, limit: number, skipProviders: readonly string[]): Promise<Job[]> {
+    let query = this.db
+      .selectFrom("jobs")
+      .selectAll()
+      .where("state", "=", "queued")
+      .where("next_attempt_at", "<=", now);
+    if (skipProviders.length) query = query.where("provider", "not in", [...skipProviders]);
+    const rows = await query.orderBy("created_at").orderBy("id").limit(limit).execute();
+    return rows.map(rowToJob);
+  }
+
+  async claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
+    return this.db.transaction().execute(async (trx) => {
+      const job = await this.lockJob(trx, jobId, { skipLocked: true });
+      if (!job || job.state !== "queued") return { kind: "gone" } as const;
+      for (const pool of pools) {
+        await trx
+          .insertInto("slot_pools")
+          .values({
+            pool_key: pool.key,
+            configured_capacity: pool.capacity,
+            learned_capacity: pool.capacity,
+            blocked_until: 0,
+            updated_at: now,
+          })
+          .onConflict((conflict) => conflict.column("pool_key").doNothing())
+          .execute();
+        // spec: the published capacity can change (C's tier); learned capacity never exceeds it.
+        await trx
+          .updateTable("slot_pools")
+          .set({
+            configured_capacity: pool.capacity,
+            learned_capacity: this.least(sql`learned_capacity`, pool.capacity),
+          })
+          .where("pool_key", "=", pool.key)
+          .where("configured_capacity", "<>", pool.capacity)
+          .execute();
+        let poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", pool.key);
+        if (this.dialect === "postgres") poolQuery = poolQuery.forUpdate();
+        const row = await poolQuery.executeTakeFirstOrThrow();
+        if (Number(row.blocked_until) > now) return { kind: "no_slot", poolKey: pool.key, retryAt: Number(row.blocked_until) } as const;
+        const held = await trx
+          .selectFrom("slot_holds")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("pool_key", "=", pool.key)
+          .executeTakeFirstOrThrow();
+        if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
+      }
+      for (const pool of pools) {
+        await trx.insertInto("slot_holds").values({ pool_key: pool.key, job_id: jobId, acquired_at: now }).execute();
+      }
+      await trx
+        .updateTable("jobs")
+        .set({
+          state: "submitting",
+          reason: null,
+          attempts: job.attempts + 1,
+          lease_owner: owner,
+          lease_expires_at: now + leaseMs,
+          slots_held_json: JSON.stringify(pools.map((pool) => pool.key)),
+          updated_at: now,
+        })
+        .where("id", "=", jobId)
+        .execute();
+      await this.appendEvent(trx, jobId, now, "queued", "submitting", `claimed by ${owner}`, {
+        attempt: job.attempts + 1,
+        slots: pools.map((pool) => pool.key),
+      });
+      const updated = await trx.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
+      return { kind: "claimed", job: rowToJob(updated) } as const;
+    });
+  }
+
+  async dueOwned(owner: string, now: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom("jobs")
+      .selectAll()
+      .where("lease_owner", "=", owner)
+      .where("state", "in", ["running", "capturing"])
+      .where("next_attempt_at", "<=", now)
+      .orderBy("next_attempt_at")
+      .limit(limit)
+      .execute();
+    return rows.map(rowToJob);
+  }
+
+  async adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean): Promise<Job[]> {
+    const candidates = await this.db
+      .selectFrom("jobs")
+      .select(["id", "lease_owner", "lease_expires_at"])
+      .where("state", "in", ["submitting", "running", "capturing"])
+      .where((eb) => eb.or([eb("lease_owner", "is", null), eb("lease_owner", "<>", owner)]))
+      .execute();
+    const adopted: Job[] = [];
+    for (const candidate of candidates) {
+      const expired = candidate.lease_expires_at === null || Number(candidate.lease_expires_at) < now;
+      if (!expired && !(candidate.lease_owner && isDeadOwner(candidate.lease_owner))) continue;
+      let query = this.db
+        .updateTable("jobs")
+        .set({ lease_owner: owner, lease_expires_at: now + leaseMs, next_attempt_at: now, updated_at: now })
+        .where("id", "=", candidate.id)
+        .where("state", "in", ["submitting", "running", "capturing"]);
+      query =
+        candidate.lease_owner === null
+          ? query.where("lease_owner", "is", null)
+          : query.where("lease_owner", "=", candidate.lease_owner);
+      const result = await query.executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) continue;
+      const job = await this.getJob(candidate.id);
+      if (job) adopted.push(job);
+    }
+    return adopted;
+  }
+
+  async renewLeases(owner: string, leaseExpiresAt: number): Promise<void> {
+    await this.db
+      .updateTable("jobs")
+      .set({ lease_expires_at: leaseExpiresAt })
+      .where("lease_owner", "=", owner)
+      .where("state", "in", ["submitting", "running", "capturing"])
+      .execute();
+  }
+
+  async releaseLeases(owner: string): Promise<void> {
+    await this.db
+      .updateTable("jobs")
+      .set({ lease_owner: null, lease_expires_at: null })
+      .where("lease_owner", "=", owner)
+      .execute();
+  }
+
+  async nextDueAt(owner: string, skipProviders: readonly string[]): Promise<number | null> {
+    let queued = this.db
+      .selectFrom("jobs")
+      .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+      .where("state", "=", "queued");
+    if (skipProviders.length) queued = queued.where("provider", "not in", [...skipProviders]);
+    const owned = this.db
+      .selectFrom("jobs")
+      .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+      .where("lease_owner", "=", owner)
+      .where("state", "in", ["running", "capturing"]);
+    const [a, b] = await Promise.all([queued.executeTakeFirst(), owned.executeTakeFirst()]);
+    const values = [a?.at, b?.at].filter((value) => value !== null && value !== undefined).map(Number);
+    return values.length ? Math.min(...values) : null;
+  }
+
+  async releaseSlots(jobId: string, now: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom("slot_holds").where("job_id", "=", jobId).execute();
+      await trx.updateTable("jobs").set({ slots_held_json: "[]", updated_at: now }).where("id", "=", jobId).execute();
+    });
+  }
+
+  async slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      for (const key of poolKeys) {
+        const held = await trx
+          .selectFrom("slot_holds")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("pool_key", "=", key)
+          .executeTakeFirstOrThrow();
+        await trx
+          .updateTable("slot_pools")
+          .set({
+            learned_capacity: this.greatest(1, this.least(sql`learned_capacity`, Number(held.n))),
+            blocked_until: this.greatest(sql`blocked_until`, blockedUntil),
+            updated_at: now,
+          })
+          .where("pool_key", "=", key)
+          .execute();
+      }
+    });
+  }
+
+  async slotRecover(poolKey: string, now: number): Promise<void> {
+    await this.db
+      .updateTable("slot_pools")
+      .set({ learned_capacity: sql<number>`learned_capacity + 1`, updated_at: now })
+      .where("pool_key", "=", poolKey)
+      .where("learned_capacity", "<", sql<number>`configured_capacity`)
+      .where("blocked_until", "<=", now)
+      .execute();
+  }
+
+  async poolStatus(): Promise<PoolStatus[]> {
+    const pools = await this.db.selectFrom("slot_pools").selectAll().orderBy("pool_key").execute();
+    const holds = await this.db
+      .selectFrom("slot_holds")
+      .select(["pool_key", (eb) => eb.fn.countAll<number>().as("n")])
+      .groupBy("pool_key")
+      .execute();
+    const held = new Map(holds.map((row) => [row.pool_key, Number(row.n)]));
+    return pools.map((pool) => ({
+      key: pool.pool_key,
+      configuredCapacity: Number(pool.configured_capacity),
+      learnedCapacity: Number(pool.learned_capacity),
+      held: held.get(pool.pool_key) ?? 0,
+      blockedUntil: Number(pool.blocked_until),
+    }));
+  }
+
+  async takeRateToken(windows: readonly RateWindow[], now: number): Promise<number> {
+    if (windows.length === 0) return 0;
+    return this.db.transaction().execute(async (trx) => {
+      if (this.dialect === "postgres") {
+        // Serialise takers of the same windows across workers.
+        for (const window of windows) await sql`select pg_advisory_xact_lock(hashtext(${window.key}))`.execute(trx);
+      }
+      let waitMs = 0;
+      for (const window of windows) {
+        const since = now - window.windowMs;
+        await trx.deleteFrom("rate_events").where("window_key", "=", window.key).where("at", "<=", since).execute();
+        const inWindow = await trx
+          .selectFrom("rate_events")
+          .select([(eb) => eb.fn.countAll<number>().as("n"), (eb) => eb.fn.min("at").as("oldest")])
+          .where("window_key", "=", window.key)
+          .executeTakeFirstOrThrow();
+        if (Number(inWindow.n) >= window.limit) {
+          // The window has room again once enough of its oldest requests fall out of it.
+          const excess = Number(inWindow.n) - window.limit + 1;
+          const leaving = await trx
+            .selectFrom("rate_events")
+            .select("at")
+            .where("window_key", "=", window.key)
+            .orderBy("at")
+            .limit(1)
+            .offset(excess - 1)
+            .executeTakeFirstOrThrow();
+          waitMs = Math.max(waitMs, Number(leaving.at) + window.windowMs - now + 1);
+        }
+      }
+      if (waitMs > 0) return waitMs;
+      for (const window of windows) await trx.insertInto("rate_events").values({ window_key: window.key, at: now }).execute();
+      return 0;
+    });
+  }
+
+  async haltProvider(halt: ProviderHalt): Promise<void> {
+    await this.db
+      .insertInto("provider_halts")
+      .values({ provider: halt.provider, code: halt.code, message: halt.message, job_id: halt.jobId, at: halt.at })
+      .onConflict((conflict) => conflict.column("provider").doNothing())
+      .execute();
+  }
+
+  async clearHalt(provider: ProviderId): Promise<void> {
+    await this.db.deleteFrom("provider_halts").where("provider", "=", provider).execute();
+  }
+
+  async halts(): Promise<ProviderHalt[]> {
+    const rows = await this.db.selectFrom("provider_halts").selectAll().execute();
+    return rows.map((row) => ({
+      provider: row.provider as ProviderId,
+      code: row.code,
+      message: row.message,
+      jobId: row.job_id,
+      at: Number(row.at),
+    }));
+  }
+
+  async recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
+    const rows = await this.db
+      .selectFrom("jobs")
+      .select(["submitted_at", "provider_done_at", "last_pending_elapsed_ms"])
+      .where("provider", "=", provider)
+      .where("model", "=", model)
+      .where("provider_done_at", "is not", null)
+      .where("submitted_at", "is not", null)
+      .orderBy("provider_done_at", "desc")
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      doneElapsedMs: Number(row.provider_done_at) - Number(row.submitted_at),
+      pendingElapsedMs: row.last_pending_elapsed_ms === null ? null : Number(row.last_pending_elapsed_ms),
+    }));
+  }
+
+  async ledgerTotal(filter: { provider?: ProviderId; from?: number; to?: number } = {}): Promise<number> {
+    let query = this.db.selectFrom("ledger").select((eb) => eb.fn.sum<number>("micro_usd").as("total"));
+    if (filter.provider) query = query.where("provider", "=", filter.provider);
+    if (filter.from !== undefined) query = query.where("at", ">=", filter.from);
+    if (filter.to !== undefined) query = query.where("at", "<=", filter.to);
+    const row = await query.executeTakeFirst();
+    return Number(row?.total ?? 0);
+  }
+
+  /** Scalar min/max: SQLite spells them min()/max(), PostgreSQL least()/greatest(). */
+  private least(a: unknown, b: unknown) {
+    return this.dialect === "postgres" ? sql<number>`least(${a}, ${b})` : sql<number>`min(${a}, ${b})`;
+  }
+
+  private greatest(a: unknown, b: unknown) {
+    return this.dialect === "postgres" ? sql<number>`greatest(${a}, ${b})` : sql<number>`max(${a}, ${b})`;
+  }
+
+  private matches(job: Job, expect: JobExpectation): boolean {
+    if (!states(expect).includes(job.state)) return false;
+    if (expect.leaseOwner === undefined) return true;
+    return job.leaseOwner === expect.leaseOwner;
+  }
+
+  private async lockJob(trx: Db, jobId: string, options: { skipLocked?: boolean } = {}): Promise<Job | null> {
+    let query = trx.selectFrom("jobs").selectAll().where("id", "=", jobId);
+    if (this.dialect === "postgres") {
+      query = query.forUpdate();
+      if (options.skipLocked) query = query.skipLocked();
+    }
+    const row = await query.executeTakeFirst();
+    return row ? rowToJob(row) : null;
+  }
+
+  private async appendEvent(
+    trx: Db,
+    jobId: string,
+    at: number,
+    fromState: JobState | null,
+    toState: JobState,
+    reason: string,
+    detail?: unknown,
+  ): Promise<void> {
+    await trx
+      .insertInto("job_events")
+      .values({
+        job_id: jobId,
+        at,
+        from_state: fromState,
+        to_state: toState,
+        reason,
+        detail_json: detail === undefined ? null : JSON.stringify(detail),
+      })
+      .execute();
+  }
+}

@@ -1,0 +1,11 @@
+import { migration001 } from "./001_init.js";
+
+export interface Migration {
+  version: number;
+  name: string;
+  sqlite: string;
+  postgres: string;
+}
+
+/** Every migration, in order. Append only. */
+export const MIGRATIONS: readonly Migration[] = [migration001];

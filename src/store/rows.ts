@@ -1,0 +1,100 @@
+import type { Job, JobOutput } from "../core/job.js";
+import type { ProviderId } from "../providers/adapter.js";
+import type { JobsTable, OutputsTable } from "./schema.js";
+import type { JobPatch } from "./store.js";
+
+/** PostgreSQL returns BIGINT as text; SQLite as number. */
+function toNumber(value: unknown): number {
+  return typeof value === "number" ? value : Number(value);
+}
+function toNumberOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : toNumber(value);
+}
+
+export function rowToJob(row: JobsTable): Job {
+  return {
+    id: row.id,
+    ref: row.ref,
+    batchId: row.batch_id,
+    provider: row.provider as ProviderId,
+    model: row.model,
+    operation: row.operation,
+    body: JSON.parse(row.body_json) as Record<string, unknown>,
+    facts: JSON.parse(row.facts_json) as Record<string, unknown>,
+    warnings: JSON.parse(row.warnings_json) as string[],
+    state: row.state as Job["state"],
+    reason: row.reason,
+    attempts: toNumber(row.attempts),
+    idempotencyKey: row.idempotency_key,
+    providerJobId: row.provider_job_id,
+    handles: row.handles_json ? (JSON.parse(row.handles_json) as Record<string, unknown>) : null,
+    providerStatus: row.provider_status,
+    estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd),
+    estimateSource: row.estimate_source,
+    chargeMicroUsd: toNumberOrNull(row.charge_micro_usd),
+    chargeSource: row.charge_source,
+    chargeState: row.charge_state as Job["chargeState"],
+    error: row.error_code
+      ? {
+          code: row.error_code,
+          message: row.error_message ?? "",
+          ...(row.error_detail_json ? { detail: JSON.parse(row.error_detail_json) as unknown } : {}),
+        }
+      : null,
+    outDir: row.out_dir,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: toNumberOrNull(row.lease_expires_at),
+    nextAttemptAt: toNumber(row.next_attempt_at),
+    createdAt: toNumber(row.created_at),
+    updatedAt: toNumber(row.updated_at),
+    submittedAt: toNumberOrNull(row.submitted_at),
+    providerDoneAt: toNumberOrNull(row.provider_done_at),
+    finishedAt: toNumberOrNull(row.finished_at),
+    trackingDeadlineAt: toNumberOrNull(row.tracking_deadline_at),
+    slotsHeld: JSON.parse(row.slots_held_json) as string[],
+    lastPendingElapsedMs: toNumberOrNull(row.last_pending_elapsed_ms),
+    pollFailures: toNumber(row.poll_failures),
+  };
+}
+
+/** The columns a patch changes. `undefined` fields are left alone; `null` clears. */
+export function patchToRow(patch: JobPatch): Partial<JobsTable> {
+  const row: Partial<JobsTable> = {};
+  if (patch.reason !== undefined) row.reason = patch.reason;
+  if (patch.attempts !== undefined) row.attempts = patch.attempts;
+  if (patch.idempotencyKey !== undefined) row.idempotency_key = patch.idempotencyKey;
+  if (patch.providerJobId !== undefined) row.provider_job_id = patch.providerJobId;
+  if (patch.handles !== undefined) row.handles_json = patch.handles === null ? null : JSON.stringify(patch.handles);
+  if (patch.providerStatus !== undefined) row.provider_status = patch.providerStatus;
+  if (patch.chargeMicroUsd !== undefined) row.charge_micro_usd = patch.chargeMicroUsd;
+  if (patch.chargeSource !== undefined) row.charge_source = patch.chargeSource;
+  if (patch.chargeState !== undefined) row.charge_state = patch.chargeState;
+  if (patch.error !== undefined) {
+    row.error_code = patch.error?.code ?? null;
+    row.error_message = patch.error?.message ?? null;
+    row.error_detail_json = patch.error?.detail === undefined ? null : JSON.stringify(patch.error.detail);
+  }
+  if (patch.leaseOwner !== undefined) row.lease_owner = patch.leaseOwner;
+  if (patch.leaseExpiresAt !== undefined) row.lease_expires_at = patch.leaseExpiresAt;
+  if (patch.nextAttemptAt !== undefined) row.next_attempt_at = patch.nextAttemptAt;
+  if (patch.submittedAt !== undefined) row.submitted_at = patch.submittedAt;
+  if (patch.providerDoneAt !== undefined) row.provider_done_at = patch.providerDoneAt;
+  if (patch.finishedAt !== undefined) row.finished_at = patch.finishedAt;
+  if (patch.trackingDeadlineAt !== undefined) row.tracking_deadline_at = patch.trackingDeadlineAt;
+  if (patch.lastPendingElapsedMs !== undefined) row.last_pending_elapsed_ms = patch.lastPendingElapsedMs;
+  if (patch.pollFailures !== undefined) row.poll_failures = patch.pollFailures;
+  if (patch.body !== undefined) row.body_json = JSON.stringify(patch.body);
+  return row;
+}
+
+export function rowToOutput(row: OutputsTable): JobOutput {
+  return {
+    index: toNumber(row.idx),
+    path: row.path,
+    url: row.url,
+    contentType: row.content_type,
+    bytes: toNumber(row.bytes),
+    sha256: row.sha256,
+    metadata: JSON.parse(row.metadata_json) as Record<string, unknown>,
+  };
+}

@@ -1,0 +1,123 @@
+import type { Generated } from "kysely";
+
+/** Row types of the store's tables, as Kysely sees them. Times are integer milliseconds since the epoch. */
+export interface JobsTable {
+  id: string;
+  ref: string;
+  batch_id: string | null;
+  provider: string;
+  model: string;
+  operation: string | null;
+  body_json: string;
+  facts_json: string;
+  warnings_json: string;
+  state: string;
+  reason: string | null;
+  attempts: number;
+  idempotency_key: string | null;
+  provider_job_id: string | null;
+  handles_json: string | null;
+  provider_status: string | null;
+  estimate_micro_usd: number | null;
+  estimate_source: string;
+  charge_micro_usd: number | null;
+  charge_source: string | null;
+  charge_state: string;
+  error_code: string | null;
+  error_message: string | null;
+  error_detail_json: string | null;
+  out_dir: string;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  next_attempt_at: number;
+  created_at: number;
+  updated_at: number;
+  submitted_at: number | null;
+  provider_done_at: number | null;
+  finished_at: number | null;
+  tracking_deadline_at: number | null;
+  slots_held_json: string;
+  last_pending_elapsed_ms: number | null;
+  poll_failures: number;
+}
+
+export interface JobEventsTable {
+  id: Generated<number>;
+  job_id: string;
+  at: number;
+  from_state: string | null;
+  to_state: string;
+  reason: string;
+  detail_json: string | null;
+}
+
+export interface OutputsTable {
+  job_id: string;
+  idx: number;
+  path: string;
+  url: string;
+  content_type: string;
+  bytes: number;
+  sha256: string;
+  metadata_json: string;
+  saved_at: number;
+}
+
+export interface SlotPoolsTable {
+  pool_key: string;
+  /** The published capacity. */
+  configured_capacity: number;
+  /** What the engine currently believes; lowered after the provider pushes back, raised again over time. */
+  learned_capacity: number;
+  /** No new slot is handed out before this time (after a 429 / 500044). */
+  blocked_until: number;
+  updated_at: number;
+}
+
+export interface SlotHoldsTable {
+  pool_key: string;
+  job_id: string;
+  acquired_at: number;
+}
+
+export interface RateEventsTable {
+  id: Generated<number>;
+  window_key: string;
+  at: number;
+}
+
+export interface ProviderHaltsTable {
+  provider: string;
+  code: string;
+  message: string;
+  job_id: string | null;
+  at: number;
+}
+
+export interface LedgerTable {
+  id: Generated<number>;
+  job_id: string;
+  provider: string;
+  model: string;
+  micro_usd: number;
+  source: string;
+  at: number;
+}
+
+export interface SchemaMigrationsTable {
+  version: number;
+  name: string;
+  applied_at: number;
+}
+
+export interface Database {
+  jobs: JobsTable;
+  job_events: JobEventsTable;
+  outputs: OutputsTable;
+  slot_pools: SlotPoolsTable;
+  slot_holds: SlotHoldsTable;
+  rate_events: RateEventsTable;
+  provider_halts: ProviderHaltsTable;
+  ledger: LedgerTable;
+  schema_migrations: SchemaMigrationsTable;
+}

@@ -1,0 +1,179 @@
+import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
+import type { ProviderId, RateWindow } from "../providers/adapter.js";
+
+/** A job as first stored: validated, estimated, queued. */
+export interface NewJob {
+  id: string;
+  ref: string;
+  batchId: string | null;
+  provider: ProviderId;
+  model: string;
+  operation: string | null;
+  body: Record<string, unknown>;
+  facts: Record<string, unknown>;
+  warnings: string[];
+  estimateMicroUsd: number | null;
+  estimateSource: string;
+  outDir: string;
+}
+
+/** Fields the engine may change on a job (with or without a state change). */
+export type JobPatch = Partial<
+  Pick<
+    Job,
+    | "reason"
+    | "attempts"
+    | "idempotencyKey"
+    | "providerJobId"
+    | "handles"
+    | "providerStatus"
+    | "chargeMicroUsd"
+    | "chargeSource"
+    | "chargeState"
+    | "error"
+    | "leaseOwner"
+    | "leaseExpiresAt"
+    | "nextAttemptAt"
+    | "submittedAt"
+    | "providerDoneAt"
+    | "finishedAt"
+    | "trackingDeadlineAt"
+    | "lastPendingElapsedMs"
+    | "pollFailures"
+    | "body"
+  >
+>;
+
+/** What must hold for a change to apply (compare-and-set), so two engines never both move a job. */
+export interface JobExpectation {
+  state: JobState | readonly JobState[];
+  /** The lease owner the job must have (null: must have none); undefined: not checked. */
+  leaseOwner?: string | null;
+}
+
+export interface TransitionExtras {
+  /** Outputs saved for this job, written in the same transaction. */
+  outputs?: JobOutput[];
+  /** A charge for the ledger (only facts: a computed or a settled charge), written in the same transaction. */
+  ledger?: { microUsd: number; source: string };
+}
+
+export interface JobFilter {
+  batchId?: string;
+  states?: readonly JobState[];
+  provider?: ProviderId;
+  ids?: readonly string[];
+  limit?: number;
+  /** Newest first (default: oldest first). */
+  newestFirst?: boolean;
+}
+
+export interface SlotPoolRequest {
+  key: string;
+  capacity: number;
+}
+
+export type ClaimResult =
+  | { kind: "claimed"; job: Job }
+  | { kind: "no_slot"; poolKey: string; retryAt: number | null }
+  | { kind: "gone" };
+
+export interface ProviderHalt {
+  provider: ProviderId;
+  code: string;
+  message: string;
+  jobId: string | null;
+  at: number;
+}
+
+export interface RenderSample {
+  /** Elapsed ms from submit to the poll that saw the job done (an upper bound of its render time). */
+  doneElapsedMs: number;
+  /** Elapsed ms of the last poll that saw it pending (a lower bound), when there was one. */
+  pendingElapsedMs: number | null;
+}
+
+export interface PoolStatus {
+  key: string;
+  configuredCapacity: number;
+  learnedCapacity: number;
+  held: number;
+  blockedUntil: number;
+}
+
+/**
+ * Everything the engine, CLI and server keep. Implemented once over Kysely
+ * for SQLite and PostgreSQL; nothing above this interface knows which.
+ */
+export interface Store {
+  readonly dialect: "sqlite" | "postgres";
+  close(): Promise<void>;
+
+  /** Inserts jobs whose ref is new; for a ref that exists, returns the stored job with `created: false`. One transaction. */
+  insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>>;
+  getJob(id: string): Promise<Job | null>;
+  /** By id, or by ref when no id matches. */
+  findJob(idOrRef: string): Promise<Job | null>;
+  listJobs(filter?: JobFilter): Promise<Job[]>;
+  events(jobId: string): Promise<JobEvent[]>;
+  outputs(jobId: string): Promise<JobOutput[]>;
+
+  /**
+   * Moves a job to `to` if it matches `expect`, applying `patch`, appending
+   * an event, releasing all slots when `to` is terminal or running→capturing
+   * and writing extras, in one transaction. Returns the new job, or null when
+   * the expectation failed (another engine moved it first).
+   */
+  transition(
+    jobId: string,
+    expect: JobExpectation,
+    to: JobState,
+    patch: JobPatch,
+    reason: string,
+    now: number,
+    detail?: unknown,
+    extras?: TransitionExtras,
+  ): Promise<Job | null>;
+  /** Changes fields without a state change (poll bookkeeping, reasons). Null when the expectation failed. */
+  updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null>;
+
+  /** Queued jobs that are due, oldest first, skipping halted providers. */
+  dueQueued(now: number, limit: number, skipProviders: readonly string[]): Promise<Job[]>;
+  /**
+   * Takes every slot pool (all or none) and moves the job queued → submitting
+   * under a lease, counting the attempt. One transaction.
+   */
+  claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult>;
+  /** Jobs held by this owner that are due for work (polls, captures, settlement). */
+  dueOwned(owner: string, now: number, limit: number): Promise<Job[]>;
+  /**
+   * Takes over non-terminal, non-queued jobs whose lease expired or whose
+   * owner is known dead. Returns them with the new lease.
+   */
+  adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean): Promise<Job[]>;
+  renewLeases(owner: string, leaseExpiresAt: number): Promise<void>;
+  releaseLeases(owner: string): Promise<void>;
+  /** The earliest `next_attempt_at` of work that could become due (queued jobs and this owner's jobs). */
+  nextDueAt(owner: string, skipProviders: readonly string[]): Promise<number | null>;
+
+  releaseSlots(jobId: string, now: number): Promise<void>;
+  /** The provider pushed back: believe no more slots than are held now, and hand none out until `blockedUntil`. */
+  slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void>;
+  /** Raises learned capacity by one toward the published capacity (called after a quiet period). */
+  slotRecover(poolKey: string, now: number): Promise<void>;
+  poolStatus(): Promise<PoolStatus[]>;
+
+  /**
+   * Sliding-window rate limiting shared by every engine on this store: when
+   * every window has room, records one request in each and returns 0;
+   * otherwise returns how many ms until one would have room.
+   */
+  takeRateToken(windows: readonly RateWindow[], now: number): Promise<number>;
+
+  haltProvider(halt: ProviderHalt): Promise<void>;
+  clearHalt(provider: ProviderId): Promise<void>;
+  halts(): Promise<ProviderHalt[]>;
+
+  recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]>;
+  ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number>;
+}

@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { openPostgresStore } from "../../src/store/postgres.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { Store } from "../../src/store/store.js";
+
+export interface StoreFactory {
+  name: string;
+  open(): Promise<{ store: Store; cleanup(): Promise<void> }>;
+}
+
+/** A fresh SQLite file per call, in its own temporary folder. */
+export const sqliteFactory: StoreFactory = {
+  name: "sqlite",
+  async open() {
+    const folder = mkdtempSync(join(tmpdir(), "mediagate-test-"));
+    const store = await openSqliteStore(join(folder, "test.db"));
+    return {
+      store,
+      async cleanup() {
+        await store.close();
+        rmSync(folder, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+/** A fresh schema per call in the database of DATABASE_URL, dropped afterwards. */
+export function postgresFactory(databaseUrl: string): StoreFactory {
+  return {
+    name: "postgres",
+    async open() {
+      const schema = `mg_test_${randomBytes(6).toString("hex")}`;
+      const store = await openPostgresStore(databaseUrl, { schema, maxConnections: 4 });
+      return {
+        store,
+        async cleanup() {
+          await store.close();
+          const client = new pg.Client({ connectionString: databaseUrl });
+          await client.connect();
+          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+          await client.end();
+        },
+      };
+    },
+  };
+}
+
+const databaseUrl = process.env.DATABASE_URL;
+if (!databaseUrl && !process.env.MEDIAGATE_PG_SKIP_NOTICE_SHOWN) {
+  process.env.MEDIAGATE_PG_SKIP_NOTICE_SHOWN = "1";
+  console.warn("DATABASE_URL is not set: PostgreSQL store tests are skipped (.ci/run sets it)");
+}
+
+/** Every store the suite runs against: SQLite always, PostgreSQL when DATABASE_URL is set. */
+export const storeFactories: StoreFactory[] = databaseUrl ? [sqliteFactory, postgresFactory(databaseUrl)] : [sqliteFactory];
+
+export function tempDir(prefix = "mediagate-test-"): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}

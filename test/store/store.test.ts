@@ -1,0 +1,128 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Store, NewJob } from "../../src/store/store.js";
+import { storeFactories } from "../helpers/stores.js";
+
+function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
+  return {
+    id: `job_${ref}`,
+    ref,
+    batchId: null,
+    provider: "d",
+    model: "gen-2-pro",
+    operation: null,
+    body: { prompt: "p", width: 1024, height: 768 },
+    facts: {},
+    warnings: [],
+    estimateMicroUsd: 30_000,
+    estimateSource: "test",
+    outDir: "/tmp/out",
+    ...overrides,
+  };
+}
+
+for (const factory of storeFactories) {
+  describe(`store (${factory.name})`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    beforeEach(async () => {
+      ({ store, cleanup } = await factory.open());
+    });
+    afterEach(async () => {
+      await cleanup();
+    });
+
+    it("a ref is unique: inserting it again returns the stored job instead of a second one", async () => {
+      const [first] = await store.insertJobs([newJob("a")], 1_000);
+      const [again] = await store.insertJobs([newJob("a", { id: "job_other" })], 2_000);
+      expect(first!.created).toBe(true);
+      expect(again!.created).toBe(false);
+      expect(again!.job.id).toBe("job_a");
+      expect(await store.listJobs()).toHaveLength(1);
+    });
+
+    it("every transition is appended to the job's event log with time and reason", async () => {
+      await store.insertJobs([newJob("a")], 1_000);
+      const claim = await store.claimForSubmit("job_a", "owner-1", [{ key: "d:account", capacity: 24 }], 2_000, 30_000);
+      expect(claim.kind).toBe("claimed");
+      await store.transition("job_a", { state: "submitting", leaseOwner: "owner-1" }, "running", { providerJobId: "p1" }, "accepted", 3_000);
+      const events = await store.events("job_a");
+      expect(events.map((event) => [event.fromState, event.toState, event.at])).toEqual([
+        [null, "queued", 1_000],
+        ["queued", "submitting", 2_000],
+        ["submitting", "running", 3_000],
+      ]);
+      expect(events[2]!.reason).toBe("accepted");
+    });
+
+    it("a transition applies only when the job is in the expected state and lease (compare-and-set)", async () => {
+      await store.insertJobs([newJob("a")], 1_000);
+      await store.claimForSubmit("job_a", "owner-1", [], 2_000, 30_000);
+      expect(await store.transition("job_a", { state: "submitting", leaseOwner: "owner-2" }, "running", {}, "x", 3_000)).toBeNull();
+      expect(await store.transition("job_a", { state: "queued" }, "running", {}, "x", 3_000)).toBeNull();
+      expect((await store.transition("job_a", { state: "submitting", leaseOwner: "owner-1" }, "running", {}, "x", 3_000))?.state).toBe("running");
+    });
+
+    it("slots: a job takes all its pools or none, and a terminal transition frees them", async () => {
+      await store.insertJobs([newJob("a"), newJob("b"), newJob("c")], 1_000);
+      const pools = [{ key: "d:account", capacity: 2 }, { key: "d:gen-ctx-max", capacity: 1 }];
+      expect((await store.claimForSubmit("job_a", "o", pools, 2_000, 30_000)).kind).toBe("claimed");
+      const blocked = await store.claimForSubmit("job_b", "o", pools, 2_000, 30_000);
+      expect(blocked).toMatchObject({ kind: "no_slot", poolKey: "d:gen-ctx-max" });
+      // job_b took nothing from d:account although that pool had room
+      const status = await store.poolStatus();
+      expect(status.find((pool) => pool.key === "d:account")!.held).toBe(1);
+      await store.transition("job_a", { state: "submitting" }, "failed", { error: { code: "x", message: "x" } }, "x", 3_000);
+      expect((await store.poolStatus()).every((pool) => pool.held === 0)).toBe(true);
+      expect((await store.claimForSubmit("job_b", "o", pools, 4_000, 30_000)).kind).toBe("claimed");
+    });
+
+    it("slots: after a pushback the pool hands out no slot until blocked_until and believes only what is held", async () => {
+      await store.insertJobs([newJob("a"), newJob("b"), newJob("c")], 1_000);
+      const pools = [{ key: "d:account", capacity: 24 }];
+      await store.claimForSubmit("job_a", "o", pools, 1_000, 30_000);
+      await store.slotPushback(["d:account"], 10_000, 2_000);
+      expect(await store.claimForSubmit("job_b", "o", pools, 5_000, 30_000)).toMatchObject({ kind: "no_slot", retryAt: 10_000 });
+      const [pool] = await store.poolStatus();
+      expect(pool!.learnedCapacity).toBe(1);
+      expect(await store.claimForSubmit("job_b", "o", pools, 11_000, 30_000)).toMatchObject({ kind: "no_slot", retryAt: null });
+      await store.slotRecover("d:account", 12_000);
+      expect((await store.claimForSubmit("job_b", "o", pools, 12_000, 30_000)).kind).toBe("claimed");
+    });
+
+    it("rate windows: no more than the limit within any window, and the wait says when there is room", async () => {
+      const window = [{ key: "e:org", limit: 4, windowMs: 60_000 }];
+      for (const at of [0, 1_000, 2_000, 3_000]) expect(await store.takeRateToken(window, at)).toBe(0);
+      expect(await store.takeRateToken(window, 30_000)).toBe(30_001);
+      expect(await store.takeRateToken(window, 60_001)).toBe(0);
+      expect(await store.takeRateToken(window, 60_500)).toBe(501);
+    });
+
+    it("a lease of a dead owner is adopted at once; a live owner's valid lease is not", async () => {
+      await store.insertJobs([newJob("a"), newJob("b")], 1_000);
+      await store.claimForSubmit("job_a", "dead", [], 1_000, 60_000);
+      await store.claimForSubmit("job_b", "alive", [], 1_000, 60_000);
+      const adopted = await store.adoptOrphans("me", 2_000, 30_000, (owner) => owner === "dead");
+      expect(adopted.map((job) => job.id)).toEqual(["job_a"]);
+      expect(adopted[0]!.leaseOwner).toBe("me");
+      const later = await store.adoptOrphans("me", 70_000, 30_000, () => false);
+      expect(later.map((job) => job.id)).toEqual(["job_b"]);
+    });
+
+    it("the ledger holds at most one charge per job", async () => {
+      await store.insertJobs([newJob("a")], 1_000);
+      await store.claimForSubmit("job_a", "o", [], 1_000, 30_000);
+      await store.transition("job_a", { state: "submitting" }, "running", {}, "x", 2_000);
+      await store.transition("job_a", { state: "running" }, "capturing", {}, "x", 3_000, undefined, { ledger: { microUsd: 30_000, source: "t" } });
+      await store.transition("job_a", { state: "capturing" }, "succeeded", {}, "x", 4_000, undefined, { ledger: { microUsd: 30_000, source: "t" } });
+      expect(await store.ledgerTotal()).toBe(30_000);
+    });
+
+    it("halts stop a provider's queued jobs from being offered", async () => {
+      await store.insertJobs([newJob("a")], 1_000);
+      await store.haltProvider({ provider: "d", code: "insufficient_credits", message: "m", jobId: null, at: 1_000 });
+      expect(await store.dueQueued(2_000, 10, (await store.halts()).map((halt) => halt.provider))).toHaveLength(0);
+      await store.clearHalt("d");
+      expect(await store.dueQueued(2_000, 10, [])).toHaveLength(1);
+    });
+  });
+}
