@@ -1,0 +1,231 @@
+import { fullJitterBackoffMs, retryAfterMs } from "../core/backoff.js";
+import type { Clock } from "../core/clock.js";
+import { MediagateError, ProviderError } from "../core/errors.js";
+import { redactSecrets } from "../core/redact.js";
+import { assertSafeUrl, type UrlPolicy } from "../core/url-safety.js";
+
+/** A network failure. `maybeSent` is true when the request may have reached the provider. */
+export class TransportError extends MediagateError {
+  constructor(
+    readonly provider: string,
+    readonly maybeSent: boolean,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(maybeSent ? "transport_error_after_send" : "transport_error", message, options);
+  }
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  /** The final URL after redirects. */
+  url: string;
+  text(): string;
+  /** Parses the body as JSON; throws ProviderError(`invalid_response`) when it is not. Validate the result with a schema. */
+  json(): unknown;
+}
+
+export interface HttpRequest {
+  method: "GET" | "POST" | "PUT" | "DELETE" | "PATCH";
+  url: string;
+  headers?: Record<string, string>;
+  /** An object is sent as JSON; FormData as multipart; a string or Buffer as is. */
+  body?: unknown;
+  timeoutMs?: number;
+  /**
+   * "idempotent": safe to resend, so 429, 5xx and network failures are retried
+   * here with Retry-After or full-jitter backoff (reads, polls, downloads).
+   * "none": sent once; the engine decides what a failure means (submits).
+   */
+  retry?: "idempotent" | "none";
+  /** Check the URL against the provider's URL policy first (URLs the provider handed back). */
+  untrustedUrl?: boolean;
+}
+
+export interface ProviderHttpOptions {
+  provider: string;
+  clock: Clock;
+  /** Every secret that must never appear in an error or log (keys, tokens, client secrets). */
+  secrets: () => Array<string | undefined>;
+  /** Called before every request is sent: the engine takes a rate token here. */
+  beforeRequest?: () => Promise<void>;
+  /** Called after every answer (the engine counts 429s, learns limits). */
+  afterResponse?: (response: { status: number; url: string }) => void;
+  urlPolicy: UrlPolicy;
+  defaultTimeoutMs?: number;
+  /** Attempts for idempotent requests (first try included). */
+  maxAttempts?: number;
+  /** A Retry-After longer than this is not waited here; the error goes to the engine. */
+  maxInlineWaitMs?: number;
+  random?: () => number;
+  fetch?: typeof fetch;
+}
+
+const MAX_REDIRECTS = 5;
+const MAX_ERROR_BODY = 2_000;
+
+/**
+ * The one HTTP path of every provider: rate token, timeout, URL checks on
+ * every redirect hop, bounded retries of idempotent requests honouring
+ * Retry-After, and redaction of secrets in every error.
+ */
+export class ProviderHttp {
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(readonly options: ProviderHttpOptions) {
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  get provider(): string {
+    return this.options.provider;
+  }
+
+  get urlPolicy(): UrlPolicy {
+    return this.options.urlPolicy;
+  }
+
+  redact(text: string): string {
+    return redactSecrets(text, this.options.secrets());
+  }
+
+  async request(request: HttpRequest, signal?: AbortSignal): Promise<HttpResponse> {
+    const maxAttempts = request.retry === "idempotent" ? (this.options.maxAttempts ?? 4) : 1;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const response = await this.send(request, signal);
+        const retryable = response.status === 429 || response.status === 408 || response.status >= 500;
+        if (!retryable || attempt + 1 >= maxAttempts) return response;
+        const wait = retryAfterMs(response.headers, this.options.clock.now());
+        if (wait !== null && wait > (this.options.maxInlineWaitMs ?? 60_000)) return response;
+        await this.options.clock.sleep(wait ?? this.backoff(attempt), signal);
+      } catch (error) {
+        if (!(error instanceof TransportError) || attempt + 1 >= maxAttempts || signal?.aborted) throw error;
+        await this.options.clock.sleep(this.backoff(attempt), signal);
+      }
+    }
+  }
+
+  /** Builds a ProviderError from a non-2xx answer, with the body truncated and redacted. */
+  errorFrom(
+    response: HttpResponse,
+    code: string,
+    message: string,
+    flags: { retryable?: boolean; backpressure?: boolean; haltsProvider?: boolean; providerCode?: string } = {},
+  ): ProviderError {
+    const wait = retryAfterMs(response.headers, this.options.clock.now());
+    return new ProviderError(code, this.redact(message), {
+      provider: this.provider,
+      httpStatus: response.status,
+      retryable: flags.retryable ?? false,
+      ...(flags.providerCode !== undefined ? { providerCode: flags.providerCode } : {}),
+      ...(flags.backpressure ? { backpressure: true } : {}),
+      ...(flags.haltsProvider ? { haltsProvider: true } : {}),
+      ...(wait !== null ? { retryAfterMs: wait } : {}),
+      rawBody: this.redact(response.text().slice(0, MAX_ERROR_BODY)),
+    });
+  }
+
+  private backoff(attempt: number): number {
+    return fullJitterBackoffMs(attempt, { baseMs: 250, capMs: 8_000, ...(this.options.random ? { random: this.options.random } : {}) });
+  }
+
+  private async send(request: HttpRequest, signal?: AbortSignal): Promise<HttpResponse> {
+    let url = request.url;
+    let method = request.method;
+    let body = encodeBody(request.body);
+    const headers: Record<string, string> = { ...(request.headers ?? {}) };
+    if (body.contentType && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) {
+      headers["content-type"] = body.contentType;
+    }
+    for (let hop = 0; ; hop++) {
+      if (request.untrustedUrl || hop > 0) await assertSafeUrl(url, this.options.urlPolicy);
+      await this.options.beforeRequest?.();
+      const timeout = AbortSignal.timeout(request.timeoutMs ?? this.options.defaultTimeoutMs ?? 30_000);
+      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+      let response: Response;
+      try {
+        response = await this.fetchImpl(url, {
+          method,
+          headers,
+          ...(body.payload !== undefined ? { body: body.payload } : {}),
+          redirect: "manual",
+          signal: combined,
+        });
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        throw this.transportError(url, error);
+      }
+      this.options.afterResponse?.({ status: response.status, url });
+      if (response.status >= 300 && response.status < 400 && response.headers.has("location") && hop < MAX_REDIRECTS) {
+        await response.arrayBuffer().catch(() => undefined);
+        url = new URL(response.headers.get("location")!, url).toString();
+        if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
+          method = "GET";
+          body = { payload: undefined, contentType: undefined };
+          delete headers["content-type"];
+        }
+        continue;
+      }
+      let bytes: Buffer;
+      try {
+        bytes = Buffer.from(await response.arrayBuffer());
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        throw this.transportError(url, error);
+      }
+      return makeResponse(this, response.status, response.headers, bytes, url);
+    }
+  }
+
+  private transportError(url: string, error: unknown): TransportError {
+    const cause = error instanceof Error ? error : new Error(String(error));
+    const causeCode = (cause as { cause?: { code?: string } }).cause?.code ?? (cause as { code?: string }).code;
+    // A refused or unresolvable connection never carried the request; anything later may have.
+    const notSent = causeCode === "ECONNREFUSED" || causeCode === "ENOTFOUND" || causeCode === "EAI_AGAIN";
+    const what = cause.name === "TimeoutError" ? "timed out" : `failed (${causeCode ?? cause.message})`;
+    return new TransportError(this.provider, !notSent, this.redact(`request to ${safeForDisplay(url)} ${what}`), { cause });
+  }
+}
+
+/** A URL for messages: signed query strings are cut, since they are credentials too. */
+export function safeForDisplay(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}${parsed.search ? "?…" : ""}`;
+  } catch {
+    return "(invalid URL)";
+  }
+}
+
+function encodeBody(body: unknown): { payload: RequestInit["body"] | undefined; contentType: string | undefined } {
+  if (body === undefined) return { payload: undefined, contentType: undefined };
+  if (body instanceof FormData) return { payload: body, contentType: undefined };
+  if (typeof body === "string") return { payload: body, contentType: undefined };
+  if (Buffer.isBuffer(body)) return { payload: new Uint8Array(body), contentType: undefined };
+  if (body instanceof URLSearchParams) return { payload: body, contentType: "application/x-www-form-urlencoded" };
+  return { payload: JSON.stringify(body), contentType: "application/json" };
+}
+
+function makeResponse(http: ProviderHttp, status: number, headers: Headers, body: Buffer, url: string): HttpResponse {
+  return {
+    status,
+    headers,
+    body,
+    url,
+    text: () => body.toString("utf8"),
+    json: () => {
+      try {
+        return JSON.parse(body.toString("utf8")) as unknown;
+      } catch {
+        throw new ProviderError("invalid_response", `${http.provider}: answer from ${safeForDisplay(url)} is not JSON`, {
+          provider: http.provider,
+          httpStatus: status,
+          retryable: false,
+          rawBody: http.redact(body.toString("utf8").slice(0, MAX_ERROR_BODY)),
+        });
+      }
+    },
+  };
+}
