@@ -1,0 +1,107 @@
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { InputError } from "../core/errors.js";
+import { PROVIDER_IDS, type JobRequest } from "../providers/adapter.js";
+import { readImages } from "./prepare.js";
+
+/** One line of a batch file: `{"ref", "provider", "model", "input": {native fields}}`. */
+const batchLineSchema = z
+  .object({
+    ref: z.string().min(1).max(200),
+    provider: z.enum(PROVIDER_IDS as unknown as [string, ...string[]]),
+    model: z.string().min(1),
+    operation: z.string().min(1).optional(),
+    input: z.record(z.string(), z.unknown()),
+    images: z.array(z.string().min(1)).optional(),
+  })
+  .strict();
+
+export interface BatchLine {
+  line: number;
+  ref: string;
+  request: JobRequest;
+}
+
+/** Every problem in the file, one per line, so a user fixes them all at once. */
+export class BatchFileError extends InputError {
+  constructor(readonly problems: string[]) {
+    super("batch file", `${problems.length} problem(s):\n  ${problems.join("\n  ")}`);
+  }
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const path = issue.path.length ? issue.path.join(".") : "(line)";
+  return `${path}: ${issue.message}`;
+}
+
+/**
+ * Parses a JSON-lines batch file; blank lines and lines starting with # are
+ * skipped. Returns the good lines and the problems of the others, so the
+ * caller can add its own checks of the good lines and report everything at once.
+ */
+export function parseBatchFile(path: string): { lines: BatchLine[]; problems: string[] } {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new InputError("FILE", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, "a JSON-lines file");
+  }
+  const problems: string[] = [];
+  const lines: BatchLine[] = [];
+  const refs = new Map<string, number>();
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const lineNumber = index + 1;
+    const trimmed = raw.trim();
+    if (!trimmed || trimmed.startsWith("#")) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(trimmed);
+    } catch {
+      problems.push(`line ${lineNumber}: not valid JSON`);
+      return;
+    }
+    const result = batchLineSchema.safeParse(parsed);
+    if (!result.success) {
+      for (const issue of result.error.issues) problems.push(`line ${lineNumber}: ${describeIssue(issue)}`);
+      return;
+    }
+    const value = result.data;
+    const first = refs.get(value.ref);
+    if (first !== undefined) {
+      problems.push(`line ${lineNumber}: ref "${value.ref}" repeats line ${first}; refs are unique`);
+      return;
+    }
+    refs.set(value.ref, lineNumber);
+    try {
+      lines.push({
+        line: lineNumber,
+        ref: value.ref,
+        request: {
+          provider: value.provider as JobRequest["provider"],
+          model: value.model,
+          ...(value.operation ? { operation: value.operation } : {}),
+          input: value.input,
+          ...(value.images?.length ? { images: readImages(value.images) } : {}),
+        },
+      });
+    } catch (error) {
+      if (error instanceof InputError) problems.push(`line ${lineNumber}: images: ${error.reason}`);
+      else throw error;
+    }
+  });
+  if (lines.length === 0 && problems.length === 0) throw new InputError("FILE", `${path} holds no jobs`, "one JSON object per line");
+  return { lines, problems };
+}
+
+/** The line number a problem starts with ("line 12: …"), for ordering problems from several passes. */
+export function problemLine(problem: string): number {
+  const match = /^line (\d+)/.exec(problem);
+  return match ? Number(match[1]) : 0;
+}
+
+/** Like parseBatchFile, but any problem throws BatchFileError. */
+export function readBatchFile(path: string): BatchLine[] {
+  const { lines, problems } = parseBatchFile(path);
+  if (problems.length) throw new BatchFileError(problems);
+  return lines;
+}

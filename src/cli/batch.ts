@@ -1,0 +1,78 @@
+import { createHash } from "node:crypto";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { InputError } from "../core/errors.js";
+import { isTerminal } from "../core/job.js";
+import { formatMicroUsd } from "../core/money.js";
+import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
+import { jobJson } from "./job-json.js";
+import { enqueue, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
+import { runJobs, summaryText } from "./run-jobs.js";
+import { createRuntime, type GlobalOptions, type Runtime } from "./runtime.js";
+
+/** Validates and estimates every line; reports all problems together, before anything is stored. */
+export async function prepareBatch(runtime: Runtime, file: string): Promise<PreparedJob[]> {
+  const { lines, problems } = parseBatchFile(file);
+  const prepared: PreparedJob[] = [];
+  for (const line of lines) {
+    try {
+      prepared.push(await prepareJob(runtime, `line ${line.line}`, line.ref, line.request));
+    } catch (error) {
+      if (error instanceof PreparedInputError || error instanceof InputError) problems.push(error.message);
+      else throw error;
+    }
+  }
+  if (problems.length) throw new BatchFileError(problems.sort((left, right) => problemLine(left) - problemLine(right)));
+  return prepared;
+}
+
+export function registerBatch(program: Command, globals: () => GlobalOptions, setExit: (code: number) => void): void {
+  program
+    .command("batch")
+    .description("run every job of a JSON-lines file within the providers' limits; re-running resumes it")
+    .argument("<file>", "JSON lines: {\"ref\", \"provider\", \"model\", \"input\": {…}}")
+    .option("--out <dir>", "where to save the outputs (default MEDIAGATE_OUTPUT_DIR)")
+    .option("--allow-unpriced", "run even when some jobs have no price and a budget is set")
+    .action(async (file: string, flags: { out?: string; allowUnpriced?: boolean }) => {
+      const options = globals();
+      const json = Boolean(options.json);
+      const runtime = createRuntime(options);
+      try {
+        const prepared = await prepareBatch(runtime, file);
+        const store = await runtime.store();
+        // Re-running a batch is the way to resume it, including after a provider halted it (credits topped up).
+        const providers = new Set(prepared.map((item) => item.validated.provider));
+        for (const halt of await store.halts()) {
+          if (!providers.has(halt.provider)) continue;
+          await store.clearHalt(halt.provider);
+          if (!json) process.stderr.write(`mediagate: clearing ${halt.provider.toUpperCase()}'s earlier halt (${halt.code}) to resume\n`);
+        }
+        const batchId = `batch_${createHash("sha256").update(resolve(file)).digest("hex").slice(0, 16)}`;
+        const outDir = resolve(flags.out ?? runtime.config.outputDir);
+        const queued = await enqueue(runtime, prepared, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced) });
+        if (!json) {
+          const finished = queued.jobs.filter((job) => isTerminal(job.state)).length;
+          process.stderr.write(
+            `${queued.jobs.length} job(s): ${queued.created} new, ${queued.resumed} resumed, ${finished} already finished; estimate for what will be sent ${formatMicroUsd(queued.budget.totalMicroUsd)}${queued.budget.unpriced.length ? ` + ${queued.budget.unpriced.length} unpriced` : ""}\n`,
+          );
+        }
+        const result = await runJobs(
+          runtime,
+          queued.jobs.map((job) => job.id),
+          { json, resumeHint: `mediagate batch ${file}`, progress: "overall" },
+        );
+        if (!json && !result.interrupted) {
+          process.stderr.write(`${summaryText(result.outcome, await store.halts())}\n`);
+        }
+        if (json) {
+          // Jobs that never became terminal (blocked behind a halted provider) still get their line.
+          for (const job of result.outcome.jobs.filter((item) => !isTerminal(item.state))) {
+            process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
+          }
+        }
+        setExit(result.exitCode);
+      } finally {
+        await runtime.close();
+      }
+    });
+}

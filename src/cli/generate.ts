@@ -1,0 +1,125 @@
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { InputError } from "../core/errors.js";
+import { isTerminal } from "../core/job.js";
+import { formatMicroUsd } from "../core/money.js";
+import { newId } from "../core/ids.js";
+import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
+import { jobJson } from "./job-json.js";
+import { enqueue, prepareJob, readImages } from "./prepare.js";
+import { runJobs } from "./run-jobs.js";
+import { createRuntime, type GlobalOptions } from "./runtime.js";
+
+export interface RequestFlags {
+  provider: string;
+  model: string;
+  prompt?: string;
+  width?: string;
+  height?: string;
+  seed?: string;
+  image?: string[];
+  input?: string;
+  operation?: string;
+}
+
+function integerFlag(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^-?\d+$/.test(value)) throw new InputError(`--${name}`, `"${value}" is not a whole number`, "an integer");
+  return Number(value);
+}
+
+/** A JobRequest from command-line flags: common flags become the provider's native fields, `--input` adds any others. */
+export function requestFromFlags(flags: RequestFlags): JobRequest {
+  if (!(PROVIDER_IDS as readonly string[]).includes(flags.provider)) {
+    throw new InputError("--provider", `unknown provider "${flags.provider}"`, PROVIDER_IDS.join(", "));
+  }
+  let input: Record<string, unknown> = {};
+  if (flags.input !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(flags.input);
+    } catch {
+      throw new InputError("--input", "is not valid JSON", "a JSON object of the provider's native fields");
+    }
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw new InputError("--input", "must be a JSON object", "a JSON object of the provider's native fields");
+    }
+    input = parsed as Record<string, unknown>;
+  }
+  const width = integerFlag("width", flags.width);
+  const height = integerFlag("height", flags.height);
+  const seed = integerFlag("seed", flags.seed);
+  if (flags.prompt !== undefined) input.prompt = flags.prompt;
+  if (width !== undefined) input.width = width;
+  if (height !== undefined) input.height = height;
+  if (seed !== undefined) input.seed = seed;
+  return {
+    provider: flags.provider as ProviderId,
+    model: flags.model,
+    ...(flags.operation ? { operation: flags.operation } : {}),
+    input,
+    ...(flags.image?.length ? { images: readImages(flags.image) } : {}),
+  };
+}
+
+export function addRequestFlags(command: Command): Command {
+  return command
+    .requiredOption("--provider <id>", "provider: a, b, c, d, e or f")
+    .requiredOption("--model <model>", "model or endpoint identifier, e.g. gen-2-pro")
+    .option("--operation <name>", "operation, for providers that have several")
+    .option("--prompt <text>", "the prompt")
+    .option("--width <px>", "output width")
+    .option("--height <px>", "output height")
+    .option("--seed <n>", "seed")
+    .option("--image <file|url>", "reference image (repeatable)", (value: string, previous: string[] = []) => [...previous, value])
+    .option("--input <json>", "other native fields of the provider, as a JSON object");
+}
+
+export function registerGenerate(program: Command, globals: () => GlobalOptions, setExit: (code: number) => void): void {
+  addRequestFlags(program.command("generate").description("submit one job, wait for it, save its outputs"))
+    .option("--ref <ref>", "your unique reference for this job (re-running with the same ref resumes it)")
+    .option("--out <dir>", "where to save the outputs (default MEDIAGATE_OUTPUT_DIR)")
+    .option("--allow-unpriced", "run even when the job has no price and a budget is set")
+    .action(async (flags: RequestFlags & { ref?: string; out?: string; allowUnpriced?: boolean }) => {
+      const options = globals();
+      const runtime = createRuntime(options);
+      try {
+        const request = requestFromFlags(flags);
+        const ref = flags.ref ?? newId("gen");
+        const prepared = await prepareJob(runtime, "generate", ref, request);
+        const json = Boolean(options.json);
+        for (const warning of prepared.validated.warnings) process.stderr.write(`mediagate: warning: ${warning}\n`);
+        const outDir = resolve(flags.out ?? runtime.config.outputDir);
+        const { jobs } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced) });
+        const job = jobs[0]!;
+        if (!json) {
+          process.stderr.write(
+            `job ${job.id} (ref ${job.ref}) on ${job.provider.toUpperCase()} ${job.model}; estimate ${prepared.estimate.microUsd === null ? "unpriced" : formatMicroUsd(prepared.estimate.microUsd)} (${prepared.estimate.source})\n`,
+          );
+        }
+        const result = await runJobs(runtime, [job.id], { json, resumeHint: `mediagate generate … --ref ${job.ref} (same flags)`, progress: "job" });
+        const store = await runtime.store();
+        const finished = result.outcome.jobs[0]!;
+        if (!json && !result.interrupted) {
+          const outputs = await store.outputs(finished.id);
+          if (finished.state === "succeeded") {
+            for (const output of outputs) process.stdout.write(`${output.path}\n`);
+            process.stderr.write(
+              `succeeded: ${outputs.length} file(s), sha256 ${outputs.map((output) => output.sha256.slice(0, 12)).join(", ")}; cost ${finished.chargeMicroUsd !== null ? formatMicroUsd(finished.chargeMicroUsd) : "unknown"} (${finished.chargeSource ?? finished.estimateSource})\n`,
+            );
+          } else {
+            const blocked = result.outcome.blocked.length > 0;
+            process.stderr.write(
+              blocked
+                ? `not sent: provider ${finished.provider.toUpperCase()} is halted (${(await store.halts()).map((halt) => halt.message).join("; ")})\n`
+                : `${finished.state}: ${finished.error?.code ?? ""}: ${finished.error?.message ?? ""}\n`,
+            );
+          }
+        }
+        if (json && !isTerminal(finished.state)) process.stdout.write(`${JSON.stringify(jobJson(finished, await store.outputs(finished.id)))}\n`);
+        setExit(result.exitCode);
+      } finally {
+        await runtime.close();
+      }
+    });
+}

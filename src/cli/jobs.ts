@@ -1,0 +1,52 @@
+import type { Command } from "commander";
+import { InputError } from "../core/errors.js";
+import { JOB_STATES, type JobState } from "../core/job.js";
+import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
+import { costText, jobJson } from "./job-json.js";
+import { createRuntime, type GlobalOptions } from "./runtime.js";
+
+export function registerJobs(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("jobs")
+    .description("list jobs, newest first")
+    .option("--state <state>", `only this state (${JOB_STATES.join(", ")})`)
+    .option("--provider <id>", "only this provider")
+    .option("--batch <id>", "only this batch")
+    .option("--limit <n>", "at most this many", "50")
+    .action(async (flags: { state?: string; provider?: string; batch?: string; limit: string }) => {
+      const options = globals();
+      if (flags.state && !(JOB_STATES as readonly string[]).includes(flags.state)) {
+        throw new InputError("--state", `unknown state "${flags.state}"`, JOB_STATES.join(", "));
+      }
+      if (flags.provider && !(PROVIDER_IDS as readonly string[]).includes(flags.provider)) {
+        throw new InputError("--provider", `unknown provider "${flags.provider}"`, PROVIDER_IDS.join(", "));
+      }
+      if (!/^\d+$/.test(flags.limit)) throw new InputError("--limit", "must be a whole number", "1 or more");
+      const runtime = createRuntime(options);
+      try {
+        const store = await runtime.store();
+        const jobs = await store.listJobs({
+          ...(flags.state ? { states: [flags.state as JobState] } : {}),
+          ...(flags.provider ? { provider: flags.provider as ProviderId } : {}),
+          ...(flags.batch ? { batchId: flags.batch } : {}),
+          limit: Number(flags.limit),
+          newestFirst: true,
+        });
+        if (options.json) {
+          for (const job of jobs) process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
+          return;
+        }
+        if (jobs.length === 0) {
+          process.stdout.write("no jobs\n");
+          return;
+        }
+        const rows = jobs.map((job) => [job.id, job.ref, `${job.provider}/${job.model}`, job.state, costText(job), job.error?.code ?? job.reason ?? ""]);
+        const header = ["ID", "REF", "PROVIDER/MODEL", "STATE", "COST", "NOTE"];
+        const widths = header.map((title, column) => Math.min(40, Math.max(title.length, ...rows.map((row) => row[column]!.length))));
+        const format = (row: string[]) => row.map((cell, column) => cell.slice(0, 40).padEnd(widths[column]!)).join("  ").trimEnd();
+        process.stdout.write(`${[format(header), ...rows.map(format)].join("\n")}\n`);
+      } finally {
+        await runtime.close();
+      }
+    });
+}

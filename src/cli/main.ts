@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from "commander";
+import { configSecrets, loadConfig } from "../core/config.js";
+import { registerBatch } from "./batch.js";
+import { registerCancel } from "./cancel.js";
+import { registerDemo } from "./demo.js";
+import { reportError } from "./errors.js";
+import { EXIT } from "./exit-codes.js";
+import { registerGenerate } from "./generate.js";
+import { registerJobs } from "./jobs.js";
+import { registerPlan } from "./plan.js";
+import { registerQuote } from "./quote.js";
+import { registerResubmit } from "./resubmit.js";
+import type { GlobalOptions } from "./runtime.js";
+import { registerSandbox } from "./sandbox.js";
+import { registerShow } from "./show.js";
+import { registerWorker } from "./worker.js";
+
+async function main(argv: string[]): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const setExit = (code: number) => {
+    exitCode = code;
+  };
+  const program = new Command("mediagate")
+    .description("run image and video generation jobs on six provider APIs as if they were one")
+    .option("--json", "machine-readable output (one JSON document, or JSON lines for streams)")
+    .option("--config <file>", "config file (default ./mediagate.config.json when present)")
+    .option("--store <location>", "sqlite:PATH or postgres://… (MEDIAGATE_STORE)")
+    .option("--output-dir <dir>", "where result files are saved (MEDIAGATE_OUTPUT_DIR)")
+    .option("--budget-usd <amount>", "refuse a command or batch whose estimate exceeds this (MEDIAGATE_BUDGET_USD)")
+    .option("--log-level <level>", "engine log level on stderr: error, warn, info, debug (MEDIAGATE_LOG_LEVEL)")
+    .showHelpAfterError()
+    .exitOverride();
+  const globals = () => program.opts<GlobalOptions>();
+  registerGenerate(program, globals, setExit);
+  registerBatch(program, globals, setExit);
+  registerJobs(program, globals);
+  registerShow(program, globals);
+  registerCancel(program, globals, setExit);
+  registerResubmit(program, globals);
+  registerQuote(program, globals);
+  registerPlan(program, globals);
+  registerWorker(program, globals);
+  registerSandbox(program, globals);
+  registerDemo(program, globals, setExit);
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? EXIT.ok : EXIT.invalidInput;
+    }
+    let secrets: string[] = [];
+    try {
+      secrets = configSecrets(loadConfig());
+    } catch {
+      // configuration itself may be what failed
+    }
+    return reportError(error, Boolean(program.opts<GlobalOptions>().json), secrets);
+  }
+  return exitCode;
+}
+
+main(process.argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`mediagate: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = EXIT.jobsFailed;
+  },
+);

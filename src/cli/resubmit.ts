@@ -1,0 +1,25 @@
+import type { Command } from "commander";
+import { InputError } from "../core/errors.js";
+import { createRuntime, type GlobalOptions } from "./runtime.js";
+
+export function registerResubmit(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("resubmit")
+    .description("queue an unknown_submission job again (it may be charged twice if the first submit was accepted)")
+    .argument("<id>", "job id or ref")
+    .action(async (id: string) => {
+      const runtime = createRuntime(globals());
+      try {
+        const store = await runtime.store();
+        const job = await store.findJob(id);
+        if (!job) throw new InputError("ID", `no job with id or ref "${id}"`, "an id from `mediagate jobs`");
+        if (job.state !== "unknown_submission") {
+          throw new InputError("ID", `${job.id} is ${job.state}; only unknown_submission jobs can be resubmitted`, "a job in state unknown_submission");
+        }
+        await store.transition(job.id, { state: "unknown_submission" }, "queued", { error: null, reason: "resubmitted by the user", nextAttemptAt: Date.now() }, "resubmitted by the user (the earlier submit may also have been accepted)", Date.now());
+        process.stderr.write(`queued ${job.id} again; run \`mediagate worker\` (or the batch again) to send it\n`);
+      } finally {
+        await runtime.close();
+      }
+    });
+}

@@ -1,0 +1,68 @@
+import { configSecrets, loadConfig, type ConfigValues, type MediagateConfig } from "../core/config.js";
+import { Engine } from "../engine/engine.js";
+import { createLogger } from "../engine/logger.js";
+import { createProviderRegistry, type ProviderEntry } from "../providers/registry.js";
+import type { ProviderId } from "../providers/adapter.js";
+import { openStore } from "../store/open.js";
+import type { Store } from "../store/store.js";
+
+/** Options every command accepts. */
+export interface GlobalOptions {
+  json?: boolean;
+  config?: string;
+  store?: string;
+  outputDir?: string;
+  budgetUsd?: string;
+  logLevel?: string;
+}
+
+export interface Runtime {
+  config: MediagateConfig;
+  providers: Map<ProviderId, ProviderEntry>;
+  secrets: () => string[];
+  store(): Promise<Store>;
+  engine(): Promise<Engine>;
+  close(): Promise<void>;
+}
+
+/** Loads configuration (flags > environment > config file) and opens what a command needs, lazily. */
+export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}): Runtime {
+  const overrides: ConfigValues = { ...extra };
+  if (options.store) overrides.MEDIAGATE_STORE = options.store;
+  if (options.outputDir) overrides.MEDIAGATE_OUTPUT_DIR = options.outputDir;
+  if (options.budgetUsd) overrides.MEDIAGATE_BUDGET_USD = options.budgetUsd;
+  if (options.logLevel) overrides.MEDIAGATE_LOG_LEVEL = options.logLevel;
+  const config = loadConfig({ ...(options.config ? { configFile: options.config } : {}), overrides });
+  const providers = createProviderRegistry(config);
+  const secrets = () => configSecrets(config);
+  let store: Store | null = null;
+  let engine: Engine | null = null;
+  const runtime: Runtime = {
+    config,
+    providers,
+    secrets,
+    async store() {
+      store ??= await openStore(config.store);
+      return store;
+    },
+    async engine() {
+      if (!engine) {
+        engine = new Engine({
+          store: await runtime.store(),
+          providers,
+          secrets,
+          allowPrivateUrls: config.allowPrivateUrls,
+          log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
+        });
+      }
+      return engine;
+    },
+    async close() {
+      if (engine) await engine.stop();
+      if (store) await store.close();
+      engine = null;
+      store = null;
+    },
+  };
+  return runtime;
+}

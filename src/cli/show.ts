@@ -1,0 +1,54 @@
+import type { Command } from "commander";
+import { InputError } from "../core/errors.js";
+import { formatMicroUsd } from "../core/money.js";
+import { jobJson } from "./job-json.js";
+import { createRuntime, type GlobalOptions } from "./runtime.js";
+
+export function registerShow(program: Command, globals: () => GlobalOptions): void {
+  program
+    .command("show")
+    .description("one job in full: state, outputs, cost and its event log")
+    .argument("<id>", "job id or ref")
+    .action(async (id: string) => {
+      const options = globals();
+      const runtime = createRuntime(options);
+      try {
+        const store = await runtime.store();
+        const job = await store.findJob(id);
+        if (!job) throw new InputError("ID", `no job with id or ref "${id}"`, "an id from `mediagate jobs`");
+        const outputs = await store.outputs(job.id);
+        const events = await store.events(job.id);
+        if (options.json) {
+          process.stdout.write(
+            `${JSON.stringify({
+              ...jobJson(job, outputs),
+              reason: job.reason,
+              warnings: job.warnings,
+              handles: job.handles,
+              provider_status: job.providerStatus,
+              events: events.map((event) => ({ at: new Date(event.at).toISOString(), from: event.fromState, to: event.toState, reason: event.reason })),
+            })}\n`,
+          );
+          return;
+        }
+        const lines = [
+          `${job.id}  ref ${job.ref}`,
+          `provider ${job.provider.toUpperCase()}  model ${job.model}${job.operation ? `  operation ${job.operation}` : ""}`,
+          `state ${job.state}${job.reason ? ` (${job.reason})` : ""}${job.providerStatus ? `  provider status ${job.providerStatus}` : ""}`,
+          `provider job ${job.providerJobId ?? "-"}`,
+          `estimate ${job.estimateMicroUsd === null ? "unpriced" : formatMicroUsd(job.estimateMicroUsd)} (${job.estimateSource})`,
+          `charge ${job.chargeMicroUsd === null ? "none recorded" : formatMicroUsd(job.chargeMicroUsd)}${job.chargeSource ? ` (${job.chargeSource})` : ""}`,
+        ];
+        if (job.error) lines.push(`error ${job.error.code}: ${job.error.message}`);
+        for (const warning of job.warnings) lines.push(`warning: ${warning}`);
+        for (const output of outputs) lines.push(`output ${output.path}  ${output.contentType}  ${output.bytes} bytes  sha256 ${output.sha256}`);
+        lines.push("events:");
+        for (const event of events) {
+          lines.push(`  ${new Date(event.at).toISOString()}  ${event.fromState ?? "-"} → ${event.toState}  ${event.reason}`);
+        }
+        process.stdout.write(`${lines.join("\n")}\n`);
+      } finally {
+        await runtime.close();
+      }
+    });
+}

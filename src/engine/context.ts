@@ -1,0 +1,52 @@
+import type { Clock } from "../core/clock.js";
+import type { Job } from "../core/job.js";
+import type { CallContext, ProviderAdapter, ProviderId, ProviderLimits, ValidatedRequest } from "../providers/adapter.js";
+import type { Store } from "../store/store.js";
+import type { EngineLogger } from "./logger.js";
+import type { PollScheduler } from "./polling.js";
+
+/** Counters an engine keeps per provider (benchmarks and `/metrics` read them). */
+export interface ProviderCounters {
+  requests: number;
+  /** Answers with HTTP 429. */
+  status429: number;
+  /** Submits pushed back for capacity (429, 500044, …). */
+  backpressure: number;
+  submits: number;
+  polls: number;
+  downloads: number;
+}
+
+/** What the engine's steps (submit, track, capture) share. */
+export interface EngineContext {
+  store: Store;
+  clock: Clock;
+  owner: string;
+  leaseMs: number;
+  log: EngineLogger;
+  polls: PollScheduler;
+  adapter(provider: ProviderId): ProviderAdapter;
+  /** A call context whose HTTP layer takes rate tokens and counts requests for this job's provider. */
+  callContext(job: Job, request: ValidatedRequest, options?: { rateLimited?: boolean }): Promise<CallContext>;
+  counters(provider: ProviderId): ProviderCounters;
+  /** Tells listeners (progress bars, the server) that a job changed. */
+  emit(job: Job): void;
+  /** Wakes the loop early (a slot was freed, a job was queued). */
+  wake(): void;
+  signal: AbortSignal;
+}
+
+export function validatedOf(job: Job): ValidatedRequest {
+  return {
+    provider: job.provider,
+    model: job.model,
+    operation: job.operation,
+    body: job.body,
+    warnings: job.warnings,
+    facts: job.facts,
+  };
+}
+
+export function limitsOf(context: EngineContext, job: Job): ProviderLimits {
+  return context.adapter(job.provider).limits(validatedOf(job));
+}

@@ -1,0 +1,295 @@
+import { EventEmitter } from "node:events";
+import { type Clock, systemClock } from "../core/clock.js";
+import { ConfigError } from "../core/errors.js";
+import type { Job } from "../core/job.js";
+import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
+import type { CallContext, ProviderAdapter, ProviderId, ValidatedRequest } from "../providers/adapter.js";
+import { ProviderHttp } from "../providers/http.js";
+import type { ProviderEntry } from "../providers/registry.js";
+import type { Store } from "../store/store.js";
+import type { EngineContext, ProviderCounters } from "./context.js";
+import { limitsOf } from "./context.js";
+import { type EngineLogger, silentLogger } from "./logger.js";
+import { isDeadOwner, newOwnerName } from "./owner.js";
+import { PollScheduler } from "./polling.js";
+import { RateLimiter } from "./rate-limiter.js";
+import { recoverInterruptedSubmit, submitJob } from "./submit.js";
+import { trackJob } from "./track.js";
+
+export interface EngineOptions {
+  store: Store;
+  providers: Map<ProviderId, ProviderEntry>;
+  secrets: () => string[];
+  clock?: Clock;
+  owner?: string;
+  /** How long a claim lasts without renewal (default 30 s). */
+  leaseMs?: number;
+  allowPrivateUrls?: boolean;
+  log?: EngineLogger;
+  /** Jobs worked on at once by this engine (default 256). */
+  maxInFlight?: number;
+}
+
+/** The longest the loop sleeps without looking at the store (new jobs from other processes). */
+const IDLE_TICK_MS = 500;
+const ADOPT_EVERY_MS = 5_000;
+const SLOT_RECOVERY_QUIET_MS = 30_000;
+
+/**
+ * The engine loop: claim → submit → track → capture. Knows nothing
+ * provider-specific: adapters say what a request needs (slots, rate windows,
+ * polling pace) and what an answer means.
+ */
+export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
+  readonly owner: string;
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly leaseMs: number;
+  private readonly log: EngineLogger;
+  private readonly maxInFlight: number;
+  private readonly counters = new Map<ProviderId, ProviderCounters>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly submitting = new Set<string>();
+  private readonly polls: PollScheduler;
+  private readonly rateLimiter: RateLimiter;
+  private readonly policies = new Map<ProviderId, UrlPolicy>();
+  private readonly abortController = new AbortController();
+  private wakeUp: (() => void) | null = null;
+  private stopping = false;
+  private loopDone: Promise<void> | null = null;
+  private lastAdoptAt = 0;
+  private lastRenewAt = 0;
+  private lastRecoveryAt = 0;
+  private readonly context: EngineContext;
+
+  constructor(private readonly options: EngineOptions) {
+    super();
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.owner = options.owner ?? newOwnerName();
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.log = options.log ?? silentLogger;
+    this.maxInFlight = options.maxInFlight ?? 256;
+    this.polls = new PollScheduler(this.store);
+    this.rateLimiter = new RateLimiter(this.store, this.clock);
+    this.context = {
+      store: this.store,
+      clock: this.clock,
+      owner: this.owner,
+      leaseMs: this.leaseMs,
+      log: this.log,
+      polls: this.polls,
+      adapter: (provider) => this.adapter(provider),
+      callContext: (job, request, callOptions) => this.callContext(job, request, callOptions?.rateLimited ?? true),
+      counters: (provider) => this.countersFor(provider),
+      emit: (job) => this.emit("job", job),
+      wake: () => this.wake(),
+      signal: this.abortController.signal,
+    };
+  }
+
+  /** Request and error counts per provider since this engine started. */
+  stats(): Record<string, ProviderCounters> {
+    return Object.fromEntries(this.counters);
+  }
+
+  /** Starts the loop in the background. */
+  start(): void {
+    if (this.loopDone) return;
+    this.loopDone = this.loop().catch((error: unknown) => {
+      this.log.error({ err: error instanceof Error ? error.message : String(error) }, "engine loop stopped by an error");
+      throw error;
+    });
+  }
+
+  /**
+   * Stops claiming, lets submits in flight record their answer (aborting one
+   * could turn it into an unknown submission), aborts polls and downloads,
+   * and releases this engine's leases so another engine resumes at once.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.loopDone?.catch(() => undefined);
+    await Promise.allSettled([...this.submitting].map((id) => this.inFlight.get(id)));
+    this.abortController.abort(new Error("engine stopping"));
+    await Promise.allSettled([...this.inFlight.values()]);
+    await this.store.releaseLeases(this.owner);
+  }
+
+  /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
+  wake(): void {
+    const wakeUp = this.wakeUp;
+    this.wakeUp = null;
+    wakeUp?.();
+  }
+
+  private adapter(provider: ProviderId): ProviderAdapter {
+    const entry = this.options.providers.get(provider);
+    if (!entry?.adapter) throw new ConfigError(`MEDIAGATE_${provider.toUpperCase()}_BASE_URL`, `provider ${provider.toUpperCase()} is not supported by this version`);
+    if (entry.missing.length > 0) {
+      throw new ConfigError(entry.missing[0]!, `provider ${provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
+    }
+    return entry.adapter;
+  }
+
+  /** Why jobs of this provider cannot be sent now, or null when they can. */
+  private unavailableReason(provider: ProviderId): string | null {
+    try {
+      this.adapter(provider);
+      return null;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  private countersFor(provider: ProviderId): ProviderCounters {
+    let counters = this.counters.get(provider);
+    if (!counters) {
+      counters = { requests: 0, status429: 0, backpressure: 0, submits: 0, polls: 0, downloads: 0 };
+      this.counters.set(provider, counters);
+    }
+    return counters;
+  }
+
+  private async urlPolicy(provider: ProviderId): Promise<UrlPolicy> {
+    let policy = this.policies.get(provider);
+    if (!policy) {
+      const baseUrl = this.options.providers.get(provider)?.baseUrl;
+      policy = baseUrl
+        ? await policyForBase(baseUrl, this.options.allowPrivateUrls ?? false)
+        : { allowHttp: false, allowPrivate: this.options.allowPrivateUrls ?? false };
+      this.policies.set(provider, policy);
+    }
+    return policy;
+  }
+
+  private async callContext(job: Job, request: ValidatedRequest, rateLimited: boolean): Promise<CallContext> {
+    const limits = this.adapter(job.provider).limits(request);
+    const counters = this.countersFor(job.provider);
+    const abortable = job.state !== "submitting";
+    const signal = abortable ? this.abortController.signal : undefined;
+    const http = new ProviderHttp({
+      provider: job.provider,
+      clock: this.clock,
+      secrets: this.options.secrets,
+      urlPolicy: await this.urlPolicy(job.provider),
+      ...(rateLimited ? { beforeRequest: () => this.rateLimiter.take(limits.rateWindows, signal) } : {}),
+      afterResponse: ({ status }) => {
+        counters.requests++;
+        if (status === 429) counters.status429++;
+      },
+    });
+    return { http, clock: this.clock, ...(signal ? { signal } : {}) };
+  }
+
+  private spawn(job: Job, work: () => Promise<void>, isSubmit: boolean): void {
+    if (isSubmit) this.submitting.add(job.id);
+    const task = work()
+      .catch((error: unknown) => {
+        if (this.abortController.signal.aborted) return;
+        this.log.error({ jobId: job.id, err: error instanceof Error ? error.message : String(error) }, "job step failed unexpectedly");
+      })
+      .finally(() => {
+        this.inFlight.delete(job.id);
+        this.submitting.delete(job.id);
+        this.wake();
+      });
+    this.inFlight.set(job.id, task);
+  }
+
+  private async loop(): Promise<void> {
+    await this.adoptOrphans();
+    while (!this.stopping) {
+      const progressed = await this.tick();
+      if (this.stopping) break;
+      const now = this.clock.now();
+      const skip = await this.skippedProviders();
+      const nextDue = await this.store.nextDueAt(this.owner, skip);
+      let delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
+      if (!progressed && delay === 0) delay = IDLE_TICK_MS; // everything due is waiting for a slot: a freed slot wakes us
+      if (delay > 0) {
+        if (this.inFlight.size === 0) this.emit("idle");
+        await new Promise<void>((resolve) => {
+          this.wakeUp = resolve;
+          this.clock.sleep(delay).then(resolve, resolve);
+        });
+        this.wakeUp = null;
+      }
+    }
+  }
+
+  private async skippedProviders(): Promise<ProviderId[]> {
+    const halted = (await this.store.halts()).map((halt) => halt.provider);
+    return [...new Set(halted)];
+  }
+
+  /** One pass: adopt orphans now and then, renew leases, claim and submit, poll what is due. Returns whether it started anything. */
+  private async tick(): Promise<boolean> {
+    const now = this.clock.now();
+    if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
+    if (now - this.lastRenewAt >= this.leaseMs / 3) {
+      this.lastRenewAt = now;
+      await this.store.renewLeases(this.owner, now + this.leaseMs);
+    }
+    if (now - this.lastRecoveryAt >= 10_000) {
+      this.lastRecoveryAt = now;
+      await this.recoverSlots(now);
+    }
+    let started = false;
+    const skip = await this.skippedProviders();
+    const fullPools = new Set<string>();
+    const unavailable = new Map<ProviderId, string | null>();
+    const queued = await this.store.dueQueued(now, 128, skip);
+    for (const job of queued) {
+      if (this.stopping || this.inFlight.size >= this.maxInFlight) break;
+      if (this.inFlight.has(job.id)) continue;
+      if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.unavailableReason(job.provider));
+      const reason = unavailable.get(job.provider);
+      if (reason) {
+        await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
+        continue;
+      }
+      const pools = limitsOf(this.context, job).slotPools;
+      const blockedPool = pools.find((pool) => fullPools.has(pool.key));
+      if (blockedPool) continue;
+      const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs);
+      if (claim.kind === "claimed") {
+        started = true;
+        this.emit("job", claim.job);
+        this.spawn(claim.job, () => submitJob(this.context, claim.job), true);
+      } else if (claim.kind === "no_slot") {
+        fullPools.add(claim.poolKey);
+        const waiting = `waiting for a slot (${claim.poolKey})`;
+        if (job.reason !== waiting || claim.retryAt !== null) {
+          await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
+        }
+      }
+    }
+    const owned = await this.store.dueOwned(this.owner, now, 256);
+    for (const job of owned) {
+      if (this.stopping || this.inFlight.has(job.id)) continue;
+      started = true;
+      this.spawn(job, () => trackJob(this.context, job), false);
+    }
+    return started;
+  }
+
+  private async adoptOrphans(): Promise<void> {
+    const now = this.clock.now();
+    this.lastAdoptAt = now;
+    const adopted = await this.store.adoptOrphans(this.owner, now, this.leaseMs, isDeadOwner);
+    for (const job of adopted) {
+      this.log.info({ jobId: job.id, state: job.state }, "resuming a job left by a stopped engine");
+      if (job.state === "submitting") this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
+    }
+  }
+
+  private async recoverSlots(now: number): Promise<void> {
+    for (const pool of await this.store.poolStatus()) {
+      if (pool.learnedCapacity < pool.configuredCapacity && pool.blockedUntil + SLOT_RECOVERY_QUIET_MS <= now) {
+        await this.store.slotRecover(pool.key, now);
+      }
+    }
+  }
+}

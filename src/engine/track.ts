@@ -1,0 +1,164 @@
+import { fullJitterBackoffMs } from "../core/backoff.js";
+import { ProviderError } from "../core/errors.js";
+import type { Job } from "../core/job.js";
+import type { ProviderStatus, Submitted } from "../providers/adapter.js";
+import { TransportError } from "../providers/http.js";
+import { captureOutputs } from "./capture.js";
+import { type EngineContext, limitsOf, validatedOf } from "./context.js";
+
+/** Consecutive failed polls after which a job is given up as `tracking_failed`. */
+const MAX_POLL_FAILURES = 8;
+
+export function submittedOf(job: Job): Submitted {
+  return { providerJobId: job.providerJobId ?? "", handles: job.handles ?? {} };
+}
+
+/** One poll of a running job (or of a capturing job whose result links must be fetched again). */
+export async function trackJob(context: EngineContext, job: Job): Promise<void> {
+  const { store, clock, owner } = context;
+  const adapter = context.adapter(job.provider);
+  const request = validatedOf(job);
+  const limits = limitsOf(context, job);
+  const now = clock.now();
+
+  if (job.state === "running" && job.trackingDeadlineAt !== null && now > job.trackingDeadlineAt) {
+    const message = `still not finished ${Math.round((now - (job.submittedAt ?? now)) / 1000)} s after submit (last status ${job.providerStatus ?? "unknown"}); giving up tracking`;
+    const moved = await store.transition(job.id, { state: "running", leaseOwner: owner }, "failed",
+      { error: { code: "tracking_deadline_exceeded", message }, leaseOwner: null, leaseExpiresAt: null, reason: message }, message, now);
+    if (moved) context.emit(moved);
+    context.wake();
+    return;
+  }
+
+  let status: ProviderStatus;
+  try {
+    const call = await context.callContext(job, request);
+    context.counters(job.provider).polls++;
+    status = await adapter.poll(submittedOf(job), call);
+  } catch (error) {
+    await handlePollFailure(context, job, error);
+    return;
+  }
+  const after = clock.now();
+  const elapsed = after - (job.submittedAt ?? after);
+
+  switch (status.kind) {
+    case "pending": {
+      if (job.state === "capturing") {
+        // Resumed capture, yet the provider says it is not done: wait and read again.
+        await store.updateJob(job.id, { state: "capturing", leaseOwner: owner }, { nextAttemptAt: after + limits.poll.maxIntervalMs, providerStatus: status.providerStatus }, after);
+        return;
+      }
+      if (status.holdsSlot === false && job.slotsHeld.length > 0) {
+        // The provider released the slot while the job keeps working (C after ten minutes).
+        await store.releaseSlots(job.id, after);
+        context.wake();
+      }
+      const delay = await context.polls.nextDelay(job, elapsed, limits);
+      const updated = await store.updateJob(
+        job.id,
+        { state: "running", leaseOwner: owner },
+        {
+          providerStatus: status.providerStatus,
+          lastPendingElapsedMs: elapsed,
+          nextAttemptAt: after + delay,
+          pollFailures: 0,
+          reason: `provider status ${status.providerStatus}`,
+        },
+        after,
+      );
+      if (updated && updated.providerStatus !== job.providerStatus) context.emit(updated);
+      return;
+    }
+    case "succeeded": {
+      let capturing = job;
+      if (job.state === "running") {
+        context.polls.record(job.provider, job.model, { doneElapsedMs: elapsed, pendingElapsedMs: job.lastPendingElapsedMs });
+        const moved = await store.transition(
+          job.id,
+          { state: "running", leaseOwner: owner },
+          "capturing",
+          { providerStatus: status.providerStatus, providerDoneAt: after, reason: "saving results" },
+          `provider reported ${status.providerStatus}`,
+          after,
+          { outputs: status.outputs.length, usage: status.usage },
+        );
+        if (!moved) return;
+        capturing = moved;
+        context.emit(moved);
+        context.wake(); // its slot is free
+      }
+      await captureOutputs(context, capturing, status);
+      return;
+    }
+    case "failed":
+    case "cancelled":
+    case "expired": {
+      const to = status.kind === "failed" ? "failed" : status.kind;
+      const code = status.kind === "failed" ? status.code : status.kind === "expired" ? "provider_expired" : "provider_cancelled";
+      const message = status.kind === "failed" ? status.message : `provider reported ${status.providerStatus}`;
+      const charge = adapter.charge(request, status);
+      const target = job.state === "capturing" ? "failed" : to;
+      const moved = await store.transition(
+        job.id,
+        { state: job.state, leaseOwner: owner },
+        target,
+        {
+          providerStatus: status.providerStatus,
+          providerDoneAt: after,
+          error: { code, message, detail: status.raw },
+          chargeMicroUsd: charge.microUsd,
+          chargeSource: charge.source,
+          chargeState: charge.microUsd === null ? "none" : "computed",
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          reason: message,
+        },
+        message,
+        after,
+        { raw: status.raw },
+        charge.microUsd !== null ? { ledger: { microUsd: charge.microUsd, source: charge.source } } : {},
+      );
+      if (moved) context.emit(moved);
+      context.wake();
+      return;
+    }
+  }
+}
+
+async function handlePollFailure(context: EngineContext, job: Job, error: unknown): Promise<void> {
+  const { store, clock, owner } = context;
+  if (context.signal.aborted) return; // stopping: the next engine polls again
+  const now = clock.now();
+  const failures = job.pollFailures + 1;
+  const retryable =
+    error instanceof TransportError || (error instanceof ProviderError && (error.detail.retryable || error.detail.backpressure === true));
+  const message = error instanceof Error ? error.message : String(error);
+  if ((!retryable && failures >= 3) || failures >= MAX_POLL_FAILURES) {
+    const code = error instanceof ProviderError ? error.code : "tracking_failed";
+    const moved = await store.transition(
+      job.id,
+      { state: job.state, leaseOwner: owner },
+      "failed",
+      {
+        error: { code, message: `tracking failed after ${failures} attempts: ${message}`, ...(error instanceof ProviderError ? { detail: error.detail } : {}) },
+        leaseOwner: null,
+        leaseExpiresAt: null,
+      },
+      `tracking failed: ${message}`,
+      now,
+    );
+    if (moved) context.emit(moved);
+    context.wake();
+    return;
+  }
+  const wait = error instanceof ProviderError && error.detail.retryAfterMs !== undefined
+    ? error.detail.retryAfterMs
+    : fullJitterBackoffMs(failures, { baseMs: 1_000, capMs: 60_000 });
+  await store.updateJob(
+    job.id,
+    { state: job.state, leaseOwner: owner },
+    { nextAttemptAt: now + wait, pollFailures: failures, reason: `poll failed (${message}); retrying` },
+    now,
+  );
+}

@@ -1,0 +1,64 @@
+import { isTerminal, type Job } from "../core/job.js";
+import type { Store } from "../store/store.js";
+import type { Engine } from "./engine.js";
+
+export interface WaitOutcome {
+  jobs: Job[];
+  /** Jobs that will not run now because their provider is halted (insufficient credits, …). */
+  blocked: Job[];
+}
+
+/**
+ * Resolves when every job is terminal or blocked behind a halted provider.
+ * `onChange` sees every update of these jobs, in order; `onTerminal` once per
+ * job as it finishes (completion order).
+ */
+export async function waitForJobs(
+  engine: Engine,
+  store: Store,
+  jobIds: readonly string[],
+  handlers: { onChange?: (job: Job) => void; onTerminal?: (job: Job) => void; signal?: AbortSignal } = {},
+): Promise<WaitOutcome> {
+  const watched = new Set(jobIds);
+  const reported = new Set<string>();
+  const report = (job: Job) => {
+    if (isTerminal(job.state) && !reported.has(job.id)) {
+      reported.add(job.id);
+      handlers.onTerminal?.(job);
+    }
+  };
+  let check: (() => void) | null = null;
+  const onJob = (job: Job) => {
+    if (!watched.has(job.id)) return;
+    handlers.onChange?.(job);
+    report(job);
+    check?.();
+  };
+  engine.on("job", onJob);
+  const onIdle = () => check?.();
+  engine.on("idle", onIdle);
+  try {
+    for (;;) {
+      const jobs = await store.listJobs({ ids: [...watched] });
+      for (const job of jobs) report(job);
+      const halted = new Set((await store.halts()).map((halt) => halt.provider));
+      const blocked = jobs.filter((job) => job.state === "queued" && halted.has(job.provider));
+      if (jobs.every((job) => isTerminal(job.state) || blocked.includes(job))) return { jobs, blocked };
+      if (handlers.signal?.aborted) return { jobs, blocked };
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, 1_000);
+        function done() {
+          clearTimeout(timer);
+          handlers.signal?.removeEventListener("abort", done);
+          resolve();
+        }
+        check = done;
+        handlers.signal?.addEventListener("abort", done, { once: true });
+      });
+      check = null;
+    }
+  } finally {
+    engine.off("job", onJob);
+    engine.off("idle", onIdle);
+  }
+}

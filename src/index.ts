@@ -1,0 +1,152 @@
+import { resolve } from "node:path";
+import { type Clock, systemClock } from "./core/clock.js";
+import { configSecrets, loadConfig, type ConfigValues, type MediagateConfig } from "./core/config.js";
+import { ConfigError, InputError } from "./core/errors.js";
+import { newId } from "./core/ids.js";
+import { isTerminal, type Job, type JobOutput } from "./core/job.js";
+import { checkBudget } from "./engine/budget.js";
+import { Engine } from "./engine/engine.js";
+import { createLogger } from "./engine/logger.js";
+import { waitForJobs } from "./engine/wait.js";
+import type { Estimate, JobRequest } from "./providers/adapter.js";
+import { createProviderRegistry, type ProviderEntry } from "./providers/registry.js";
+import { openStore } from "./store/open.js";
+import type { JobFilter, Store } from "./store/store.js";
+
+export type { Job, JobOutput, JobState, JobEvent } from "./core/job.js";
+export type { JobRequest, Estimate, ProviderId } from "./providers/adapter.js";
+export { InputError, ConfigError, BudgetError, ProviderError, MediagateError } from "./core/errors.js";
+export { formatMicroUsd, usdToMicroUsd } from "./core/money.js";
+
+export interface MediagateOptions {
+  /** Configuration values by their MEDIAGATE_* names; defaults to process.env. */
+  env?: NodeJS.ProcessEnv | ConfigValues;
+  /** A config file (same keys). */
+  configFile?: string;
+  clock?: Clock;
+  /** Run the engine in this process (default true). With PostgreSQL, separate workers may do it instead. */
+  runEngine?: boolean;
+}
+
+export interface SubmitOptions {
+  /** Your unique reference; submitting the same ref again returns the stored job. */
+  ref?: string;
+  /** Where outputs are saved (default MEDIAGATE_OUTPUT_DIR). */
+  outDir?: string;
+}
+
+/**
+ * The library: open a store, submit jobs, wait for them with progress, list,
+ * cancel, quote. Validation and the budget check happen before anything is
+ * stored or sent.
+ */
+export class Mediagate {
+  private constructor(
+    readonly config: MediagateConfig,
+    private readonly store: Store,
+    private readonly providers: Map<string, ProviderEntry>,
+    private readonly engine: Engine,
+    private readonly runEngine: boolean,
+  ) {}
+
+  static async open(options: MediagateOptions = {}): Promise<Mediagate> {
+    const config = loadConfig({
+      env: (options.env ?? process.env) as NodeJS.ProcessEnv,
+      ...(options.configFile ? { configFile: options.configFile } : {}),
+    });
+    const providers = createProviderRegistry(config);
+    const store = await openStore(config.store);
+    const secrets = () => configSecrets(config);
+    const engine = new Engine({
+      store,
+      providers,
+      secrets,
+      clock: options.clock ?? systemClock,
+      allowPrivateUrls: config.allowPrivateUrls,
+      log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
+    });
+    const gate = new Mediagate(config, store, providers, engine, options.runEngine ?? true);
+    if (gate.runEngine) engine.start();
+    return gate;
+  }
+
+  private entry(request: JobRequest): ProviderEntry & { adapter: NonNullable<ProviderEntry["adapter"]> } {
+    const entry = this.providers.get(request.provider);
+    if (!entry?.adapter) throw new InputError("provider", `provider ${request.provider} is not supported by this version`, "d");
+    return entry as ProviderEntry & { adapter: NonNullable<ProviderEntry["adapter"]> };
+  }
+
+  /** The estimate of a request; nothing is sent. */
+  async quote(request: JobRequest): Promise<Estimate & { warnings: string[] }> {
+    const { adapter } = this.entry(request);
+    const validated = adapter.validate(request);
+    return { ...(await adapter.estimate(validated)), warnings: validated.warnings };
+  }
+
+  /** Validates, estimates, checks the budget and queues one job. */
+  async submit(request: JobRequest, options: SubmitOptions = {}): Promise<Job> {
+    const entry = this.entry(request);
+    const validated = entry.adapter.validate(request);
+    const estimate = await entry.adapter.estimate(validated);
+    if (entry.missing.length) {
+      throw new ConfigError(entry.missing[0]!, `provider ${request.provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
+    }
+    checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: estimate.microUsd }], this.config.budgetMicroUsd);
+    const now = Date.now();
+    const [result] = await this.store.insertJobs(
+      [
+        {
+          id: newId("job", now),
+          ref: options.ref ?? newId("ref", now),
+          batchId: null,
+          provider: validated.provider,
+          model: validated.model,
+          operation: validated.operation,
+          body: validated.body,
+          facts: validated.facts,
+          warnings: validated.warnings,
+          estimateMicroUsd: estimate.microUsd,
+          estimateSource: estimate.source,
+          outDir: resolve(options.outDir ?? this.config.outputDir),
+        },
+      ],
+      now,
+    );
+    this.engine.wake();
+    return result!.job;
+  }
+
+  /** Resolves when the job is terminal (or blocked behind a halted provider). */
+  async wait(jobId: string, options: { onProgress?: (job: Job) => void; signal?: AbortSignal } = {}): Promise<Job> {
+    const outcome = await waitForJobs(this.engine, this.store, [jobId], {
+      ...(options.onProgress ? { onChange: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return outcome.jobs[0]!;
+  }
+
+  get(idOrRef: string): Promise<Job | null> {
+    return this.store.findJob(idOrRef);
+  }
+
+  list(filter: JobFilter = {}): Promise<Job[]> {
+    return this.store.listJobs(filter);
+  }
+
+  outputs(jobId: string): Promise<JobOutput[]> {
+    return this.store.outputs(jobId);
+  }
+
+  /** Cancels a queued job locally. Returns false when it was already sent (or finished). */
+  async cancel(jobId: string): Promise<boolean> {
+    const job = await this.store.findJob(jobId);
+    if (!job || isTerminal(job.state)) return false;
+    const moved = await this.store.transition(job.id, { state: "queued" }, "cancelled", { reason: "cancelled before submit" }, "cancelled before submit", Date.now());
+    return moved !== null;
+  }
+
+  async close(): Promise<void> {
+    if (this.runEngine) await this.engine.stop();
+    await this.store.close();
+  }
+}

@@ -1,0 +1,87 @@
+import { existsSync, readFileSync } from "node:fs";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { pngSize } from "../../src/sandbox/media/png.js";
+import { runCli } from "../helpers/cli.js";
+import { type DWorld, sha256File, startDWorld } from "../helpers/d-sandbox.js";
+
+let world: DWorld;
+beforeEach(async () => {
+  world = await startDWorld({ renderTimeMs: 300 });
+});
+afterEach(async () => {
+  await world.close();
+});
+
+const generateArgs = ["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "a lighthouse at dawn", "--width", "1024", "--height", "768", "--seed", "7"];
+
+describe("mediagate generate on D (CLI against the sandbox over loopback)", () => {
+  it("saves a real PNG, prints its path and cost", async () => {
+    const result = await runCli(generateArgs, { env: world.env });
+    expect(result.code, result.stderr).toBe(0);
+    const path = result.stdout.trim();
+    expect(existsSync(path)).toBe(true);
+    expect(pngSize(readFileSync(path))).toEqual({ width: 1024, height: 768 });
+    expect(result.stderr).toMatch(/cost \$0\.03/);
+    expect(world.submits()).toBe(1);
+  });
+
+  it("--json prints the documented job shape with the file's sha256", async () => {
+    const result = await runCli([...generateArgs, "--json", "--ref", "lighthouse"], { env: world.env });
+    expect(result.code, result.stderr).toBe(0);
+    const job = JSON.parse(result.stdout.trim()) as Record<string, unknown>;
+    expect(Object.keys(job)).toEqual(["id", "ref", "provider", "model", "state", "provider_job_id", "outputs", "error", "cost"]);
+    expect(job).toMatchObject({ ref: "lighthouse", provider: "d", model: "gen-2-pro", state: "succeeded", error: null });
+    const outputs = job.outputs as Array<{ path: string; sha256: string; content_type: string; bytes: number; url: string }>;
+    expect(outputs).toHaveLength(1);
+    expect(Object.keys(outputs[0]!)).toEqual(["path", "url", "content_type", "bytes", "sha256"]);
+    expect(outputs[0]!.content_type).toBe("image/png");
+    expect(sha256File(outputs[0]!.path)).toBe(outputs[0]!.sha256);
+    expect(job.cost).toMatchObject({ estimate_micro_usd: 30_000, charge_micro_usd: 30_000 });
+  });
+
+  it("bad input is refused before anything is sent, naming the field and what is allowed", async () => {
+    const result = await runCli(["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "x", "--width", "1000", "--height", "768"], { env: world.env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/width/);
+    expect(result.stderr).toMatch(/16/);
+    expect(world.sandbox.context.requests.count((request) => request.provider === "d")).toBe(0);
+  });
+
+  it("an unknown model is refused, listing the hosted endpoints", async () => {
+    const result = await runCli(["generate", "--provider", "d", "--model", "gen-2-dev", "--prompt", "x", "--width", "512", "--height", "512"], { env: world.env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/model/);
+    expect(world.sandbox.context.requests.count((request) => request.provider === "d")).toBe(0);
+  });
+
+  it("a provider that is not configured is refused naming the variable to set", async () => {
+    const { MEDIAGATE_D_BASE_URL: _unused, ...env } = world.env;
+    const result = await runCli(generateArgs, { env });
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/MEDIAGATE_D_BASE_URL/);
+  });
+
+  it("--budget-usd below the estimate refuses before anything is sent", async () => {
+    const result = await runCli([...generateArgs, "--budget-usd", "0.01"], { env: world.env });
+    expect(result.code).toBe(4);
+    expect(result.stderr).toMatch(/exceeds the budget/);
+    expect(world.submits()).toBe(0);
+  });
+
+  it("keys never appear in output, even at debug log level or on an auth failure", async () => {
+    const secretKey = "sk-very-secret-d-key-123456";
+    const ok = await runCli(["--log-level", "debug", ...generateArgs], { env: { ...world.env, MEDIAGATE_D_API_KEY: secretKey } });
+    // The sandbox refuses this key (it only knows its own): the job fails with an auth error.
+    expect(`${ok.stdout}${ok.stderr}`).not.toContain(secretKey);
+    expect(ok.code).toBe(1);
+    const show = await runCli(["jobs", "--json"], { env: world.env });
+    expect(show.stdout).not.toContain(secretKey);
+  });
+
+  it("quote prints the estimate and its price view without sending anything", async () => {
+    const result = await runCli(["quote", "--provider", "d", "--model", "gen-2-pro", "--prompt", "x", "--width", "2048", "--height", "2048"], { env: {} });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/\$0\.075/);
+    expect(result.stdout.toLowerCase()).toMatch(/pricing page/);
+  });
+});

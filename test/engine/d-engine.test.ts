@@ -1,0 +1,94 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
+import { D_KEY, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
+import { engineFor } from "../helpers/engine.js";
+import { sqliteFactory } from "../helpers/stores.js";
+
+let world: DWorld;
+let store: Store;
+let cleanup: () => Promise<void>;
+beforeEach(async () => {
+  ({ store, cleanup } = await sqliteFactory.open());
+});
+afterEach(async () => {
+  await cleanup();
+  await world?.close();
+});
+
+const pro = (prompt: string) => ({ model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
+
+async function submitDirectly(world: DWorld, prompt: string): Promise<number> {
+  const response = await fetch(`${world.sandbox.url}/d/v1/gen-2-pro`, {
+    method: "POST",
+    headers: { "x-key": D_KEY, "content-type": "application/json" },
+    body: JSON.stringify({ prompt, width: 256, height: 256 }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+describe("engine on D (in-process, real sandbox and SQLite)", () => {
+  it("D: 429 makes the job wait for a slot with backoff, never an immediate resubmit", async () => {
+    world = await startDWorld({ renderTimeMs: 2_500 });
+    // Another client of the same account holds all 24 slots.
+    for (let index = 0; index < 24; index++) expect(await submitDirectly(world, `other ${index}`)).toBe(200);
+    const { engine, enqueue, wait } = engineFor(world, store);
+    const job = await enqueue(pro("ours"));
+    engine.start();
+    const outcome = await wait([job.id]);
+    await engine.stop();
+    expect(outcome.jobs[0]!.state).toBe("succeeded");
+    const ourSubmits = world.sandbox.context.requests.filter(
+      (request) => request.method === "POST" && request.url === "/d/v1/gen-2-pro" && request.realAt > 0,
+    ).slice(24);
+    // Every attempt before the last was refused with 429; the last one was accepted.
+    const refused = ourSubmits.slice(0, -1);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const request of refused) expect(request.statusCode).toBe(429);
+    expect(ourSubmits.at(-1)!.statusCode).toBe(200);
+    // No attempt followed the previous one at once: each waited at least a second.
+    for (let index = 1; index < ourSubmits.length; index++) {
+      expect(ourSubmits[index]!.realAt - ourSubmits[index - 1]!.realAt).toBeGreaterThanOrEqual(1_000);
+    }
+    // Each 429 sent the job back to the queue with the reason, and taught the engine that the pool was full.
+    const events = await store.events(job.id);
+    const retries = refused.flatMap(() => ["queued", "submitting"]);
+    expect(events.map((event) => event.toState)).toEqual(["queued", "submitting", ...retries, "running", "capturing", "succeeded"]);
+    expect(events[2]!.reason).toMatch(/capacity/);
+    expect(engine.stats().d!.backpressure).toBe(refused.length);
+  });
+
+  it("a D submit whose answer is lost becomes unknown_submission and is never resubmitted", async () => {
+    world = await startDWorld({ renderTimeMs: 200 });
+    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "drop_after_handling" }, times: 1 });
+    const { engine, enqueue, wait } = engineFor(world, store);
+    const job = await enqueue(pro("lost answer"));
+    engine.start();
+    const outcome = await wait([job.id]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await engine.stop();
+    expect(outcome.jobs[0]!.state).toBe("unknown_submission");
+    expect(outcome.jobs[0]!.error?.code).toBe("submit_outcome_unknown");
+    expect(outcome.jobs[0]!.error?.message).toMatch(/mediagate resubmit/);
+    expect(world.submits()).toBe(1);
+    expect(world.d.jobs).toHaveLength(1);
+  });
+
+  it("a running job left by a stopped engine is tracked to the end by the next one", async () => {
+    world = await startDWorld({ renderTimeMs: 1_200 });
+    const first = engineFor(world, store);
+    const job = await first.enqueue(pro("handover"));
+    first.engine.start();
+    for (let tries = 0; tries < 200 && (await store.getJob(job.id))!.state !== "running"; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await first.engine.stop();
+    expect((await store.getJob(job.id))!.state).toBe("running");
+    const second = engineFor(world, store);
+    second.engine.start();
+    const outcome = await second.wait([job.id]);
+    await second.engine.stop();
+    expect(outcome.jobs[0]!.state).toBe("succeeded");
+    expect(world.submits()).toBe(1);
+  });
+});

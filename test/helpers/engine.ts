@@ -1,0 +1,47 @@
+import { join } from "node:path";
+import { loadConfig } from "../../src/core/config.js";
+import { Engine } from "../../src/engine/engine.js";
+import { waitForJobs } from "../../src/engine/wait.js";
+import type { JobRequest } from "../../src/providers/adapter.js";
+import { createProviderRegistry } from "../../src/providers/registry.js";
+import type { Store } from "../../src/store/store.js";
+import type { DWorld } from "./d-sandbox.js";
+
+/** An in-process engine on a real store, pointed at the world's sandbox. */
+export function engineFor(world: DWorld, store: Store, options: { leaseMs?: number } = {}) {
+  const config = loadConfig({ env: world.env, cwd: world.folder });
+  const providers = createProviderRegistry(config);
+  const engine = new Engine({ store, providers, secrets: () => [world.env.MEDIAGATE_D_API_KEY!], ...options });
+  const adapter = providers.get("d")!.adapter!;
+  let counter = 0;
+  return {
+    engine,
+    providers,
+    async enqueue(request: Omit<JobRequest, "provider"> & { provider?: "d" }, ref = `ref-${++counter}`) {
+      const validated = adapter.validate({ provider: "d", ...request });
+      const estimate = await adapter.estimate(validated);
+      const [result] = await store.insertJobs(
+        [
+          {
+            id: `job_${ref}`,
+            ref,
+            batchId: null,
+            provider: "d",
+            model: validated.model,
+            operation: validated.operation,
+            body: validated.body,
+            facts: validated.facts,
+            warnings: validated.warnings,
+            estimateMicroUsd: estimate.microUsd,
+            estimateSource: estimate.source,
+            outDir: join(world.folder, "out"),
+          },
+        ],
+        Date.now(),
+      );
+      engine.wake();
+      return result!.job;
+    },
+    wait: (ids: string[]) => waitForJobs(engine, store, ids),
+  };
+}
