@@ -1,0 +1,105 @@
+/**
+ * Issue 2's benchmark: 200 D jobs against the sandbox with the 24-slot cap
+ * and a fixed render time T. Reports makespan ÷ lower bound
+ * (ceil(200/24) × T, target ≤ 1.10), 429s received (target 0), provider
+ * requests per job, and engine CPU milliseconds per job.
+ */
+import { loadConfig } from "../src/core/config.js";
+import { isTerminal } from "../src/core/job.js";
+import { Engine } from "../src/engine/engine.js";
+import { waitForJobs } from "../src/engine/wait.js";
+import { createProviderRegistry } from "../src/providers/registry.js";
+import { openSqliteStore } from "../src/store/sqlite.js";
+import { recordResult, startSandboxChild, tempFolder } from "./harness.js";
+
+const JOBS = Number(process.env.BENCH_JOBS ?? 200);
+const RENDER_MS = Number(process.env.BENCH_RENDER_MS ?? 6_000);
+const SLOTS = 24;
+
+interface SandboxStats {
+  submits: number;
+  rejected429: number;
+  peakActive: number;
+  requests: number;
+  jobs: Array<{ id: string; createdAt: number; readyAt: number | null }>;
+}
+
+export async function runDMakespan(): Promise<void> {
+  const folder = tempFolder();
+  const sandbox = await startSandboxChild({ timeScale: 1, d: { renderTimeMs: RENDER_MS } });
+  const store = await openSqliteStore(`${folder.path}/bench.db`);
+  try {
+    const config = loadConfig({
+      env: { MEDIAGATE_D_BASE_URL: `${sandbox.url}/d`, MEDIAGATE_D_API_KEY: "sandbox-d-key", MEDIAGATE_OUTPUT_DIR: `${folder.path}/out` },
+      cwd: folder.path,
+    });
+    const providers = createProviderRegistry(config);
+    const adapter = providers.get("d")!.adapter!;
+    const now = Date.now();
+    const jobs = [];
+    for (let index = 0; index < JOBS; index++) {
+      const validated = adapter.validate({ provider: "d", model: "gen-2-pro", input: { prompt: `bench image ${index}`, width: 256, height: 256, seed: index } });
+      const estimate = await adapter.estimate(validated);
+      jobs.push({
+        id: `job_bench_${String(index).padStart(4, "0")}`,
+        ref: `bench-${index}`,
+        batchId: "bench",
+        provider: "d" as const,
+        model: validated.model,
+        operation: null,
+        body: validated.body,
+        facts: validated.facts,
+        warnings: validated.warnings,
+        estimateMicroUsd: estimate.microUsd,
+        estimateSource: estimate.source,
+        outDir: config.outputDir,
+      });
+    }
+    await store.insertJobs(jobs, now);
+    const engine = new Engine({ store, providers, secrets: () => ["sandbox-d-key"] });
+    const cpuBefore = process.cpuUsage();
+    const started = Date.now();
+    engine.start();
+    const outcome = await waitForJobs(engine, store, jobs.map((job) => job.id));
+    const makespanMs = Date.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    await engine.stop();
+    const stats = await sandbox.stats<SandboxStats>();
+    const counters = engine.stats().d!;
+    const lowerBoundMs = Math.ceil(JOBS / SLOTS) * RENDER_MS;
+    const succeeded = outcome.jobs.filter((job) => job.state === "succeeded").length;
+    // How long after the sandbox finished a job the engine saw it (virtual time = real time at scale 1).
+    const readyAt = new Map(stats.jobs.map((job) => [job.id, job.readyAt]));
+    const detectionLags = outcome.jobs
+      .map((job) => (job.providerDoneAt !== null && job.providerJobId ? job.providerDoneAt - (readyAt.get(job.providerJobId) ?? job.providerDoneAt) : null))
+      .filter((lag): lag is number => lag !== null);
+    const meanLagMs = detectionLags.reduce((sum, lag) => sum + lag, 0) / Math.max(1, detectionLags.length);
+    const ratio = makespanMs / lowerBoundMs;
+    const lines = [
+      `## D: 200 jobs, 24 slots, fixed render time (issue 2)`,
+      ``,
+      `Run ${new Date().toISOString()} on ${process.version}; sandbox in a child process over loopback; SQLite store; T = ${RENDER_MS} ms.`,
+      ``,
+      `| measure | value | target |`,
+      `|---|---|---|`,
+      `| jobs succeeded | ${succeeded} / ${JOBS} | all |`,
+      `| makespan | ${(makespanMs / 1000).toFixed(2)} s | |`,
+      `| lower bound ceil(${JOBS}/${SLOTS}) × T | ${(lowerBoundMs / 1000).toFixed(2)} s | |`,
+      `| makespan ÷ lower bound | ${ratio.toFixed(3)} | ≤ 1.10 |`,
+      `| 429s received (engine) / sent (sandbox) | ${counters.status429} / ${stats.rejected429} | 0 |`,
+      `| peak concurrent tasks at the sandbox | ${stats.peakActive} | ≤ 24 |`,
+      `| provider requests per job (submit + polls, downloads excluded) | ${((counters.submits + counters.polls) / JOBS).toFixed(2)} | |`,
+      `| all requests per job seen by the sandbox (incl. downloads) | ${(stats.requests / JOBS).toFixed(2)} | |`,
+      `| mean time from the sandbox's completion to the engine seeing it | ${meanLagMs.toFixed(0)} ms | |`,
+      `| engine CPU per job (user + system) | ${((cpu.user + cpu.system) / 1000 / JOBS).toFixed(2)} ms | |`,
+    ];
+    const markdown = lines.join("\n");
+    process.stdout.write(`${markdown}\n`);
+    recordResult("d-makespan", markdown);
+    if (!outcome.jobs.every((job) => isTerminal(job.state))) process.exitCode = 1;
+  } finally {
+    await store.close();
+    await sandbox.stop();
+    folder.remove();
+  }
+}

@@ -1,0 +1,57 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export interface SandboxChild {
+  url: string;
+  stats<T>(): Promise<T>;
+  stop(): Promise<void>;
+}
+
+/** Starts the sandbox in a child process (so the engine's CPU time is measured alone). */
+export async function startSandboxChild(options: unknown): Promise<SandboxChild> {
+  const script = fileURLToPath(new URL("./sandbox-child.ts", import.meta.url));
+  const child: ChildProcess = fork(script, [JSON.stringify(options)], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("sandbox child did not start in 20 s")), 20_000);
+    child.once("message", (message: { type: string; url: string }) => {
+      clearTimeout(timer);
+      resolve(message.url);
+    });
+    child.once("exit", (code) => reject(new Error(`sandbox child exited with ${code}`)));
+  });
+  return {
+    url,
+    stats<T>() {
+      return new Promise<T>((resolve) => {
+        child.once("message", (message: { type: string; stats: T }) => resolve(message.stats));
+        child.send({ type: "stats" });
+      });
+    },
+    async stop() {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.send({ type: "stop" });
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export function tempFolder(): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), "mediagate-bench-"));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** Replaces (or appends) the section of bench/RESULTS.md between this benchmark's markers. */
+export function recordResult(name: string, markdown: string): void {
+  const file = fileURLToPath(new URL("./RESULTS.md", import.meta.url));
+  const begin = `<!-- ${name}:begin -->`;
+  const end = `<!-- ${name}:end -->`;
+  const block = `${begin}\n${markdown.trim()}\n${end}`;
+  const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n\nEach section is rewritten by its benchmark (`npm run bench -- NAME`).\n";
+  const pattern = new RegExp(`${begin}[\\s\\S]*?${end}`);
+  writeFileSync(file, pattern.test(current) ? current.replace(pattern, block) : `${current.trimEnd()}\n\n${block}\n`);
+}

@@ -1,0 +1,17 @@
+/** `npm run bench [-- NAME…]`: runs the named benchmarks (default all) and rewrites their sections of RESULTS.md. */
+import { runDMakespan } from "./d-makespan.js";
+
+const benchmarks: Record<string, () => Promise<void>> = {
+  "d-makespan": runDMakespan,
+};
+
+const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benchmarks);
+for (const name of names) {
+  const run = benchmarks[name];
+  if (!run) {
+    process.stderr.write(`unknown benchmark ${name}; known: ${Object.keys(benchmarks).join(", ")}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`running ${name}…\n`);
+  await run();
+}
