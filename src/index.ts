@@ -63,6 +63,7 @@ export class Mediagate {
       secrets,
       clock: options.clock ?? systemClock,
       allowPrivateUrls: config.allowPrivateUrls,
+      publicUrl: config.publicUrl,
       log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
     });
     const gate = new Mediagate(config, store, providers, engine, options.runEngine ?? true);

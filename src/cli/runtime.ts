@@ -52,6 +52,7 @@ export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}):
           providers,
           secrets,
           allowPrivateUrls: config.allowPrivateUrls,
+          publicUrl: config.publicUrl,
           log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
         });
       }

@@ -28,6 +28,11 @@ export interface EngineOptions {
   log?: EngineLogger;
   /** Jobs worked on at once by this engine (default 256). */
   maxInFlight?: number;
+  /**
+   * MEDIAGATE_PUBLIC_URL: the base where `mediagate serve` is reachable.
+   * When set, adapters with webhooks get `{publicUrl}/webhooks/{provider}/{jobId}` as the job's callback.
+   */
+  publicUrl?: string | null;
 }
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes). */
@@ -180,7 +185,15 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         if (status === 429) counters.status429++;
       },
     });
-    return { http, clock: this.clock, ...(signal ? { signal } : {}) };
+    const adapter = this.adapter(job.provider);
+    const publicUrl = this.options.publicUrl?.replace(/\/+$/, "");
+    const callbackUrl = publicUrl && adapter.webhooks ? `${publicUrl}/webhooks/${job.provider}/${encodeURIComponent(job.id)}` : null;
+    return {
+      http,
+      clock: this.clock,
+      ...(signal ? { signal } : {}),
+      job: { id: job.id, idempotencyKey: job.idempotencyKey, callbackUrl },
+    };
   }
 
   private spawn(job: Job, work: () => Promise<void>, isSubmit: boolean): void {

@@ -94,12 +94,63 @@ export type ProviderStatus =
   | { kind: "cancelled"; providerStatus: string; raw: unknown }
   | { kind: "expired"; providerStatus: string; raw: unknown };
 
+/** The job a call is made for, as far as an adapter may know it. */
+export interface CallJob {
+  /** Our job id (never sent to a provider unless the adapter chooses to, e.g. in a callback URL). */
+  id: string;
+  /**
+   * For providers with `idempotentSubmit`: the key stored with the job before
+   * this submit was sent; a resumed submit gets the same key, a resubmit a new one.
+   */
+  idempotencyKey: string | null;
+  /**
+   * Where the provider should deliver notifications for this job, when
+   * MEDIAGATE_PUBLIC_URL is set and the adapter has `webhooks`; else null.
+   */
+  callbackUrl: string | null;
+}
+
 /** What the adapter may use to talk to its provider. It knows nothing about the store or scheduling. */
 export interface CallContext {
   http: ProviderHttp;
   clock: Clock;
   signal?: AbortSignal;
+  /** Present for calls made on behalf of one job (submit, poll, cancel, settle). */
+  job?: CallJob;
 }
+
+/** A webhook request exactly as received: the raw bytes are what signatures cover. */
+export interface WebhookDelivery {
+  rawBody: Buffer;
+  /** Header names in lower case. */
+  headers: Record<string, string | undefined>;
+  /** Our job id when the callback URL carried it (`…/webhooks/{provider}/{jobId}`). */
+  jobId: string | null;
+}
+
+/**
+ * What a delivery means once checked. `rejected` is answered 4xx and changes
+ * nothing. `accepted` names the provider job and, when the delivery is
+ * signed and may be trusted, the status it reports; without `status` the
+ * engine only reads the job at once (an unsigned callback's body is never trusted).
+ */
+export type WebhookVerdict =
+  | { kind: "rejected"; reason: string }
+  | { kind: "accepted"; deliveryId: string; providerJobId: string | null; status?: ProviderStatus };
+
+export interface WebhookSupport {
+  /** Verifies over the raw bytes before anything is parsed. Never throws for a bad delivery: returns `rejected`. */
+  verify(delivery: WebhookDelivery, context: CallContext): Promise<WebhookVerdict>;
+}
+
+/**
+ * A provider that bills after the job ends (B): the settled charge is the
+ * accounting fact. `pending` and `unavailable` say when to read again.
+ */
+export type Settlement =
+  | { kind: "pending"; retryAfterMs: number; raw: unknown }
+  | { kind: "unavailable"; retryAfterMs: number; raw: unknown }
+  | { kind: "settled"; microUsd: number; raw: unknown };
 
 /** A charge computed or read for a finished job. `microUsd` null means unknown. */
 export interface Charge {
@@ -112,14 +163,25 @@ export interface ProviderAdapter {
   readonly displayName: string;
   /** Models (and operations) this adapter knows, for help text and `quote`. */
   models(): string[];
-  /** Throws InputError(field, reason, allowed). Pure: no I/O. */
+  /**
+   * Fetches what `validate` needs from the provider (B's catalog record with
+   * its input_schema), cached by the adapter. Called before `validate` when present.
+   */
+  prefetch?(request: JobRequest, context: CallContext): Promise<void>;
+  /** Throws InputError(field, reason, allowed). Pure: no I/O (what it needs was fetched by `prefetch`). */
   validate(request: JobRequest): ValidatedRequest;
-  estimate(request: ValidatedRequest): Promise<Estimate>;
+  /** The context is given when the estimate comes from the provider (B's quote). */
+  estimate(request: ValidatedRequest, context?: CallContext): Promise<Estimate>;
   limits(request: ValidatedRequest): ProviderLimits;
   /** Sends the submit. Throws ProviderError (with retryable/backpressure/haltsProvider) or OutcomeUnknownError. */
   submit(request: ValidatedRequest, context: CallContext): Promise<Submitted>;
   poll(submitted: Submitted, context: CallContext): Promise<ProviderStatus>;
+  /** Cancels at the provider. Absent when the provider publishes no cancel operation. */
   cancel?(submitted: Submitted, context: CallContext): Promise<void>;
+  /** Present when the provider can notify us; `mediagate serve` routes `/webhooks/{provider}` here. */
+  webhooks?: WebhookSupport;
+  /** Present when the provider settles the charge after the job ends; replaces `charge` for finished jobs. */
+  settle?(submitted: Submitted, outcome: ProviderStatus, context: CallContext): Promise<Settlement>;
   /** The charge of a finished job, where the provider does not report one (priced by formula). */
   charge(request: ValidatedRequest, outcome: ProviderStatus): Charge;
 }

@@ -31,6 +31,8 @@ export interface HttpRequest {
   method: "GET" | "POST" | "PUT" | "DELETE" | "PATCH";
   url: string;
   headers?: Record<string, string>;
+  /** Headers made afresh for every attempt and redirect hop (C's per-request Ai-trace-id). */
+  attemptHeaders?: () => Record<string, string>;
   /** An object is sent as JSON; FormData as multipart; a string or Buffer as is. */
   body?: unknown;
   timeoutMs?: number;
@@ -141,6 +143,7 @@ export class ProviderHttp {
     }
     for (let hop = 0; ; hop++) {
       if (request.untrustedUrl || hop > 0) await assertSafeUrl(url, this.options.urlPolicy);
+      if (request.attemptHeaders) Object.assign(headers, request.attemptHeaders());
       await this.options.beforeRequest?.();
       const timeout = AbortSignal.timeout(request.timeoutMs ?? this.options.defaultTimeoutMs ?? 30_000);
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
