@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, InputError } from "../../../src/core/errors.js";
+import { ConfigError } from "../../../src/core/errors.js";
 import type { JobRequest } from "../../../src/providers/adapter.js";
 import { createAAdapter, type AAdapterConfig } from "../../../src/providers/a/index.js";
+import { inputError } from "../../helpers/errors.js";
 
 const NEWEST = "vidgen-2-0-250601";
 const OLDER = "vidgen-1-5-250301";
@@ -23,15 +24,6 @@ function validate(input: Record<string, unknown>, extra: Partial<JobRequest> = {
   return adapter(config).validate(request(input, extra));
 }
 
-function inputError(run: () => unknown): InputError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof InputError) return error;
-    throw error;
-  }
-  throw new Error("expected an InputError");
-}
 
 describe("A: content items and task kinds", () => {
   it("A: a prompt becomes the one text item of content", () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, InputError } from "../../../src/core/errors.js";
+import { ConfigError } from "../../../src/core/errors.js";
 import type { JobRequest, ProviderStatus } from "../../../src/providers/adapter.js";
 import { createCAdapter, type CAdapterConfig } from "../../../src/providers/c/index.js";
+import { inputError } from "../../helpers/errors.js";
 
 function adapter(config: Partial<CAdapterConfig> = {}) {
   return createCAdapter({ baseUrl: "https://c.example", apiKey: "key", tier: "free", ...config });
@@ -11,15 +12,6 @@ function validate(input: Record<string, unknown>, extra: Partial<JobRequest> = {
   return adapter().validate({ provider: "c", model: "v6", input, ...extra });
 }
 
-function inputError(run: () => unknown): InputError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof InputError) return error;
-    throw error;
-  }
-  throw new Error("expected an InputError");
-}
 
 describe("C: submit body", () => {
   it("C: the body carries the prompt, the model and only the fields given", () => {

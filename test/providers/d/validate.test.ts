@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { InputError } from "../../../src/core/errors.js";
 import type { JobRequest } from "../../../src/providers/adapter.js";
 import { D_ENDPOINTS, imageSizeOf, imageSizeOfText, REFERENCE_VALUE_FORMAT, validateDRequest } from "../../../src/providers/d/index.js";
 import { renderPng } from "../../../src/sandbox/media/png.js";
 import { jpegHeader, pngHeader } from "./images.js";
+import { inputError } from "../../helpers/errors.js";
 
 const URL_A = "https://images.example/a.png";
 
@@ -17,15 +17,6 @@ function validate(input: Record<string, unknown>, extra: Partial<JobRequest> = {
   return validateDRequest(request(input, extra));
 }
 
-function inputError(run: () => unknown): InputError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof InputError) return error;
-    throw error;
-  }
-  throw new Error("expected an InputError");
-}
 
 /** `count` native reference fields with URL values: input_image, input_image_2, … */
 function urlReferences(count: number): Record<string, string> {
