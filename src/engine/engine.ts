@@ -60,6 +60,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly policies = new Map<ProviderId, UrlPolicy>();
   private readonly abortController = new AbortController();
   private wakeUp: (() => void) | null = null;
+  private wakeRequested = false;
   private stopping = false;
   private loopDone: Promise<void> | null = null;
   private lastAdoptAt = 0;
@@ -124,6 +125,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
 
   /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
   wake(): void {
+    // Remembered when the loop is busy, so a slot freed mid-tick is not missed until the next idle tick.
+    this.wakeRequested = true;
     const wakeUp = this.wakeUp;
     this.wakeUp = null;
     wakeUp?.();
@@ -214,13 +217,15 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private async loop(): Promise<void> {
     await this.adoptOrphans();
     while (!this.stopping) {
+      this.wakeRequested = false;
       const progressed = await this.tick();
       if (this.stopping) break;
       const now = this.clock.now();
       const skip = await this.skippedProviders();
-      const nextDue = await this.store.nextDueAt(this.owner, skip);
+      // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
+      const nextDue = await this.store.nextDueAt(this.owner, skip, now);
       let delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
-      if (!progressed && delay === 0) delay = IDLE_TICK_MS; // everything due is waiting for a slot: a freed slot wakes us
+      if (progressed || this.wakeRequested) delay = 0;
       if (delay > 0) {
         if (this.inFlight.size === 0) this.emit("idle");
         await new Promise<void>((resolve) => {

@@ -44,14 +44,15 @@ export class PollScheduler {
     const { minIntervalMs, maxIntervalMs } = limits.poll;
     let delay: number;
     if (sorted.length === 0) {
-      // Nothing learned yet: start after a second, then stretch the interval as the job ages.
-      delay = Math.max(1_000, elapsedMs * 0.3);
+      // Nothing learned yet: start after a second, then stretch the interval slowly as the job ages
+      // (a first wave detected late delays every later wave, so early lateness costs more than a few polls).
+      delay = Math.max(1_000, elapsedMs * 0.15);
     } else {
       const early = quantile(sorted, 0.1) * 0.95;
       const median = quantile(sorted, 0.5);
       const late = quantile(sorted, 0.9);
       if (elapsedMs < early) delay = early - elapsedMs;
-      else if (elapsedMs < late * 1.5 + 1_000) delay = median * 0.05;
+      else if (elapsedMs < late * 1.5 + 1_000) delay = median * 0.04;
       else delay = elapsedMs * 0.2;
     }
     return Math.round(Math.min(maxIntervalMs, Math.max(minIntervalMs, delay)));

@@ -364,17 +364,19 @@ export class KyselyStore implements Store {
       .execute();
   }
 
-  async nextDueAt(owner: string, skipProviders: readonly string[]): Promise<number | null> {
+  async nextDueAt(owner: string, skipProviders: readonly string[], after: number): Promise<number | null> {
     let queued = this.db
       .selectFrom("jobs")
       .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-      .where("state", "=", "queued");
+      .where("state", "=", "queued")
+      .where("next_attempt_at", ">", after);
     if (skipProviders.length) queued = queued.where("provider", "not in", [...skipProviders]);
     const owned = this.db
       .selectFrom("jobs")
       .select((eb) => eb.fn.min("next_attempt_at").as("at"))
       .where("lease_owner", "=", owner)
-      .where("state", "in", ["running", "capturing"]);
+      .where("state", "in", ["running", "capturing"])
+      .where("next_attempt_at", ">", after);
     const [a, b] = await Promise.all([queued.executeTakeFirst(), owned.executeTakeFirst()]);
     const values = [a?.at, b?.at].filter((value) => value !== null && value !== undefined).map(Number);
     return values.length ? Math.min(...values) : null;

@@ -153,8 +153,8 @@ export interface Store {
   adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean): Promise<Job[]>;
   renewLeases(owner: string, leaseExpiresAt: number): Promise<void>;
   releaseLeases(owner: string): Promise<void>;
-  /** The earliest `next_attempt_at` of work that could become due (queued jobs and this owner's jobs). */
-  nextDueAt(owner: string, skipProviders: readonly string[]): Promise<number | null>;
+  /** The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs and this owner's jobs). */
+  nextDueAt(owner: string, skipProviders: readonly string[], after: number): Promise<number | null>;
 
   releaseSlots(jobId: string, now: number): Promise<void>;
   /** The provider pushed back: believe no more slots than are held now, and hand none out until `blockedUntil`. */
