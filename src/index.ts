@@ -17,6 +17,14 @@ export type { Job, JobOutput, JobState, JobEvent } from "./core/job.js";
 export type { JobRequest, Estimate, ProviderId } from "./providers/adapter.js";
 export { InputError, ConfigError, BudgetError, ProviderError, MediagateError } from "./core/errors.js";
 export { formatMicroUsd, usdToMicroUsd } from "./core/money.js";
+// Webhook verification usable on its own (without the engine or `mediagate serve`).
+export {
+  createFWebhookVerifier,
+  FWebhookVerificationError,
+  type FVerifiedDelivery,
+  type FWebhookVerifier,
+  type FWebhookVerifierOptions,
+} from "./providers/f/index.js";
 
 export interface MediagateOptions {
   /** Configuration values by their MEDIAGATE_* names; defaults to process.env. */

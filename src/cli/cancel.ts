@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { isTerminal } from "../core/job.js";
+import { submittedOf } from "../engine/track.js";
 import { EXIT } from "./exit-codes.js";
 import { jobJson } from "./job-json.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
@@ -38,8 +39,25 @@ export function registerCancel(program: Command, globals: () => GlobalOptions, s
           setExit(EXIT.jobsFailed);
           return;
         }
-        process.stderr.write(`mediagate: cancelling a submitted ${job.provider.toUpperCase()} job is not available in this version\n`);
-        setExit(EXIT.jobsFailed);
+        if (job.state !== "running" || !job.providerJobId) {
+          process.stderr.write(`mediagate: ${job.id} is ${job.state}; only a queued job or one running at the provider can be cancelled\n`);
+          setExit(EXIT.jobsFailed);
+          return;
+        }
+        const engine = await runtime.engine();
+        const context = await engine.providerContext(job.provider);
+        await adapter.cancel(submittedOf(job), { ...context, job: { id: job.id, idempotencyKey: job.idempotencyKey, callbackUrl: null } });
+        const now = Date.now();
+        const reason = `cancelled by the user at ${job.provider.toUpperCase()}`;
+        // Terminal at once: no more polls are spent on it (an engine tracking it loses its compare-and-set and stops).
+        const cancelled = await store.transition(job.id, { state: "running" }, "cancelled", { reason, leaseOwner: null, leaseExpiresAt: null }, reason, now);
+        if (!cancelled) {
+          const current = await store.getJob(job.id);
+          process.stderr.write(`mediagate: ${job.provider.toUpperCase()} accepted the cancel, but ${job.id} had already become ${current?.state ?? "unknown"}\n`);
+          return;
+        }
+        if (options.json) process.stdout.write(`${JSON.stringify(jobJson(cancelled, []))}\n`);
+        else process.stderr.write(`cancelled ${job.id} at ${job.provider.toUpperCase()}\n`);
       } finally {
         await runtime.close();
       }

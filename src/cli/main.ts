@@ -14,6 +14,7 @@ import { registerResubmit } from "./resubmit.js";
 import type { GlobalOptions } from "./runtime.js";
 import { registerSandbox } from "./sandbox.js";
 import { registerShow } from "./show.js";
+import { registerServe } from "./serve.js";
 import { registerWorker } from "./worker.js";
 
 async function main(argv: string[]): Promise<number> {
@@ -41,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
   registerQuote(program, globals);
   registerPlan(program, globals);
   registerWorker(program, globals);
+  registerServe(program, globals);
   registerSandbox(program, globals);
   registerDemo(program, globals, setExit);
   try {

@@ -34,7 +34,8 @@ export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}):
   if (options.logLevel) overrides.MEDIAGATE_LOG_LEVEL = options.logLevel;
   const config = loadConfig({ ...(options.config ? { configFile: options.config } : {}), overrides });
   const providers = createProviderRegistry(config);
-  const secrets = () => configSecrets(config);
+  // Keys from the configuration, and whatever adapters hold now (E's tokens).
+  const secrets = () => [...configSecrets(config), ...[...providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? [])];
   let store: Store | null = null;
   let engine: Engine | null = null;
   const runtime: Runtime = {

@@ -17,6 +17,7 @@ export const CONFIG_VARIABLES = [
   "MEDIAGATE_A_BASE_URL",
   "MEDIAGATE_A_API_KEY",
   "MEDIAGATE_A_ENTERPRISE",
+  "MEDIAGATE_A_USD_PER_MILLION_TOKENS",
   "MEDIAGATE_B_BASE_URL",
   "MEDIAGATE_B_API_KEY",
   "MEDIAGATE_B_WEBHOOK_SECRET",
@@ -30,6 +31,7 @@ export const CONFIG_VARIABLES = [
   "MEDIAGATE_E_AUTH_URL",
   "MEDIAGATE_E_CLIENT_ID",
   "MEDIAGATE_E_CLIENT_SECRET",
+  "MEDIAGATE_E_SCOPES",
   "MEDIAGATE_F_BASE_URL",
   "MEDIAGATE_F_API_KEY",
   "MEDIAGATE_LOG_LEVEL",
@@ -115,8 +117,11 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
     }
   }
   const publicUrl = values.MEDIAGATE_PUBLIC_URL ?? null;
-  if (publicUrl !== null && !/^https:\/\//.test(publicUrl)) {
-    throw new ConfigError("MEDIAGATE_PUBLIC_URL", "MEDIAGATE_PUBLIC_URL must be the public https:// base of `mediagate serve`");
+  if (publicUrl !== null && !isAcceptablePublicUrl(publicUrl)) {
+    throw new ConfigError(
+      "MEDIAGATE_PUBLIC_URL",
+      `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${publicUrl}"`,
+    );
   }
   return {
     values,
@@ -148,4 +153,16 @@ export function requireValue(config: MediagateConfig, name: ConfigVariable, what
     );
   }
   return value;
+}
+
+/** https anywhere; plain http only on loopback, where a local sandbox delivers to a local `mediagate serve`. */
+function isAcceptablePublicUrl(value: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  if (url.protocol === "https:") return true;
+  return url.protocol === "http:" && (url.hostname === "127.0.0.1" || url.hostname === "[::1]" || url.hostname === "localhost");
 }

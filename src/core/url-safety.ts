@@ -12,7 +12,7 @@ export interface UrlPolicy {
 export const STRICT_URL_POLICY: UrlPolicy = { allowHttp: false, allowPrivate: false };
 
 /** Cloud metadata endpoints, refused even when they are not literally private (e.g. by name). */
-const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata", "metadata.azure.internal"]);
+const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "metadata", "metadata.azure.internal", "instance-data"]);
 
 function ipv4ToInt(address: string): number {
   return address.split(".").reduce((acc, part) => (acc << 8) + Number(part), 0) >>> 0;
@@ -31,6 +31,7 @@ export function nonPublicReason(address: string): string | null {
     if (inV4Range(address, "10.0.0.0", 8) || inV4Range(address, "172.16.0.0", 12) || inV4Range(address, "192.168.0.0", 16))
       return "private address";
     if (inV4Range(address, "169.254.0.0", 16)) return "link-local or cloud metadata address";
+    if (address === "100.100.100.200") return "cloud metadata address";
     if (inV4Range(address, "100.64.0.0", 10)) return "shared (CGNAT) address";
     if (inV4Range(address, "0.0.0.0", 8)) return "unspecified address";
     if (inV4Range(address, "224.0.0.0", 4) || inV4Range(address, "240.0.0.0", 4)) return "multicast or reserved address";
@@ -42,6 +43,13 @@ export function nonPublicReason(address: string): string | null {
     if (lower === "::") return "unspecified address";
     const mapped = lower.match(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/);
     if (mapped?.[1]) return nonPublicReason(mapped[1]);
+    // The URL parser writes IPv4-mapped addresses in hex ([::ffff:127.0.0.1] becomes [::ffff:7f00:1]).
+    const mappedHex = lower.match(/^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/);
+    if (mappedHex?.[1] && mappedHex[2]) {
+      const high = Number.parseInt(mappedHex[1], 16);
+      const low = Number.parseInt(mappedHex[2], 16);
+      return nonPublicReason(`${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`);
+    }
     if (/^f[cd]/.test(lower)) return "private (unique local) address";
     if (/^fe[89ab]/.test(lower)) return "link-local address";
     if (lower.startsWith("fd00:ec2::254")) return "cloud metadata address";
@@ -73,7 +81,7 @@ export async function assertSafeUrl(
   }
   if (parsed.username || parsed.password) throw new UnsafeUrlError(url, "credentials in a URL are not allowed");
   if (policy.allowPrivate) return parsed;
-  const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
   if (METADATA_HOSTS.has(host)) throw new UnsafeUrlError(url, "cloud metadata host");
   if (host === "localhost" || host.endsWith(".localhost")) throw new UnsafeUrlError(url, "loopback host");
   const addresses = isIP(host) ? [host] : await resolve(host).catch(() => {

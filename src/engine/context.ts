@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
-import type { CallContext, ProviderAdapter, ProviderId, ProviderLimits, ValidatedRequest } from "../providers/adapter.js";
+import type { CallContext, ProviderAdapter, ProviderId, ProviderLimits, ProviderStatus, ValidatedRequest } from "../providers/adapter.js";
 import type { Store } from "../store/store.js";
 import type { EngineLogger } from "./logger.js";
 import type { PollScheduler } from "./polling.js";
@@ -33,6 +33,8 @@ export interface EngineContext {
   emit(job: Job): void;
   /** Wakes the loop early (a slot was freed, a job was queued). */
   wake(): void;
+  /** A status a verified webhook delivered for this job, used once instead of the next poll. */
+  takeKnownStatus(jobId: string): ProviderStatus | undefined;
   signal: AbortSignal;
 }
 

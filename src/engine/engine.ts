@@ -3,7 +3,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
 import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
-import type { CallContext, ProviderAdapter, ProviderId, ValidatedRequest } from "../providers/adapter.js";
+import type { CallContext, ProviderAdapter, ProviderId, ProviderStatus, ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import type { Store } from "../store/store.js";
@@ -61,6 +61,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly abortController = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wakeRequested = false;
+  private readonly knownStatuses = new Map<string, ProviderStatus>();
   private stopping = false;
   private loopDone: Promise<void> | null = null;
   private lastAdoptAt = 0;
@@ -90,6 +91,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       counters: (provider) => this.countersFor(provider),
       emit: (job) => this.emit("job", job),
       wake: () => this.wake(),
+      takeKnownStatus: (jobId) => {
+        const status = this.knownStatuses.get(jobId);
+        this.knownStatuses.delete(jobId);
+        return status;
+      },
       signal: this.abortController.signal,
     };
   }
@@ -121,6 +127,44 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.abortController.abort(new Error("engine stopping"));
     await Promise.allSettled([...this.inFlight.values()]);
     await this.store.releaseLeases(this.owner);
+  }
+
+  /**
+   * A webhook said something about a running job: read it now rather than at
+   * its next scheduled poll. `status` is given only when the delivery was
+   * verified and may be trusted; it is then used instead of that read. A job
+   * owned by another engine is picked up there at its next look at the store.
+   */
+  async nudge(job: Job, status?: ProviderStatus): Promise<boolean> {
+    if (job.state !== "running") return false;
+    const now = this.clock.now();
+    const updated = await this.store.updateJob(job.id, { state: "running" }, { nextAttemptAt: now }, now);
+    if (!updated) return false;
+    if (status && updated.leaseOwner === this.owner) this.knownStatuses.set(job.id, status);
+    this.wake();
+    return true;
+  }
+
+  /** Every secret to redact: configured keys and what adapters hold now (tokens). */
+  secrets(): string[] {
+    const adapterSecrets = [...this.options.providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? []);
+    return [...this.options.secrets(), ...adapterSecrets];
+  }
+
+  /** A call context for provider-level calls outside any job (webhook verification fetching keys, account reads). */
+  async providerContext(provider: ProviderId): Promise<CallContext> {
+    const counters = this.countersFor(provider);
+    const http = new ProviderHttp({
+      provider,
+      clock: this.clock,
+      secrets: () => this.secrets(),
+      urlPolicy: await this.urlPolicy(provider),
+      afterResponse: ({ status }) => {
+        counters.requests++;
+        if (status === 429) counters.status429++;
+      },
+    });
+    return { http, clock: this.clock, signal: this.abortController.signal };
   }
 
   /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
@@ -180,7 +224,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     const http = new ProviderHttp({
       provider: job.provider,
       clock: this.clock,
-      secrets: this.options.secrets,
+      secrets: () => this.secrets(),
       urlPolicy: await this.urlPolicy(job.provider),
       ...(rateLimited ? { beforeRequest: () => this.rateLimiter.take(limits.rateWindows, signal) } : {}),
       afterResponse: ({ status }) => {

@@ -161,6 +161,8 @@ export interface Charge {
 export interface ProviderAdapter {
   readonly id: ProviderId;
   readonly displayName: string;
+  /** Secrets the adapter made or holds beyond its configuration (E's access tokens): redacted like keys. */
+  secrets?(): string[];
   /** Models (and operations) this adapter knows, for help text and `quote`. */
   models(): string[];
   /**

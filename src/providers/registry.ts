@@ -1,7 +1,11 @@
 import { type ConfigVariable, type MediagateConfig } from "../core/config.js";
 import { ConfigError } from "../core/errors.js";
 import type { ProviderAdapter, ProviderId } from "./adapter.js";
+import { createAAdapter } from "./a/index.js";
+import { C_TIER_SLOTS, createCAdapter, type CTier } from "./c/index.js";
 import { createDAdapter } from "./d/index.js";
+import { createEAdapter } from "./e/index.js";
+import { createFAdapter } from "./f/index.js";
 
 export interface ProviderEntry {
   id: ProviderId;
@@ -38,8 +42,70 @@ export function createProviderRegistry(config: MediagateConfig): Map<ProviderId,
     missing: missingOf(config, ["MEDIAGATE_D_BASE_URL", "MEDIAGATE_D_API_KEY"]),
     baseUrl: values.MEDIAGATE_D_BASE_URL ?? null,
   });
-  for (const id of ["a", "b", "c", "e", "f"] as const) {
+  registry.set("a", aEntry(config));
+  registry.set("c", cEntry(config));
+  registry.set("f", {
+    id: "f",
+    adapter: createFAdapter({ baseUrl: values.MEDIAGATE_F_BASE_URL ?? "", apiKey: values.MEDIAGATE_F_API_KEY ?? "" }),
+    missing: missingOf(config, ["MEDIAGATE_F_BASE_URL", "MEDIAGATE_F_API_KEY"]),
+    baseUrl: values.MEDIAGATE_F_BASE_URL ?? null,
+  });
+  registry.set("e", {
+    id: "e",
+    adapter: createEAdapter({
+      baseUrl: values.MEDIAGATE_E_BASE_URL ?? "",
+      authUrl: values.MEDIAGATE_E_AUTH_URL ?? "",
+      clientId: values.MEDIAGATE_E_CLIENT_ID ?? "",
+      clientSecret: values.MEDIAGATE_E_CLIENT_SECRET ?? "",
+      ...(values.MEDIAGATE_E_SCOPES ? { scopes: values.MEDIAGATE_E_SCOPES.split(",").map((scope) => scope.trim()).filter(Boolean) } : {}),
+    }),
+    missing: missingOf(config, ["MEDIAGATE_E_BASE_URL", "MEDIAGATE_E_AUTH_URL", "MEDIAGATE_E_CLIENT_ID", "MEDIAGATE_E_CLIENT_SECRET", "MEDIAGATE_E_SCOPES"]),
+    baseUrl: values.MEDIAGATE_E_BASE_URL ?? null,
+  });
+  for (const id of ["b"] as const) {
     registry.set(id, { id, adapter: null, missing: [], baseUrl: null });
   }
   return registry;
+}
+
+function flag(config: MediagateConfig, name: ConfigVariable): boolean {
+  const value = config.values[name];
+  if (value === undefined || value === "" || value === "0" || value === "false") return false;
+  if (value === "1" || value === "true") return true;
+  throw new ConfigError(name, `${name} must be 1 or 0, got "${value}"`);
+}
+
+function aEntry(config: MediagateConfig): ProviderEntry {
+  const values = config.values;
+  const rate = values.MEDIAGATE_A_USD_PER_MILLION_TOKENS;
+  // USD per million tokens is exactly micro-USD per token.
+  const microUsdPerToken = rate === undefined ? null : Number(rate);
+  if (microUsdPerToken !== null && !(Number.isFinite(microUsdPerToken) && microUsdPerToken >= 0)) {
+    throw new ConfigError("MEDIAGATE_A_USD_PER_MILLION_TOKENS", `MEDIAGATE_A_USD_PER_MILLION_TOKENS must be a non-negative number, got "${rate}"`);
+  }
+  return {
+    id: "a",
+    adapter: createAAdapter({
+      baseUrl: values.MEDIAGATE_A_BASE_URL ?? "",
+      apiKey: values.MEDIAGATE_A_API_KEY ?? "",
+      enterprise: flag(config, "MEDIAGATE_A_ENTERPRISE"),
+      microUsdPerToken,
+    }),
+    missing: missingOf(config, ["MEDIAGATE_A_BASE_URL", "MEDIAGATE_A_API_KEY"]),
+    baseUrl: values.MEDIAGATE_A_BASE_URL ?? null,
+  };
+}
+
+function cEntry(config: MediagateConfig): ProviderEntry {
+  const values = config.values;
+  const tier = values.MEDIAGATE_C_TIER ?? "free";
+  if (!Object.hasOwn(C_TIER_SLOTS, tier)) {
+    throw new ConfigError("MEDIAGATE_C_TIER", `MEDIAGATE_C_TIER must be one of ${Object.keys(C_TIER_SLOTS).join(", ")}, got "${tier}"`);
+  }
+  return {
+    id: "c",
+    adapter: createCAdapter({ baseUrl: values.MEDIAGATE_C_BASE_URL ?? "", apiKey: values.MEDIAGATE_C_API_KEY ?? "", tier: tier as CTier }),
+    missing: missingOf(config, ["MEDIAGATE_C_BASE_URL", "MEDIAGATE_C_API_KEY"]),
+    baseUrl: values.MEDIAGATE_C_BASE_URL ?? null,
+  };
 }

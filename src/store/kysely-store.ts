@@ -16,6 +16,7 @@ import type {
   SlotPoolRequest,
   Store,
   TransitionExtras,
+  WebhookDeliveryRecord,
 } from "./store.js";
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -116,6 +117,16 @@ export class KyselyStore implements Store {
     const row =
       (await this.db.selectFrom("jobs").selectAll().where("id", "=", idOrRef).executeTakeFirst()) ??
       (await this.db.selectFrom("jobs").selectAll().where("ref", "=", idOrRef).executeTakeFirst());
+    return row ? rowToJob(row) : null;
+  }
+
+  async jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
+    const row = await this.db
+      .selectFrom("jobs")
+      .selectAll()
+      .where("provider", "=", provider)
+      .where("provider_job_id", "=", providerJobId)
+      .executeTakeFirst();
     return row ? rowToJob(row) : null;
   }
 
@@ -510,6 +521,37 @@ export class KyselyStore implements Store {
     return rows.map((row) => ({
       doneElapsedMs: Number(row.provider_done_at) - Number(row.submitted_at),
       pendingElapsedMs: row.last_pending_elapsed_ms === null ? null : Number(row.last_pending_elapsed_ms),
+    }));
+  }
+
+  async recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate"> {
+    const row = {
+      provider: delivery.provider,
+      delivery_id: delivery.deliveryId,
+      job_id: delivery.jobId,
+      outcome: delivery.outcome,
+      reason: delivery.reason,
+      received_at: delivery.at,
+    };
+    const result = await this.db
+      .insertInto("webhook_deliveries")
+      .values(row)
+      .onConflict((conflict) => conflict.columns(["provider", "delivery_id"]).doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 ? "recorded" : "duplicate";
+  }
+
+  async deliveries(filter: { provider?: ProviderId; jobId?: string } = {}): Promise<WebhookDeliveryRecord[]> {
+    let query = this.db.selectFrom("webhook_deliveries").selectAll().orderBy("id");
+    if (filter.provider) query = query.where("provider", "=", filter.provider);
+    if (filter.jobId) query = query.where("job_id", "=", filter.jobId);
+    return (await query.execute()).map((row) => ({
+      provider: row.provider as ProviderId,
+      deliveryId: row.delivery_id,
+      jobId: row.job_id,
+      outcome: row.outcome as WebhookDeliveryRecord["outcome"],
+      reason: row.reason,
+      at: Number(row.received_at),
     }));
   }
 

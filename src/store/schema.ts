@@ -104,6 +104,16 @@ export interface LedgerTable {
   at: number;
 }
 
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  provider: string;
+  delivery_id: string | null;
+  job_id: string | null;
+  outcome: string;
+  reason: string;
+  received_at: number;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -119,5 +129,6 @@ export interface Database {
   rate_events: RateEventsTable;
   provider_halts: ProviderHaltsTable;
   ledger: LedgerTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   schema_migrations: SchemaMigrationsTable;
 }

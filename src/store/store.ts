@@ -105,6 +105,17 @@ export interface PoolStatus {
  * Everything the engine, CLI and server keep. Implemented once over Kysely
  * for SQLite and PostgreSQL; nothing above this interface knows which.
  */
+/** One webhook delivery as received. `deliveryId` is null for rejected ones. */
+export interface WebhookDeliveryRecord {
+  provider: ProviderId;
+  deliveryId: string | null;
+  jobId: string | null;
+  /** applied: a job was nudged or updated; unmatched: verified but no job of ours; rejected: failed verification. */
+  outcome: "applied" | "unmatched" | "rejected";
+  reason: string;
+  at: number;
+}
+
 export interface Store {
   readonly dialect: "sqlite" | "postgres";
   close(): Promise<void>;
@@ -115,6 +126,8 @@ export interface Store {
   /** By id, or by ref when no id matches. */
   findJob(idOrRef: string): Promise<Job | null>;
   listJobs(filter?: JobFilter): Promise<Job[]>;
+  /** The job a provider knows by `providerJobId` (webhooks are matched by it). */
+  jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null>;
   events(jobId: string): Promise<JobEvent[]>;
   outputs(jobId: string): Promise<JobOutput[]>;
 
@@ -176,4 +189,8 @@ export interface Store {
 
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]>;
   ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number>;
+
+  /** Records a delivery; "duplicate" when one with the same provider and delivery id was already recorded (nothing is written). */
+  recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate">;
+  deliveries(filter?: { provider?: ProviderId; jobId?: string }): Promise<WebhookDeliveryRecord[]>;
 }

@@ -1,6 +1,19 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { ConfigError, OutcomeUnknownError, ProviderError } from "../../core/errors.js";
-import type { CallContext, Charge, Estimate, JobRequest, ProviderAdapter, ProviderLimits, ProviderStatus, Submitted, ValidatedRequest } from "../adapter.js";
+import type {
+  CallContext,
+  Charge,
+  Estimate,
+  JobRequest,
+  ProviderAdapter,
+  ProviderLimits,
+  ProviderStatus,
+  Submitted,
+  ValidatedRequest,
+  WebhookDelivery,
+  WebhookVerdict,
+} from "../adapter.js";
 import { errorFromAnswer } from "./errors.js";
 import { DEFAULT_NEWEST_GENERATION, parseGeneration } from "./models.js";
 import { aEndpoints, type APlan } from "./paths.js";
@@ -94,7 +107,10 @@ export function createAAdapter(config: AAdapterConfig): ProviderAdapter {
     }),
 
     async submit(request: ValidatedRequest, context: CallContext): Promise<Submitted> {
-      const response = await context.http.request({ method: "POST", url: endpoints.tasks, headers: headers(), body: request.body, retry: "none" }, context.signal);
+      // The engine's per-job callback (from MEDIAGATE_PUBLIC_URL) wins over one fixed in the configuration.
+      const callbackUrl = context.job?.callbackUrl ?? null;
+      const body = callbackUrl ? { ...request.body, callback_url: callbackUrl } : request.body;
+      const response = await context.http.request({ method: "POST", url: endpoints.tasks, headers: headers(), body, retry: "none" }, context.signal);
       if (response.status < 200 || response.status >= 300) throw errorFromAnswer(context.http, response, "create");
       let answer: unknown;
       try {
@@ -141,6 +157,16 @@ export function createAAdapter(config: AAdapterConfig): ProviderAdapter {
     },
 
     // No cancel: spec A "The cancel operation (method and path): not shown".
+
+    // spec A: the callback's format is not published, so a delivery is only a nudge to read the task
+    // now; its body is never parsed or trusted. The route's job id says which job to read.
+    webhooks: {
+      verify: async (delivery: WebhookDelivery): Promise<WebhookVerdict> => {
+        if (!delivery.jobId) return { kind: "rejected", reason: "an A callback must arrive on /webhooks/a/{jobId}" };
+        const digest = createHash("sha256").update(delivery.rawBody).digest("hex").slice(0, 32);
+        return { kind: "accepted", deliveryId: `${delivery.jobId}:${digest}`, providerJobId: null };
+      },
+    },
 
     charge: (_request: ValidatedRequest, outcome: ProviderStatus): Charge => chargeA(outcome, microUsdPerToken),
   };

@@ -4,7 +4,7 @@ import type { CallContext, Charge, Estimate, JobRequest, ProviderAdapter, Provid
 import type { HttpResponse, ProviderHttp } from "../http.js";
 import { decodeEnvelope, ResultResp, SubmitResp, type CEnvelope } from "./envelope.js";
 import { errorFromEnvelope } from "./error-codes.js";
-import { cHeaders } from "./headers.js";
+import { cHeaders, cTraceHeader } from "./headers.js";
 import { chargeC, estimateC } from "./pricing.js";
 import { resultStatusOf } from "./result-status.js";
 import { validateCRequest } from "./schema.js";
@@ -95,9 +95,15 @@ export function createCAdapter(config: CAdapterConfig): ProviderAdapter {
     },
 
     async poll(submitted: Submitted, context: CallContext): Promise<ProviderStatus> {
-      // Sent once per poll (no inline resend): a resend would repeat the Ai-trace-id; the engine retries with a fresh one.
+      // A read may be resent inline (5xx, lost connection); each attempt gets its own Ai-trace-id.
       const response = await context.http.request(
-        { method: "GET", url: `${base}${RESULT_PATH}/${encodeURIComponent(submitted.providerJobId)}`, headers: cHeaders(config.apiKey, false), retry: "none" },
+        {
+          method: "GET",
+          url: `${base}${RESULT_PATH}/${encodeURIComponent(submitted.providerJobId)}`,
+          headers: cHeaders(config.apiKey, false),
+          attemptHeaders: cTraceHeader,
+          retry: "idempotent",
+        },
         context.signal,
       );
       const envelope = envelopeOf(context.http, response, "result");

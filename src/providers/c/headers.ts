@@ -9,7 +9,12 @@ import { randomUUID } from "node:crypto";
 export function cHeaders(apiKey: string, json: boolean): Record<string, string> {
   return {
     "API-KEY": apiKey,
-    "Ai-trace-id": randomUUID(),
+    ...cTraceHeader(),
     ...(json ? { "content-type": "application/json" } : {}),
   };
+}
+
+/** A fresh trace id: given to ProviderHttp as `attemptHeaders`, so an inline resend never repeats one. */
+export function cTraceHeader(): Record<string, string> {
+  return { "Ai-trace-id": randomUUID() };
 }

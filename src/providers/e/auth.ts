@@ -99,7 +99,7 @@ export class ETokenSource {
     const response = await context.http.request({ method: "POST", url: `${authUrl}/ims/token/v3`, body: form, retry: "idempotent" });
     if (response.status < 200 || response.status >= 300) throw tokenErrorFrom(context.http, response);
     const answer = TokenAnswer.safeParse(response.json());
-    if (!answer.success) throw context.http.errorFrom(response, "auth_failed", "E's token answer has no access_token", { retryable: true });
+    if (!answer.success) throw context.http.errorFrom(response, "invalid_response", "E's token answer has no access_token", { retryable: true });
     const token = answer.data.access_token;
     this.remember(token);
     const expiresIn = answer.data.expires_in;

@@ -1,4 +1,5 @@
 import { migration001 } from "./001_init.js";
+import { migration002 } from "./002_webhook_deliveries.js";
 
 export interface Migration {
   version: number;
@@ -8,4 +9,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002];
