@@ -17,11 +17,13 @@ const RENDER_MS = Number(process.env.BENCH_RENDER_MS ?? 6_000);
 const SLOTS = 24;
 
 interface SandboxStats {
-  submits: number;
-  rejected429: number;
-  peakActive: number;
-  requests: number;
-  jobs: Array<{ id: string; createdAt: number; readyAt: number | null }>;
+  requests: Array<{ provider: string | null }>;
+  d: {
+    submits: number;
+    rejected429: number;
+    peakActive: number;
+    jobs: Array<{ id: string; createdAt: number; readyAt: number | null }>;
+  };
 }
 
 export async function runDMakespan(): Promise<void> {
@@ -64,7 +66,8 @@ export async function runDMakespan(): Promise<void> {
     const makespanMs = Date.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
     await engine.stop();
-    const stats = await sandbox.stats<SandboxStats>();
+    const all = await sandbox.stats<SandboxStats>();
+    const stats = { ...all.d, requests: all.requests.filter((request) => request.provider === "d").length };
     const counters = engine.stats().d!;
     const lowerBoundMs = Math.ceil(JOBS / SLOTS) * RENDER_MS;
     const succeeded = outcome.jobs.filter((job) => job.state === "succeeded").length;

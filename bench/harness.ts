@@ -7,6 +7,8 @@ import { fileURLToPath } from "node:url";
 export interface SandboxChild {
   url: string;
   stats<T>(): Promise<T>;
+  /** The sandbox's virtual time now (for an engine clock that runs in step with it). */
+  now(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -28,6 +30,12 @@ export async function startSandboxChild(options: unknown): Promise<SandboxChild>
       return new Promise<T>((resolve) => {
         child.once("message", (message: { type: string; stats: T }) => resolve(message.stats));
         child.send({ type: "stats" });
+      });
+    },
+    now() {
+      return new Promise<number>((resolve) => {
+        child.once("message", (message: { type: string; now: number }) => resolve(message.now));
+        child.send({ type: "now" });
       });
     },
     async stop() {
@@ -54,4 +62,20 @@ export function recordResult(name: string, markdown: string): void {
   const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n\nEach section is rewritten by its benchmark (`npm run bench -- NAME`).\n";
   const pattern = new RegExp(`${begin}[\\s\\S]*?${end}`);
   writeFileSync(file, pattern.test(current) ? current.replace(pattern, block) : `${current.trimEnd()}\n\n${block}\n`);
+}
+
+/** Requests per sliding window: the most that fell in any window of `windowMs` (real time), and where. */
+export function busiestWindow(times: number[], windowMs: number): { count: number; startsAt: number } {
+  const sorted = [...times].sort((left, right) => left - right);
+  let best = { count: 0, startsAt: sorted[0] ?? 0 };
+  let start = 0;
+  for (let end = 0; end < sorted.length; end++) {
+    while (sorted[end]! - sorted[start]! >= windowMs) start++;
+    if (end - start + 1 > best.count) best = { count: end - start + 1, startsAt: sorted[start]! };
+  }
+  return best;
+}
+
+export function mean(values: number[]): number {
+  return values.length ? values.reduce((sum, value) => sum + value, 0) / values.length : 0;
 }

@@ -1,8 +1,12 @@
 /** `npm run bench [-- NAME…]`: runs the named benchmarks (default all) and rewrites their sections of RESULTS.md. */
+import { runARate } from "./a-rate.js";
+import { runCMakespan } from "./c-makespan.js";
 import { runDMakespan } from "./d-makespan.js";
 
 const benchmarks: Record<string, () => Promise<void>> = {
   "d-makespan": runDMakespan,
+  "c-makespan": runCMakespan,
+  "a-rate": runARate,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benchmarks);

@@ -2,30 +2,57 @@
  * The sandbox in its own process for benchmarks, so the engine's CPU time is
  * measured alone. Talks to the parent over the IPC channel:
  *   parent → {type: "stats"}      child → {type: "stats", stats}
+ *   parent → {type: "now"}        child → {type: "now", now} (virtual time)
  *   parent → {type: "stop"}       child exits
- * Options come as one JSON argument: {timeScale, d: DEmulatorOptions}.
+ * Options come as one JSON argument: {timeScale, d?, c?, a?, e?} with each
+ * emulator's options; only the emulators named are started.
  */
+import { createAEmulator } from "../src/sandbox/a/index.js";
+import { createCEmulator } from "../src/sandbox/c/index.js";
+import type { ProviderEmulator } from "../src/sandbox/context.js";
 import { createDEmulator } from "../src/sandbox/d/index.js";
+import { createEEmulator } from "../src/sandbox/e/index.js";
 import { startSandbox } from "../src/sandbox/server.js";
 
-const options = JSON.parse(process.argv[2] ?? "{}") as { timeScale?: number; d?: Parameters<typeof createDEmulator>[0] };
-const d = createDEmulator(options.d);
-const sandbox = await startSandbox({ emulators: [d], timeScale: options.timeScale ?? 1 });
+interface ChildOptions {
+  timeScale?: number;
+  d?: Parameters<typeof createDEmulator>[0];
+  c?: Parameters<typeof createCEmulator>[0];
+  a?: Parameters<typeof createAEmulator>[0];
+  e?: Parameters<typeof createEEmulator>[0];
+}
+
+const options = JSON.parse(process.argv[2] ?? "{}") as ChildOptions;
+const d = options.d ? createDEmulator(options.d) : null;
+const c = options.c ? createCEmulator(options.c) : null;
+const a = options.a ? createAEmulator(options.a) : null;
+const e = options.e ? createEEmulator(options.e) : null;
+const emulators = [d, c, a, e].filter((emulator): emulator is NonNullable<typeof emulator> => emulator !== null) as ProviderEmulator[];
+const sandbox = await startSandbox({ emulators, timeScale: options.timeScale ?? 1 });
+
+function stats() {
+  const requests = sandbox.context.requests.all().map(({ at, realAt, method, url, provider, statusCode }) => ({ at, realAt, method, url, provider, statusCode }));
+  return {
+    requests,
+    ...(d
+      ? {
+          d: {
+            submits: d.submitCount,
+            rejected429: d.rejected429Count,
+            peakActive: d.peakActive,
+            jobs: d.jobs.map((job) => ({ id: job.id, createdAt: job.createdAt, readyAt: job.readyAt })),
+          },
+        }
+      : {}),
+    ...(c ? { c: { stats: c.stats(), tasks: c.tasks().map(({ videoId, createdAt, finishedAt, status }) => ({ videoId, createdAt, finishedAt, status })) } } : {}),
+    ...(a ? { a: { rateLimits: a.rateLimits(), tasks: a.tasks().map(({ id, createdAt, finishedAt, status }) => ({ id, createdAt, finishedAt, status })) } } : {}),
+    ...(e ? { e: { jobs: e.jobs().map(({ jobId, submittedAt, completedAt, status, polls }) => ({ jobId, submittedAt, completedAt, status, polls: polls.length })) } } : {}),
+  };
+}
 
 process.on("message", (message: { type: string }) => {
-  if (message.type === "stats") {
-    const requests = sandbox.context.requests.all();
-    process.send?.({
-      type: "stats",
-      stats: {
-        submits: d.submitCount,
-        rejected429: d.rejected429Count,
-        peakActive: d.peakActive,
-        requests: requests.filter((request) => request.provider === "d").length,
-        jobs: d.jobs.map((job) => ({ id: job.id, createdAt: job.createdAt, readyAt: job.readyAt })),
-      },
-    });
-  }
+  if (message.type === "stats") process.send?.({ type: "stats", stats: stats() });
+  if (message.type === "now") process.send?.({ type: "now", now: sandbox.context.clock.now() });
   if (message.type === "stop") void sandbox.close().then(() => process.exit(0));
 });
 process.send?.({ type: "ready", url: sandbox.url });

@@ -64,7 +64,7 @@ export class Mediagate {
     });
     const providers = createProviderRegistry(config);
     const store = await openStore(config.store);
-    const secrets = () => configSecrets(config);
+    const secrets = () => [...configSecrets(config), ...[...providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? [])];
     const engine = new Engine({
       store,
       providers,
@@ -85,18 +85,28 @@ export class Mediagate {
     return entry as ProviderEntry & { adapter: NonNullable<ProviderEntry["adapter"]> };
   }
 
-  /** The estimate of a request; nothing is sent. */
+  /** Validates (reading the provider's catalog first where it has one) and estimates (its quote where it has one). */
+  private async prepare(request: JobRequest) {
+    const entry = this.entry(request);
+    const context = entry.missing.length === 0 ? await this.engine.providerContext(request.provider) : undefined;
+    if (entry.adapter.prefetch) {
+      if (!context) throw new ConfigError(entry.missing[0]!, `provider ${request.provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
+      await entry.adapter.prefetch(request, context);
+    }
+    const validated = entry.adapter.validate(request);
+    const estimate = await entry.adapter.estimate(validated, context);
+    return { entry, validated, estimate };
+  }
+
+  /** The estimate of a request; nothing is submitted. */
   async quote(request: JobRequest): Promise<Estimate & { warnings: string[] }> {
-    const { adapter } = this.entry(request);
-    const validated = adapter.validate(request);
-    return { ...(await adapter.estimate(validated)), warnings: validated.warnings };
+    const { validated, estimate } = await this.prepare(request);
+    return { ...estimate, warnings: validated.warnings };
   }
 
   /** Validates, estimates, checks the budget and queues one job. */
   async submit(request: JobRequest, options: SubmitOptions = {}): Promise<Job> {
-    const entry = this.entry(request);
-    const validated = entry.adapter.validate(request);
-    const estimate = await entry.adapter.estimate(validated);
+    const { entry, validated, estimate } = await this.prepare(request);
     if (entry.missing.length) {
       throw new ConfigError(entry.missing[0]!, `provider ${request.provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
     }

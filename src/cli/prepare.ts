@@ -42,17 +42,27 @@ export function entryFor(runtime: Runtime, provider: JobRequest["provider"]): Pr
   return entry as ProviderEntry & { adapter: ProviderAdapter };
 }
 
-/** Validates and estimates one request. Pure apart from the estimate (which may call a quote endpoint later). */
+/**
+ * Validates and estimates one request. Providers whose rules live at the
+ * provider (B's catalog) are read first, and a provider that quotes (B) is
+ * asked for the estimate; nothing is submitted.
+ */
 export async function prepareJob(runtime: Runtime, origin: string, ref: string, request: JobRequest): Promise<PreparedJob> {
-  const { adapter } = entryFor(runtime, request.provider);
+  const entry = entryFor(runtime, request.provider);
+  const { adapter } = entry;
+  if (adapter.prefetch && entry.missing.length > 0) {
+    throw new ConfigError(entry.missing[0]!, `provider ${request.provider.toUpperCase()} checks requests against its catalog, so it must be configured first: set ${entry.missing.join(" and ")}`);
+  }
+  const context = entry.missing.length === 0 ? await (await runtime.engine()).providerContext(request.provider) : undefined;
   let validated: ValidatedRequest;
   try {
+    if (adapter.prefetch && context) await adapter.prefetch(request, context);
     validated = adapter.validate(request);
   } catch (error) {
     if (error instanceof InputError) throw new PreparedInputError(origin, error);
     throw error;
   }
-  const estimate = await adapter.estimate(validated);
+  const estimate = await adapter.estimate(validated, context);
   return { origin, ref, request, validated, estimate };
 }
 

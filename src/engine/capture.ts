@@ -6,6 +6,7 @@ import { ProviderError } from "../core/errors.js";
 import type { Job, JobOutput } from "../core/job.js";
 import type { ProviderStatus } from "../providers/adapter.js";
 import { safeForDisplay, TransportError } from "../providers/http.js";
+import { chargeAtEnd } from "./charge.js";
 import { type EngineContext, validatedOf } from "./context.js";
 
 const EXTENSIONS: Record<string, string> = {
@@ -110,15 +111,13 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
     return;
   }
   const now = clock.now();
-  const charge = adapter.charge(request, status);
+  const charge = chargeAtEnd(adapter, request, status, job, now);
   const moved = await store.transition(
     job.id,
     { state: "capturing", leaseOwner: owner },
     "succeeded",
     {
-      chargeMicroUsd: charge.microUsd,
-      chargeSource: charge.source,
-      chargeState: charge.microUsd === null ? "none" : "computed",
+      ...charge.patch,
       leaseOwner: null,
       leaseExpiresAt: null,
       pollFailures: 0,
@@ -127,7 +126,7 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
     `saved ${saved.length} output(s)`,
     now,
     { outputs: saved.map((output) => ({ path: output.path, bytes: output.bytes, sha256: output.sha256 })) },
-    { outputs: saved, ...(charge.microUsd !== null ? { ledger: { microUsd: charge.microUsd, source: charge.source } } : {}) },
+    { outputs: saved, ...charge.extras },
   );
   if (moved) context.emit(moved);
   context.wake();

@@ -14,6 +14,7 @@ import { isDeadOwner, newOwnerName } from "./owner.js";
 import { PollScheduler } from "./polling.js";
 import { RateLimiter } from "./rate-limiter.js";
 import { recoverInterruptedSubmit, submitJob } from "./submit.js";
+import { settleJob } from "./settle.js";
 import { trackJob } from "./track.js";
 
 export interface EngineOptions {
@@ -33,6 +34,8 @@ export interface EngineOptions {
    * When set, adapters with webhooks get `{publicUrl}/webhooks/{provider}/{jobId}` as the job's callback.
    */
   publicUrl?: string | null;
+  /** Poll every job at this fixed pace (within each provider's bounds) instead of near its learned finish. */
+  fixedPollIntervalMs?: number;
 }
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes). */
@@ -77,7 +80,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.log = options.log ?? silentLogger;
     this.maxInFlight = options.maxInFlight ?? 256;
-    this.polls = new PollScheduler(this.store);
+    this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
     this.rateLimiter = new RateLimiter(this.store, this.clock);
     this.context = {
       store: this.store,
@@ -327,6 +330,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
           await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
         }
       }
+    }
+    for (const job of await this.store.dueSettlements(now, 64)) {
+      if (this.stopping || this.inFlight.has(job.id)) continue;
+      started = true;
+      this.spawn(job, () => settleJob(this.context, job), false);
     }
     const owned = await this.store.dueOwned(this.owner, now, 256);
     for (const job of owned) {

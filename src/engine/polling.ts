@@ -27,7 +27,11 @@ export class PollScheduler {
   private readonly estimates = new Map<string, number[]>();
   private readonly loaded = new Set<string>();
 
-  constructor(private readonly store: Store) {}
+  /** `fixedIntervalMs` replaces the learned schedule by a fixed pace (still within the provider's bounds). */
+  constructor(
+    private readonly store: Store,
+    private readonly fixedIntervalMs: number | null = null,
+  ) {}
 
   /** Records a finished job so the next schedules use it. */
   record(provider: string, model: string, sample: RenderSample): void {
@@ -40,8 +44,9 @@ export class PollScheduler {
 
   /** Milliseconds from now until the next poll of `job`, which has been running `elapsedMs`. */
   async nextDelay(job: Pick<Job, "provider" | "model">, elapsedMs: number, limits: ProviderLimits): Promise<number> {
-    const sorted = [...(await this.samples(job.provider, job.model))].sort((a, b) => a - b);
     const { minIntervalMs, maxIntervalMs } = limits.poll;
+    if (this.fixedIntervalMs !== null) return Math.min(maxIntervalMs, Math.max(minIntervalMs, this.fixedIntervalMs));
+    const sorted = [...(await this.samples(job.provider, job.model))].sort((a, b) => a - b);
     let delay: number;
     if (sorted.length === 0) {
       // Nothing learned yet: start after a second, then stretch the interval slowly as the job ages

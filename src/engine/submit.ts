@@ -53,12 +53,12 @@ export async function submitJob(context: EngineContext, claimed: Job): Promise<v
   }
 }
 
-async function requeue(context: EngineContext, job: Job, nextAttemptAt: number, reason: string, detail?: unknown): Promise<void> {
+async function requeue(context: EngineContext, job: Job, nextAttemptAt: number, reason: string, detail?: unknown, options: { newKey?: boolean } = {}): Promise<void> {
   const moved = await context.store.transition(
     job.id,
     { state: "submitting", leaseOwner: context.owner },
     "queued",
-    { nextAttemptAt, leaseOwner: null, leaseExpiresAt: null, reason },
+    { nextAttemptAt, leaseOwner: null, leaseExpiresAt: null, reason, ...(options.newKey ? { idempotencyKey: null } : {}) },
     reason,
     context.clock.now(),
     detail,
@@ -99,7 +99,7 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
     return;
   }
   if (error instanceof TransportError || error instanceof OutcomeUnknownError) {
-    if (idempotent) {
+    if (idempotent && job.attempts < MAX_SUBMIT_ATTEMPTS * 2) {
       // The same body with the same idempotency key cannot create a second job.
       await requeue(context, job, backoff(), `submit outcome unknown; will resend with the same idempotency key: ${error.message}`);
       return;
@@ -115,12 +115,15 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
   }
   if (error instanceof ProviderError) {
     const detail = { httpStatus: error.detail.httpStatus, providerCode: error.detail.providerCode, body: error.detail.rawBody };
+    // spec B: a refused request is kept under its key and replayed as such, so a retry after a 4xx (429 included) needs a new key.
+    const status = error.detail.httpStatus;
+    const newKey = idempotent && status !== undefined && status >= 400 && status < 500;
     if (error.detail.backpressure) {
       // spec D/C: the provider's view of our slots differs from ours; believe it, back off, never resubmit at once.
       context.counters(job.provider).backpressure++;
       const blockedUntil = now + (error.detail.retryAfterMs ?? fullJitterBackoffMs(Math.min(job.attempts, 6), { baseMs: 2_000, capMs: 60_000 }) + 1_000);
       await context.store.slotPushback(job.slotsHeld, blockedUntil, now);
-      await requeue(context, job, blockedUntil, `provider at capacity (${error.code}); waiting for a slot`, detail);
+      await requeue(context, job, blockedUntil, `provider at capacity (${error.code}); waiting for a slot`, detail, { newKey });
       return;
     }
     if (error.detail.haltsProvider) {
@@ -130,7 +133,7 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
     }
     if (error.detail.retryable && job.attempts < MAX_SUBMIT_ATTEMPTS) {
       const at = error.detail.retryAfterMs !== undefined ? now + error.detail.retryAfterMs : backoff();
-      await requeue(context, job, at, `provider error ${error.code}, retrying later`, detail);
+      await requeue(context, job, at, `provider error ${error.code}, retrying later`, detail, { newKey });
       return;
     }
     await fail(context, job, "failed", error.code, error.message, detail);
@@ -138,7 +141,7 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
   }
   // An unexpected error (a bug, not the provider): we cannot tell whether the request left.
   const message = error instanceof Error ? error.message : String(error);
-  if (idempotent) {
+  if (idempotent && job.attempts < MAX_SUBMIT_ATTEMPTS * 2) {
     await requeue(context, job, backoff(), `unexpected error during submit; will resend with the same idempotency key: ${message}`);
     return;
   }

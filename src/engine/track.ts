@@ -4,6 +4,7 @@ import type { Job } from "../core/job.js";
 import type { ProviderStatus, Submitted } from "../providers/adapter.js";
 import { TransportError } from "../providers/http.js";
 import { captureOutputs } from "./capture.js";
+import { chargeAtEnd } from "./charge.js";
 import { type EngineContext, limitsOf, validatedOf } from "./context.js";
 
 /** Consecutive failed polls after which a job is given up as `tracking_failed`. */
@@ -100,7 +101,7 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
       const to = status.kind === "failed" ? "failed" : status.kind;
       const code = status.kind === "failed" ? status.code : status.kind === "expired" ? "provider_expired" : "provider_cancelled";
       const message = status.kind === "failed" ? status.message : `provider reported ${status.providerStatus}`;
-      const charge = adapter.charge(request, status);
+      const charge = chargeAtEnd(adapter, request, status, job, after);
       const target = job.state === "capturing" ? "failed" : to;
       const moved = await store.transition(
         job.id,
@@ -110,9 +111,7 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
           providerStatus: status.providerStatus,
           providerDoneAt: after,
           error: { code, message, detail: status.raw },
-          chargeMicroUsd: charge.microUsd,
-          chargeSource: charge.source,
-          chargeState: charge.microUsd === null ? "none" : "computed",
+          ...charge.patch,
           leaseOwner: null,
           leaseExpiresAt: null,
           reason: message,
@@ -120,7 +119,7 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
         message,
         after,
         { raw: status.raw },
-        charge.microUsd !== null ? { ledger: { microUsd: charge.microUsd, source: charge.source } } : {},
+        charge.extras,
       );
       if (moved) context.emit(moved);
       context.wake();

@@ -2,6 +2,7 @@ import { type ConfigVariable, type MediagateConfig } from "../core/config.js";
 import { ConfigError } from "../core/errors.js";
 import type { ProviderAdapter, ProviderId } from "./adapter.js";
 import { createAAdapter } from "./a/index.js";
+import { createBAdapter } from "./b/index.js";
 import { C_TIER_SLOTS, createCAdapter, type CTier } from "./c/index.js";
 import { createDAdapter } from "./d/index.js";
 import { createEAdapter } from "./e/index.js";
@@ -62,9 +63,16 @@ export function createProviderRegistry(config: MediagateConfig): Map<ProviderId,
     missing: missingOf(config, ["MEDIAGATE_E_BASE_URL", "MEDIAGATE_E_AUTH_URL", "MEDIAGATE_E_CLIENT_ID", "MEDIAGATE_E_CLIENT_SECRET", "MEDIAGATE_E_SCOPES"]),
     baseUrl: values.MEDIAGATE_E_BASE_URL ?? null,
   });
-  for (const id of ["b"] as const) {
-    registry.set(id, { id, adapter: null, missing: [], baseUrl: null });
-  }
+  registry.set("b", {
+    id: "b",
+    adapter: createBAdapter({
+      baseUrl: values.MEDIAGATE_B_BASE_URL ?? "",
+      apiKey: values.MEDIAGATE_B_API_KEY ?? "",
+      ...(values.MEDIAGATE_B_WEBHOOK_SECRET ? { webhookSecret: values.MEDIAGATE_B_WEBHOOK_SECRET } : {}),
+    }),
+    missing: missingOf(config, ["MEDIAGATE_B_BASE_URL", "MEDIAGATE_B_API_KEY"]),
+    baseUrl: values.MEDIAGATE_B_BASE_URL ?? null,
+  });
   return registry;
 }
 

@@ -330,6 +330,42 @@ export class KyselyStore implements Store {
     return rows.map(rowToJob);
   }
 
+  async dueSettlements(now: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom("jobs")
+      .selectAll()
+      .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
+      .where("charge_state", "in", ["pending", "unavailable"])
+      .where("next_attempt_at", "<=", now)
+      .orderBy("next_attempt_at")
+      .limit(limit)
+      .execute();
+    return rows.map(rowToJob);
+  }
+
+  async settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable("jobs")
+        .set({ charge_micro_usd: charge.microUsd, charge_source: charge.source, charge_state: "settled", updated_at: now })
+        .where("id", "=", jobId)
+        .where("charge_state", "in", ["pending", "unavailable"])
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) return null;
+      const job = await trx.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
+      await trx
+        .insertInto("ledger")
+        .values({ job_id: jobId, provider: job.provider, model: job.model, micro_usd: charge.microUsd, source: charge.source, at: now })
+        .onConflict((conflict) => conflict.column("job_id").doNothing())
+        .execute();
+      await trx
+        .insertInto("job_events")
+        .values({ job_id: jobId, at: now, from_state: job.state, to_state: job.state, reason: `charge settled: ${charge.microUsd} micro-USD (${charge.source})`, detail_json: null })
+        .execute();
+      return rowToJob(job);
+    });
+  }
+
   async adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean): Promise<Job[]> {
     const candidates = await this.db
       .selectFrom("jobs")
@@ -388,8 +424,14 @@ export class KyselyStore implements Store {
       .where("lease_owner", "=", owner)
       .where("state", "in", ["running", "capturing"])
       .where("next_attempt_at", ">", after);
-    const [a, b] = await Promise.all([queued.executeTakeFirst(), owned.executeTakeFirst()]);
-    const values = [a?.at, b?.at].filter((value) => value !== null && value !== undefined).map(Number);
+    const settling = this.db
+      .selectFrom("jobs")
+      .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+      .where("charge_state", "in", ["pending", "unavailable"])
+      .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
+      .where("next_attempt_at", ">", after);
+    const [a, b, c] = await Promise.all([queued.executeTakeFirst(), owned.executeTakeFirst(), settling.executeTakeFirst()]);
+    const values = [a?.at, b?.at, c?.at].filter((value) => value !== null && value !== undefined).map(Number);
     return values.length ? Math.min(...values) : null;
   }
 

@@ -190,6 +190,11 @@ export interface Store {
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]>;
   ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number>;
 
+  /** Finished jobs whose charge the provider settles later (B), due for a read. */
+  dueSettlements(now: number, limit: number): Promise<Job[]>;
+  /** Writes the settled charge and its ledger entry once; null when it was already settled. */
+  settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null>;
+
   /** Records a delivery; "duplicate" when one with the same provider and delivery id was already recorded (nothing is written). */
   recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate">;
   deliveries(filter?: { provider?: ProviderId; jobId?: string }): Promise<WebhookDeliveryRecord[]>;
