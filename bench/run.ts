@@ -2,11 +2,13 @@
 import { runARate } from "./a-rate.js";
 import { runCMakespan } from "./c-makespan.js";
 import { runDMakespan } from "./d-makespan.js";
+import { runEQuota } from "./e-quota.js";
 
 const benchmarks: Record<string, () => Promise<void>> = {
   "d-makespan": runDMakespan,
   "c-makespan": runCMakespan,
   "a-rate": runARate,
+  "e-quota": runEQuota,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benchmarks);

@@ -46,7 +46,13 @@ function stats() {
       : {}),
     ...(c ? { c: { stats: c.stats(), tasks: c.tasks().map(({ videoId, createdAt, finishedAt, status }) => ({ videoId, createdAt, finishedAt, status })) } } : {}),
     ...(a ? { a: { rateLimits: a.rateLimits(), tasks: a.tasks().map(({ id, createdAt, finishedAt, status }) => ({ id, createdAt, finishedAt, status })) } } : {}),
-    ...(e ? { e: { jobs: e.jobs().map(({ jobId, submittedAt, completedAt, status, polls }) => ({ jobId, submittedAt, completedAt, status, polls: polls.length })) } } : {}),
+    ...(e
+      ? {
+          e: { jobs: e.jobs().map(({ jobId, submittedAt, completedAt, status, polls }) => ({ jobId, submittedAt, completedAt, status, polls: polls.length })) },
+          eRequests: e.requests().map(({ at, counted, kind }) => ({ at, counted, kind })),
+          eQuota: { rejected: e.quota().rejected },
+        }
+      : {}),
   };
 }
 

@@ -14,6 +14,7 @@ import { registerResubmit } from "./resubmit.js";
 import type { GlobalOptions } from "./runtime.js";
 import { registerSandbox } from "./sandbox.js";
 import { registerShow } from "./show.js";
+import { registerBAccount } from "./b-account.js";
 import { registerServe } from "./serve.js";
 import { registerWorker } from "./worker.js";
 
@@ -43,6 +44,7 @@ async function main(argv: string[]): Promise<number> {
   registerPlan(program, globals);
   registerWorker(program, globals);
   registerServe(program, globals);
+  registerBAccount(program, globals);
   registerSandbox(program, globals);
   registerDemo(program, globals, setExit);
   try {

@@ -1,7 +1,10 @@
 import cliProgress from "cli-progress";
 import { isTerminal, type Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
-import { waitForJobs, type WaitOutcome } from "../engine/wait.js";
+import { unsettled, waitForJobs, waitForSettlement, type WaitOutcome } from "../engine/wait.js";
+
+/** How long a command waits after its jobs end for charges the provider settles later (B). */
+const SETTLEMENT_WAIT_MS = 180_000;
 import { EXIT } from "./exit-codes.js";
 import { costText, jobJson } from "./job-json.js";
 import type { Runtime } from "./runtime.js";
@@ -103,6 +106,12 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
         }
       },
     });
+    // B bills after the end: keep the engine reading until the charges settle (bounded), so the summary is the accounting fact.
+    const settling = unsettled(await store.listJobs({ ids: jobIds }));
+    if (settling.length && !detach.signal.aborted) {
+      if (!options.json) process.stderr.write(`waiting for ${settling.length} charge(s) to settle at the provider…\n`);
+      await waitForSettlement(store, jobIds, SETTLEMENT_WAIT_MS, detach.signal);
+    }
   } finally {
     bar?.stop();
     await engine.stop();
@@ -134,9 +143,13 @@ export function summaryText(outcome: WaitOutcome, halts: Array<{ provider: strin
   const neverRan = jobs.filter((job) => job.state === "queued" && job.attempts === 0);
   const open = jobs.filter((job) => !isTerminal(job.state) && !neverRan.includes(job));
   const charged = jobs.reduce((sum, job) => sum + (job.chargeMicroUsd ?? 0), 0);
+  const awaiting = unsettled(jobs);
   const lines = [
     `${succeeded.length} succeeded, ${failed.length} failed, ${neverRan.length} never ran${open.length ? `, ${open.length} still in progress` : ""}; charged ${formatMicroUsd(charged)}`,
   ];
+  if (awaiting.length) {
+    lines.push(`  ${awaiting.length} charge(s) not settled yet by the provider (not in the total); \`mediagate worker\` or the next run reads them`);
+  }
   for (const job of failed) lines.push(`  failed: ${job.ref} (${job.id}): ${job.error?.code ?? job.state}: ${job.error?.message ?? ""}`);
   for (const halt of halts) {
     lines.push(`  ${halt.provider.toUpperCase()} halted: ${halt.code}: ${halt.message}`);

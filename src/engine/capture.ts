@@ -57,7 +57,7 @@ export async function writeFileAtomic(path: string, bytes: Buffer): Promise<void
 /** A process killed mid-write leaves `STEM….tmp-XXXX`; the next capture of the same job removes it. */
 async function removeStaleTemporaries(folder: string, stem: string): Promise<void> {
   const escaped = stem.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const leftover = new RegExp(`^${escaped}(-\\d+)?\\.[a-z0-9]+\\.tmp-[0-9a-f]{8}$`);
+  const leftover = new RegExp(`^${escaped}(-\\d+)?(\\.[a-z0-9]+)+\\.tmp-[0-9a-f]{8}$`);
   for (const name of await readdir(folder)) {
     if (leftover.test(name)) await rm(join(folder, name), { force: true });
   }
@@ -96,6 +96,10 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
       const extension = EXTENSIONS[contentType] ?? "bin";
       const path = join(job.outDir, `${stem}${status.outputs.length > 1 ? `-${index + 1}` : ""}.${extension}`);
       await writeFileAtomic(path, response.body);
+      // What the provider said about this output (seed, alt text, safety flag) is kept beside it, not only in the store.
+      if (output.metadata && Object.keys(output.metadata).length > 0) {
+        await writeFileAtomic(`${path}.json`, Buffer.from(`${JSON.stringify(output.metadata, null, 2)}\n`));
+      }
       saved.push({
         index,
         path,

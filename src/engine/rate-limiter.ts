@@ -20,7 +20,7 @@ export class RateLimiter {
     if (windows.length === 0) return;
     const widened = windows.map((window) => ({ ...window, windowMs: window.windowMs + ARRIVAL_MARGIN_MS }));
     for (;;) {
-      const waitMs = await this.store.takeRateToken(widened, this.clock.now());
+      const waitMs = await this.store.takeRateToken(widened, () => this.clock.now());
       if (waitMs === 0) return;
       await this.clock.sleep(waitMs, signal);
     }

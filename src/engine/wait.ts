@@ -62,3 +62,21 @@ export async function waitForJobs(
     engine.off("idle", onIdle);
   }
 }
+
+/** Charges the provider settles after the end (B) that are not settled yet. */
+export function unsettled(jobs: readonly Job[]): Job[] {
+  return jobs.filter((job) => job.chargeState === "pending" || job.chargeState === "unavailable");
+}
+
+/**
+ * Keeps the engine running until every settling charge of these jobs is
+ * settled, the bound passes, or `signal` aborts. Returns the jobs still unsettled.
+ */
+export async function waitForSettlement(store: Store, jobIds: readonly string[], boundMs: number, signal?: AbortSignal): Promise<Job[]> {
+  const deadline = Date.now() + boundMs;
+  for (;;) {
+    const open = unsettled(await store.listJobs({ ids: [...jobIds] }));
+    if (open.length === 0 || Date.now() >= deadline || signal?.aborted) return open;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}

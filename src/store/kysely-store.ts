@@ -330,6 +330,12 @@ export class KyselyStore implements Store {
     return rows.map(rowToJob);
   }
 
+  async noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void> {
+    const job = await this.getJob(jobId);
+    if (!job) return;
+    await this.appendEvent(this.db, jobId, now, job.state, job.state, reason, detail);
+  }
+
   async dueSettlements(now: number, limit: number): Promise<Job[]> {
     const rows = await this.db
       .selectFrom("jobs")
@@ -490,16 +496,19 @@ export class KyselyStore implements Store {
     }));
   }
 
-  async takeRateToken(windows: readonly RateWindow[], now: number): Promise<number> {
+  async takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<number> {
     if (windows.length === 0) return 0;
     return this.db.transaction().execute(async (trx) => {
       if (this.dialect === "postgres") {
         // Serialise takers of the same windows across workers.
         for (const window of windows) await sql`select pg_advisory_xact_lock(hashtext(${window.key}))`.execute(trx);
       }
+      // Read the time once the lock is held: a time taken before waiting for it would stamp the
+      // request too early, and the window would let more through than the provider allows.
+      const at = typeof now === "function" ? now() : now;
       let waitMs = 0;
       for (const window of windows) {
-        const since = now - window.windowMs;
+        const since = at - window.windowMs;
         await trx.deleteFrom("rate_events").where("window_key", "=", window.key).where("at", "<=", since).execute();
         const inWindow = await trx
           .selectFrom("rate_events")
@@ -517,11 +526,11 @@ export class KyselyStore implements Store {
             .limit(1)
             .offset(excess - 1)
             .executeTakeFirstOrThrow();
-          waitMs = Math.max(waitMs, Number(leaving.at) + window.windowMs - now + 1);
+          waitMs = Math.max(waitMs, Number(leaving.at) + window.windowMs - at + 1);
         }
       }
       if (waitMs > 0) return waitMs;
-      for (const window of windows) await trx.insertInto("rate_events").values({ window_key: window.key, at: now }).execute();
+      for (const window of windows) await trx.insertInto("rate_events").values({ window_key: window.key, at }).execute();
       return 0;
     });
   }

@@ -181,7 +181,7 @@ export interface Store {
    * every window has room, records one request in each and returns 0;
    * otherwise returns how many ms until one would have room.
    */
-  takeRateToken(windows: readonly RateWindow[], now: number): Promise<number>;
+  takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<number>;
 
   haltProvider(halt: ProviderHalt): Promise<void>;
   clearHalt(provider: ProviderId): Promise<void>;
@@ -189,6 +189,9 @@ export interface Store {
 
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]>;
   ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number>;
+
+  /** Appends an event that changes no state (an erase at the provider, a note), to the job's log. */
+  noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void>;
 
   /** Finished jobs whose charge the provider settles later (B), due for a read. */
   dueSettlements(now: number, limit: number): Promise<Job[]>;

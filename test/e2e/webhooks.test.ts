@@ -1,7 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/engine/logger.js";
+import { Webhook } from "standardwebhooks";
 import { createAEmulator, type AEmulator } from "../../src/sandbox/a/index.js";
+import { createBEmulator, type BEmulator } from "../../src/sandbox/b/index.js";
 import { createFEmulator, type FEmulator } from "../../src/sandbox/f/index.js";
 import { buildServer } from "../../src/server/app.js";
 import type { Store } from "../../src/store/store.js";
@@ -24,7 +26,7 @@ afterEach(async () => {
 });
 
 /** The sandbox, an engine on the store, and `mediagate serve`'s server on loopback as the engine's public URL. */
-async function served(emulator: AEmulator | FEmulator) {
+async function served(emulator: AEmulator | BEmulator | FEmulator) {
   world = await startWorld([emulator]);
   // The server must listen before the engine exists (its address is the public URL), so bind first and attach after.
   let ingress: Parameters<typeof buildServer>[0] | undefined;
@@ -111,5 +113,36 @@ describe("webhooks through `mediagate serve` (real server, real sandbox deliveri
       ["applied", false],
       ["rejected", true],
     ]);
+  });
+
+  it("B: webhook_url is sent at the top level; the same signed delivery three times applies once; one byte changed is refused", async () => {
+    const b = createBEmulator({ allowLocalWebhookUrls: true, renderTimeMs: 500, queueTimeMs: 100 });
+    const { engine, enqueue, wait, address } = await served(b);
+    const job = await enqueue({ provider: "b", model: "vendorx/video-2.5", operation: "image-to-video", input: { image: "https://images.example/k.png", resolution: "720p", duration_s: 5 } });
+    engine.start();
+    const outcome = await wait([job.id]);
+    await b.flushWebhooks();
+    await engine.stop();
+    expect(outcome.jobs[0]!.state).toBe("succeeded");
+    expect(b.deliveries.map((delivery) => [delivery.url, delivery.state])).toEqual([[`${address}/webhooks/b/${job.id}`, "delivered"]]);
+    expect((await store.deliveries({ provider: "b" })).map((delivery) => delivery.outcome)).toEqual(["applied"]);
+
+    // A genuine message, signed with the account's secret, sent three times: the first applies, the others are no-ops answered 2xx.
+    const payload = b.deliveries[0]!.payload!;
+    const signer = new Webhook(b.webhookSecret);
+    const messageId = "msg_e2e_replay";
+    const sentAt = new Date(world!.sandbox.context.clock.now());
+    const headers = { "content-type": "application/json", "webhook-id": messageId, "webhook-timestamp": String(Math.floor(sentAt.getTime() / 1000)), "webhook-signature": signer.sign(messageId, sentAt, payload) };
+    const answers = [];
+    for (let copy = 0; copy < 3; copy++) {
+      const response = await fetch(`${address}/webhooks/b/${job.id}`, { method: "POST", headers, body: payload });
+      answers.push([response.status, ((await response.json()) as { outcome: string }).outcome]);
+    }
+    expect(answers).toEqual([[200, "applied"], [200, "duplicate"], [200, "duplicate"]]);
+    const tampered = Buffer.from(payload);
+    tampered[10] = tampered[10]! ^ 1;
+    const refused = await fetch(`${address}/webhooks/b/${job.id}`, { method: "POST", headers: { ...headers, "webhook-id": "msg_e2e_tampered" }, body: tampered });
+    expect(refused.status).toBe(401);
+    expect((await store.deliveries({ provider: "b" })).map((delivery) => delivery.outcome)).toEqual(["applied", "applied", "rejected"]);
   });
 });
