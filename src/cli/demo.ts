@@ -12,7 +12,14 @@ import { enqueue, prepareJob, type PreparedJob } from "./prepare.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 
-/** The demo's jobs: several D endpoints, sizes and a reference image. */
+/**
+ * The sandbox runs this many times faster than real time, and the demo's
+ * engine runs on the sandbox's clock: E's four requests a minute and C's
+ * 3–5 s polling pace are kept, in virtual time, and the demo takes seconds.
+ */
+const DEMO_TIME_SCALE = 10;
+
+/** The demo's jobs: several D endpoints, sizes and a reference image, and one job on each other provider. */
 function demoRequests(referencePath: string): Array<{ name: string; request: JobRequest }> {
   const reference = { fileName: "reference.png", bytes: readFileSync(referencePath) };
   const d = (model: string, input: Record<string, unknown>, images?: JobRequest["images"]): JobRequest => ({
@@ -28,6 +35,14 @@ function demoRequests(referencePath: string): Array<{ name: string; request: Job
     { name: "icon", request: d("gen-2-compact-4b", { prompt: "a flat app icon of a paper plane", width: 512, height: 512, seed: 4 }) },
     { name: "sketch", request: d("gen-2-compact-9b", { prompt: "a pencil sketch of a bicycle", width: 640, height: 448, seed: 5 }) },
     { name: "edit", request: d("gen-2-pro", { prompt: "the same scene at night", width: 1024, height: 768, seed: 6 }, [reference]) },
+    { name: "a-video", request: { provider: "a", model: "vidgen-2-0-250601", input: { prompt: "waves on a pebble beach", duration: 5, resolution: "480p", ratio: "16:9" } } },
+    {
+      name: "b-clip",
+      request: { provider: "b", model: "vendorx/video-2.5", operation: "text-to-video", input: { prompt: "a paper boat drifting on a pond", resolution: "720p", duration_s: 5 } },
+    },
+    { name: "c-video", request: { provider: "c", model: "v6", input: { prompt: "a hot air balloon over fields", aspect_ratio: "16:9", duration: 5 } } },
+    { name: "e-image", request: { provider: "e", model: "v3", input: { prompt: "a watercolour of a harbour" } } },
+    { name: "f-image", request: { provider: "f", model: "img-v2", input: { text_prompt: "a stained glass owl", resolution: "1024x1024" } } },
   ];
 }
 
@@ -38,12 +53,19 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
     .action(async () => {
       const options = globals();
       const json = Boolean(options.json);
-      const emulators = createAllEmulators();
-      emulators.d.configure({ renderTimeMs: { minMs: 1_500, maxMs: 3_500 } });
-      const sandbox = await startSandbox({ emulators: emulators.list });
-      // The demo points D at the sandbox explicitly; real runs never fall back to it.
-      const environment = sandboxEnvironment(sandbox.url, ["d"]);
-      const runtime = createRuntime(options, environment);
+      // Render times in virtual time (÷ DEMO_TIME_SCALE for real seconds).
+      const emulators = createAllEmulators({
+        a: { queueMs: 2_000, renderMs: { min: 15_000, max: 30_000 } },
+        b: { queueTimeMs: 2_000, renderTimeMs: { minMs: 15_000, maxMs: 30_000 } },
+        c: { renderMs: { min: 15_000, max: 30_000 } },
+        e: { renderMs: { min: 15_000, max: 30_000 } },
+        f: { renderMs: { min: 15_000, max: 30_000 } },
+      });
+      emulators.d.configure({ renderTimeMs: { minMs: 15_000, maxMs: 35_000 } });
+      const sandbox = await startSandbox({ emulators: emulators.list, timeScale: DEMO_TIME_SCALE });
+      // The demo points every provider at the sandbox explicitly; real runs never fall back to it.
+      const environment = sandboxEnvironment(sandbox.url, emulators.list.map((emulator) => emulator.id));
+      const runtime = createRuntime(options, environment, { clock: sandbox.context.clock });
       try {
         if (!json) {
           process.stderr.write(`mediagate demo: built-in sandbox on ${sandbox.url}, store ${runtime.config.store}, outputs in ${runtime.config.outputDir}\n`);

@@ -1,3 +1,4 @@
+import type { Clock } from "../core/clock.js";
 import { configSecrets, loadConfig, type ConfigValues, type MediagateConfig } from "../core/config.js";
 import { Engine } from "../engine/engine.js";
 import { createLogger } from "../engine/logger.js";
@@ -26,7 +27,7 @@ export interface Runtime {
 }
 
 /** Loads configuration (flags > environment > config file) and opens what a command needs, lazily. */
-export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}): Runtime {
+export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}, engineOptions: { clock?: Clock } = {}): Runtime {
   const overrides: ConfigValues = { ...extra };
   if (options.store) overrides.MEDIAGATE_STORE = options.store;
   if (options.outputDir) overrides.MEDIAGATE_OUTPUT_DIR = options.outputDir;
@@ -54,6 +55,7 @@ export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}):
           secrets,
           allowPrivateUrls: config.allowPrivateUrls,
           publicUrl: config.publicUrl,
+          ...(engineOptions.clock ? { clock: engineOptions.clock } : {}),
           log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
         });
       }

@@ -22,14 +22,23 @@ export interface AllEmulators {
  * B and F accept loopback webhook addresses here (a documented deviation), so
  * `mediagate serve` on 127.0.0.1 can receive its deliveries.
  */
-export function createAllEmulators(): AllEmulators & { list: ProviderEmulator[] } {
+export interface AllEmulatorOptions {
+  a?: Parameters<typeof createAEmulator>[0];
+  b?: Parameters<typeof createBEmulator>[0];
+  c?: Parameters<typeof createCEmulator>[0];
+  d?: Parameters<typeof createDEmulator>[0];
+  e?: Parameters<typeof createEEmulator>[0];
+  f?: Parameters<typeof createFEmulator>[0];
+}
+
+export function createAllEmulators(options: AllEmulatorOptions = {}): AllEmulators & { list: ProviderEmulator[] } {
   const emulators = {
-    a: createAEmulator(),
-    b: createBEmulator({ allowLocalWebhookUrls: true }),
-    c: createCEmulator(),
-    d: createDEmulator(),
-    e: createEEmulator(),
-    f: createFEmulator({ allowLoopbackWebhooks: true }),
+    a: createAEmulator(options.a),
+    b: createBEmulator({ allowLocalWebhookUrls: true, ...options.b }),
+    c: createCEmulator(options.c),
+    d: createDEmulator(options.d),
+    e: createEEmulator(options.e),
+    f: createFEmulator({ allowLoopbackWebhooks: true, ...options.f }),
   };
   return { ...emulators, list: Object.values(emulators) };
 }
