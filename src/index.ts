@@ -18,6 +18,7 @@ export type { JobRequest, Estimate, ProviderId } from "./providers/adapter.js";
 export { InputError, ConfigError, BudgetError, ProviderError, MediagateError } from "./core/errors.js";
 export { formatMicroUsd, usdToMicroUsd } from "./core/money.js";
 // Webhook verification usable on its own (without the engine or `mediagate serve`).
+export { BWebhookError, verifyBWebhook, type BWebhookEvent } from "./providers/b/index.js";
 export {
   createFWebhookVerifier,
   FWebhookVerificationError,

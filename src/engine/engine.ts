@@ -1,4 +1,4 @@
-import { EventEmitter } from "node:events";
+import { EventEmitter, setMaxListeners } from "node:events";
 import { type Clock, systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
@@ -80,6 +80,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.log = options.log ?? silentLogger;
     this.maxInFlight = options.maxInFlight ?? 256;
+    // Every waiting job (rate tokens, backoff) listens to this signal; hundreds at once are expected.
+    setMaxListeners(0, this.abortController.signal);
     this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
     this.rateLimiter = new RateLimiter(this.store, this.clock);
     this.context = {
