@@ -84,8 +84,13 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   refresh();
 
   engine.start();
-  // JSON lines go out in completion order, each after its outputs are read.
+  // JSON lines go out in completion order, each after its outputs are read (and its charge settled).
   let printing: Promise<void> = Promise.resolve();
+  const awaitingCharge: string[] = [];
+  const printJson = async (jobId: string) => {
+    const job = (await store.getJob(jobId))!;
+    process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
+  };
   let outcome: WaitOutcome;
   try {
     outcome = await waitForJobs(engine, store, jobIds, {
@@ -98,9 +103,9 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
         latest.set(job.id, job);
         refresh();
         if (options.json) {
-          printing = printing.then(async () => {
-            process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
-          });
+          // A job whose charge the provider settles later (B) is printed once settled, with the charge.
+          if (unsettled([job]).length) awaitingCharge.push(job.id);
+          else printing = printing.then(() => printJson(job.id));
         } else if (!interactive && total > 1) {
           process.stderr.write(`${job.ref}: ${job.state}${job.error ? ` (${job.error.code})` : ""} ${costText(job)}\n`);
         }
@@ -119,6 +124,12 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     process.off("SIGTERM", onSignal);
   }
   await printing;
+  if (options.json) {
+    // Settled in the order they settle; any the provider has not settled yet show a null charge.
+    const finished = await store.listJobs({ ids: awaitingCharge });
+    const order = (job: Job) => (unsettled([job]).length ? Number.MAX_SAFE_INTEGER : job.updatedAt);
+    for (const job of finished.sort((left, right) => order(left) - order(right))) await printJson(job.id);
+  }
   const finalJobs = await store.listJobs({ ids: jobIds });
   const interrupted = detach.signal.aborted && !finalJobs.every((job) => isTerminal(job.state));
   if (interrupted) {

@@ -3,9 +3,10 @@ import type { RateWindow } from "../providers/adapter.js";
 import type { Store } from "../store/store.js";
 
 /**
- * Our clock stamps a request when it leaves; the provider counts it when it
- * arrives. Widening each window by this margin keeps arrival jitter from
- * putting one request too many into the provider's window.
+ * The provider counts a request when it arrives, between our send and its
+ * answer; the store keeps each request in the window until a full window after
+ * its answer. Widening each window by this margin also covers the difference
+ * between the provider's clock and ours.
  */
 const ARRIVAL_MARGIN_MS = 1_000;
 
@@ -16,13 +17,17 @@ export class RateLimiter {
     private readonly clock: Clock,
   ) {}
 
-  async take(windows: readonly RateWindow[], signal?: AbortSignal): Promise<void> {
-    if (windows.length === 0) return;
+  /**
+   * Resolves once the request may be sent; the returned function records when
+   * its answer came back (call it once the answer or the failure is known).
+   */
+  async take(windows: readonly RateWindow[], signal?: AbortSignal): Promise<() => Promise<void>> {
+    if (windows.length === 0) return async () => {};
     const widened = windows.map((window) => ({ ...window, windowMs: window.windowMs + ARRIVAL_MARGIN_MS }));
     for (;;) {
-      const waitMs = await this.store.takeRateToken(widened, () => this.clock.now());
-      if (waitMs === 0) return;
-      await this.clock.sleep(waitMs, signal);
+      const take = await this.store.takeRateToken(widened, () => this.clock.now());
+      if (take.granted) return () => this.store.answerRateToken(take.token, this.clock.now());
+      await this.clock.sleep(take.waitMs, signal);
     }
   }
 }

@@ -51,8 +51,11 @@ export interface ProviderHttpOptions {
   clock: Clock;
   /** Every secret that must never appear in an error or log (keys, tokens, client secrets). */
   secrets: () => Array<string | undefined>;
-  /** Called before every request is sent: the engine takes a rate token here. */
-  beforeRequest?: () => Promise<void>;
+  /**
+   * Called before every request is sent: the engine takes a rate token here.
+   * A function it returns is called once the answer (or failure) is in.
+   */
+  beforeRequest?: () => Promise<(() => Promise<void>) | void>;
   /** Called after every answer (the engine counts 429s, learns limits). */
   afterResponse?: (response: { status: number; url: string }) => void;
   urlPolicy: UrlPolicy;
@@ -144,7 +147,7 @@ export class ProviderHttp {
     for (let hop = 0; ; hop++) {
       if (request.untrustedUrl || hop > 0) await assertSafeUrl(url, this.options.urlPolicy);
       if (request.attemptHeaders) Object.assign(headers, request.attemptHeaders());
-      await this.options.beforeRequest?.();
+      const answered = await this.options.beforeRequest?.();
       const timeout = AbortSignal.timeout(request.timeoutMs ?? this.options.defaultTimeoutMs ?? 30_000);
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
       let response: Response;
@@ -157,9 +160,11 @@ export class ProviderHttp {
           signal: combined,
         });
       } catch (error) {
+        await answered?.();
         if (signal?.aborted) throw signal.reason;
         throw this.transportError(url, error);
       }
+      await answered?.();
       this.options.afterResponse?.({ status: response.status, url });
       if (response.status >= 300 && response.status < 400 && response.headers.has("location") && hop < MAX_REDIRECTS) {
         await response.arrayBuffer().catch(() => undefined);

@@ -12,12 +12,15 @@ import type {
   NewJob,
   PoolStatus,
   ProviderHalt,
+  RateTake,
+  RateToken,
   RenderSample,
   SlotPoolRequest,
   Store,
   TransitionExtras,
   WebhookDeliveryRecord,
 } from "./store.js";
+import { RATE_IN_FLIGHT_RECHECK_MS, RATE_UNANSWERED_EXPIRY_MS } from "./store.js";
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -496,9 +499,9 @@ export class KyselyStore implements Store {
     }));
   }
 
-  async takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<number> {
-    if (windows.length === 0) return 0;
-    return this.db.transaction().execute(async (trx) => {
+  async takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
+    if (windows.length === 0) return { granted: true, token: { eventIds: [], at: typeof now === "function" ? now() : now } };
+    return this.db.transaction().execute(async (trx): Promise<RateTake> => {
       if (this.dialect === "postgres") {
         // Serialise takers of the same windows across workers.
         for (const window of windows) await sql`select pg_advisory_xact_lock(hashtext(${window.key}))`.execute(trx);
@@ -509,30 +512,51 @@ export class KyselyStore implements Store {
       let waitMs = 0;
       for (const window of windows) {
         const since = at - window.windowMs;
-        await trx.deleteFrom("rate_events").where("window_key", "=", window.key).where("at", "<=", since).execute();
+        await trx
+          .deleteFrom("rate_events")
+          .where("window_key", "=", window.key)
+          .where((eb) =>
+            eb.or([
+              eb("answered_at", "<=", since),
+              eb.and([eb("answered_at", "is", null), eb("at", "<=", at - RATE_UNANSWERED_EXPIRY_MS)]),
+            ]),
+          )
+          .execute();
         const inWindow = await trx
           .selectFrom("rate_events")
-          .select([(eb) => eb.fn.countAll<number>().as("n"), (eb) => eb.fn.min("at").as("oldest")])
+          .select((eb) => eb.fn.countAll<number>().as("n"))
           .where("window_key", "=", window.key)
           .executeTakeFirstOrThrow();
         if (Number(inWindow.n) >= window.limit) {
-          // The window has room again once enough of its oldest requests fall out of it.
+          // The window has room again once enough of its earliest-answered requests fall out of it;
+          // if one of those is still in flight, when is unknown: look again shortly.
           const excess = Number(inWindow.n) - window.limit + 1;
           const leaving = await trx
             .selectFrom("rate_events")
-            .select("at")
+            .select("answered_at")
             .where("window_key", "=", window.key)
-            .orderBy("at")
+            .orderBy(sql`coalesce(answered_at, ${Number.MAX_SAFE_INTEGER})`)
             .limit(1)
             .offset(excess - 1)
             .executeTakeFirstOrThrow();
-          waitMs = Math.max(waitMs, Number(leaving.at) + window.windowMs - at + 1);
+          const leavesIn =
+            leaving.answered_at === null ? RATE_IN_FLIGHT_RECHECK_MS : Number(leaving.answered_at) + window.windowMs - at + 1;
+          waitMs = Math.max(waitMs, leavesIn);
         }
       }
-      if (waitMs > 0) return waitMs;
-      for (const window of windows) await trx.insertInto("rate_events").values({ window_key: window.key, at }).execute();
-      return 0;
+      if (waitMs > 0) return { granted: false, waitMs };
+      const eventIds: number[] = [];
+      for (const window of windows) {
+        const row = await trx.insertInto("rate_events").values({ window_key: window.key, at, answered_at: null }).returning("id").executeTakeFirstOrThrow();
+        eventIds.push(Number(row.id));
+      }
+      return { granted: true, token: { eventIds, at } };
     });
+  }
+
+  async answerRateToken(token: RateToken, at: number): Promise<void> {
+    if (token.eventIds.length === 0) return;
+    await this.db.updateTable("rate_events").set({ answered_at: Math.max(at, token.at) }).where("id", "in", token.eventIds).execute();
   }
 
   async haltProvider(halt: ProviderHalt): Promise<void> {

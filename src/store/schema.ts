@@ -83,7 +83,10 @@ export interface SlotHoldsTable {
 export interface RateEventsTable {
   id: Generated<number>;
   window_key: string;
+  /** When the request was sent. */
   at: number;
+  /** When its answer (or transport failure) came back; null while in flight. */
+  answered_at: number | null;
 }
 
 export interface ProviderHaltsTable {

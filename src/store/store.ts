@@ -178,10 +178,15 @@ export interface Store {
 
   /**
    * Sliding-window rate limiting shared by every engine on this store: when
-   * every window has room, records one request in each and returns 0;
-   * otherwise returns how many ms until one would have room.
+   * every window has room, records one request in each and grants a token;
+   * otherwise says how many ms until one would have room. A request counts
+   * from when it is sent until a full window after its answer
+   * (`answerRateToken`), since the provider counted it somewhere in between;
+   * one never answered stops counting after `RATE_UNANSWERED_EXPIRY_MS`.
    */
-  takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<number>;
+  takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake>;
+  /** Records when a granted request's answer came back. */
+  answerRateToken(token: RateToken, at: number): Promise<void>;
 
   haltProvider(halt: ProviderHalt): Promise<void>;
   clearHalt(provider: ProviderId): Promise<void>;
@@ -202,3 +207,17 @@ export interface Store {
   recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate">;
   deliveries(filter?: { provider?: ProviderId; jobId?: string }): Promise<WebhookDeliveryRecord[]>;
 }
+
+export interface RateToken {
+  /** One rate event per window. */
+  eventIds: number[];
+  /** When the request was stamped as sent. */
+  at: number;
+}
+
+export type RateTake = { granted: true; token: RateToken } | { granted: false; waitMs: number };
+
+/** A request unanswered this long (a crashed engine's, say) no longer holds its place in a window. */
+export const RATE_UNANSWERED_EXPIRY_MS = 10 * 60_000;
+/** When a full window's next leaver is still in flight, look again after this long. */
+export const RATE_IN_FLIGHT_RECHECK_MS = 1_000;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Store, NewJob } from "../../src/store/store.js";
+import { RATE_IN_FLIGHT_RECHECK_MS, RATE_UNANSWERED_EXPIRY_MS, type RateTake, type Store, type NewJob } from "../../src/store/store.js";
 import { storeFactories } from "../helpers/stores.js";
 
 function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
@@ -91,10 +91,36 @@ for (const factory of storeFactories) {
 
     it("rate windows: no more than the limit within any window, and the wait says when there is room", async () => {
       const window = [{ key: "e:org", limit: 4, windowMs: 60_000 }];
-      for (const at of [0, 1_000, 2_000, 3_000]) expect(await store.takeRateToken(window, at)).toBe(0);
-      expect(await store.takeRateToken(window, 30_000)).toBe(30_001);
-      expect(await store.takeRateToken(window, 60_001)).toBe(0);
-      expect(await store.takeRateToken(window, 60_500)).toBe(501);
+      const sendAndAnswer = async (at: number): Promise<RateTake> => {
+        const take = await store.takeRateToken(window, at);
+        if (take.granted) await store.answerRateToken(take.token, at);
+        return take;
+      };
+      for (const at of [0, 1_000, 2_000, 3_000]) expect((await sendAndAnswer(at)).granted).toBe(true);
+      expect(await sendAndAnswer(30_000)).toEqual({ granted: false, waitMs: 30_001 });
+      expect((await sendAndAnswer(60_001)).granted).toBe(true);
+      expect(await sendAndAnswer(60_500)).toEqual({ granted: false, waitMs: 501 });
+    });
+
+    it("rate windows: a request counts until a full window after its answer, since the provider counted it somewhere in between", async () => {
+      const window = [{ key: "a:standard", limit: 2, windowMs: 60_000 }];
+      const first = await store.takeRateToken(window, 0);
+      const second = await store.takeRateToken(window, 0);
+      if (!first.granted || !second.granted) throw new Error("both fit in an empty window");
+      // Both still in flight a window later: they still count, and when they leave is unknown.
+      expect(await store.takeRateToken(window, 70_000)).toEqual({ granted: false, waitMs: RATE_IN_FLIGHT_RECHECK_MS });
+      // Answered at 9 s (a slow provider): they leave the window at 69 s, not at 60 s.
+      await store.answerRateToken(first.token, 9_000);
+      await store.answerRateToken(second.token, 9_000);
+      expect(await store.takeRateToken(window, 65_000)).toEqual({ granted: false, waitMs: 4_001 });
+      expect((await store.takeRateToken(window, 69_001)).granted).toBe(true);
+    });
+
+    it("rate windows: a request never answered (its engine died) stops counting after ten minutes", async () => {
+      const window = [{ key: "a:standard", limit: 1, windowMs: 60_000 }];
+      expect((await store.takeRateToken(window, 0)).granted).toBe(true);
+      expect((await store.takeRateToken(window, RATE_UNANSWERED_EXPIRY_MS - 1)).granted).toBe(false);
+      expect((await store.takeRateToken(window, RATE_UNANSWERED_EXPIRY_MS)).granted).toBe(true);
     });
 
     it("a lease of a dead owner is adopted at once; a live owner's valid lease is not", async () => {
