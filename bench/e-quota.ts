@@ -103,6 +103,8 @@ export async function runEQuota(): Promise<void> {
     `|---|---|---|---|---|---|---|`,
     row(adaptive),
     row(fixed),
+    ``,
+    `The least any job can cost is 2 counted requests (its submit and one read that finds it finished), so ${JOBS} jobs need ${2 * JOBS} requests, and 4 a minute put the last of them at least ${(((2 * JOBS - 4) / 4) * 60).toFixed(0)} s after the first. Both passes run at the quota: polls wait for a rate token like submits do, so a fixed 15 s pace cannot overspend either; what adaptive polling changes is which reads are spent (near each job's learned finish), which shows in the completion → capture time.`,
   ].join("\n");
   process.stdout.write(`${markdown}\n`);
   recordResult("e-quota", markdown);
