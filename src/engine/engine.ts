@@ -231,7 +231,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       clock: this.clock,
       secrets: () => this.secrets(),
       urlPolicy: await this.urlPolicy(job.provider),
-      ...(rateLimited ? { beforeRequest: () => this.rateLimiter.take(limits.rateWindows, signal) } : {}),
+      ...(rateLimited
+        ? { beforeRequest: () => this.rateLimiter.take(limits.rateWindows, signal, job.state === "submitting" ? "submit" : "read") }
+        : {}),
       afterResponse: ({ status }) => {
         counters.requests++;
         if (status === 429) counters.status429++;
