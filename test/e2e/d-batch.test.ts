@@ -40,6 +40,21 @@ describe("mediagate batch on D", () => {
     expect(world.submits()).toBe(40);
   });
 
+  it("MEDIAGATE_BUDGET_USD below the batch's total estimate refuses the whole batch: nothing queued, nothing sent", async () => {
+    world = await startDWorld({ renderTimeMs: 200 });
+    const file = join(world.folder, "jobs.jsonl");
+    writeFileSync(file, batchLines(5));
+    const result = await runCli(["batch", file], { env: { ...world.env, MEDIAGATE_BUDGET_USD: "0.10" } });
+    expect(result.code).toBe(4);
+    expect(result.stderr).toMatch(/exceeds the budget/);
+    expect(world.submits()).toBe(0);
+    const jobs = await runCli(["jobs", "--json"], { env: world.env });
+    expect(jobs.stdout.trim()).toBe("");
+    const within = await runCli(["batch", file, "--budget-usd", "1"], { env: world.env });
+    expect(within.code, within.stderr).toBe(0);
+    expect(world.submits()).toBe(5);
+  });
+
   it("re-running a finished batch reports its jobs and submits nothing", async () => {
     world = await startDWorld({ renderTimeMs: 200 });
     const file = join(world.folder, "jobs.jsonl");

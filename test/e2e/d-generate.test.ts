@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { pngSize } from "../../src/sandbox/media/png.js";
+import { pngSize, renderPng } from "../../src/sandbox/media/png.js";
 import { runCli } from "../helpers/cli.js";
 import { type DWorld, sha256File, startDWorld } from "../helpers/d-sandbox.js";
 
@@ -59,6 +60,26 @@ describe("mediagate generate on D (CLI against the sandbox over loopback)", () =
     const result = await runCli(generateArgs, { env });
     expect(result.code).toBe(3);
     expect(result.stderr).toMatch(/MEDIAGATE_D_BASE_URL/);
+  });
+
+  it("--image FILE and --image URL become input_image and input_image_2: the file's bytes as base64, the URL as given", async () => {
+    const file = join(world.folder, "reference.png");
+    const reference = renderPng(64, 64, "a red square", 1);
+    writeFileSync(file, reference);
+    const url = "https://images.example.com/style.png";
+    const result = await runCli([...generateArgs, "--image", file, "--image", url, "--json"], { env: world.env });
+    expect(result.code, result.stderr).toBe(0);
+    const [job] = world.d.jobs;
+    expect(job!.body.input_image).toBe(reference.toString("base64"));
+    expect(job!.body.input_image_2).toBe(url);
+    expect(job!.referenceCount).toBe(2);
+  });
+
+  it("--image with a missing file is refused naming the flag, before anything is sent", async () => {
+    const result = await runCli([...generateArgs, "--image", join(world.folder, "nope.png")], { env: world.env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--image: file .*nope\.png does not exist \(allowed: a local file path or an http\(s\) URL\)/);
+    expect(world.submits()).toBe(0);
   });
 
   it("--budget-usd below the estimate refuses before anything is sent", async () => {
