@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { videoContentType, videoFor } from "../media/video.js";
+import { taggedVideo, videoContentType } from "../media/video.js";
 import type { SandboxContext } from "../context.js";
 import { AApiError } from "./errors.js";
 import type { ATaskRecord, ATaskStore } from "./tasks.js";
@@ -45,7 +45,7 @@ export class AResults {
         throw new AApiError(403, "DownloadLimitExceeded", message);
       }
       if (counted) task.downloads += 1;
-      const bytes = videoFor(task.request.videoRatio, task.request.outputFormat);
+      const bytes = taggedVideo(task.request.videoRatio, task.request.outputFormat, `A task ${task.id}`);
       return reply.header("content-type", videoContentType(task.request.outputFormat)).send(bytes);
     });
   }

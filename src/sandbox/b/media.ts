@@ -1,4 +1,4 @@
-import { isVideoRatio, videoContentType, videoFor, type VideoRatio } from "../media/video.js";
+import { isVideoRatio, taggedVideo, videoContentType, type VideoRatio } from "../media/video.js";
 import type { BJobRecord } from "./jobs.js";
 import { speechSeconds } from "./operation.js";
 import { renderWav } from "./wav.js";
@@ -17,6 +17,7 @@ export function mediaFileName(job: BJobRecord): string {
 /**
  * What a completed job serves. Video: the shared one-second H.264 MP4
  * fixture of the body's `aspect_ratio` (16:9 when the operation has none),
+ * tagged with the job id so each job's file is its own,
  * whatever the requested duration and resolution. Audio: a one-second WAV
  * sine tone, its pitch drawn from the job's seed.
  */
@@ -25,7 +26,7 @@ export function mediaFile(job: BJobRecord): BMediaFile {
     return { fileName: mediaFileName(job), contentType: "audio/wav", bytes: renderWav({ seconds: 1, frequencyHz: 220 + (job.seed % 660) }) };
   }
   const ratio: VideoRatio = isVideoRatio(job.body.aspect_ratio) ? job.body.aspect_ratio : "16:9";
-  return { fileName: mediaFileName(job), contentType: videoContentType("mp4"), bytes: videoFor(ratio, "mp4") };
+  return { fileName: mediaFileName(job), contentType: videoContentType("mp4"), bytes: taggedVideo(ratio, "mp4", `B job ${job.id}`) };
 }
 
 const FRAME_SIZES: Readonly<Record<string, readonly [number, number]>> = {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { SandboxContext } from "../context.js";
-import { videoFor } from "../media/video.js";
+import { taggedVideo } from "../media/video.js";
 import { servedRatio } from "./request.js";
 import { statusAt, type CTaskRecord } from "./tasks.js";
 
@@ -37,7 +37,7 @@ export class CResults {
       // A deleted video (status 6) is gone from the file host too.
       if (!task || statusAt(task, this.context.clock.now()) !== 1) return reply.code(404).send({ error: "no such video" });
       if (request.method === "GET") task.downloads += 1;
-      return reply.header("content-type", "video/mp4").send(videoFor(servedRatio(task.request.aspectRatio), "mp4"));
+      return reply.header("content-type", "video/mp4").send(taggedVideo(servedRatio(task.request.aspectRatio), "mp4", `C video ${task.videoId}`));
     });
   }
 }

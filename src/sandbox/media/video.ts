@@ -25,6 +25,20 @@ export function videoFor(ratio: VideoRatio, container: VideoContainer): Buffer {
   return bytes;
 }
 
+/**
+ * The fixture of `videoFor` with a top-level `free` box appended that names
+ * the task: still a valid MP4/MOV (readers skip `free` boxes), but each task's
+ * file has its own bytes and sha256, so a test can tell whose video landed
+ * where. Same task, same bytes.
+ */
+export function taggedVideo(ratio: VideoRatio, container: VideoContainer, tag: string): Buffer {
+  const payload = Buffer.from(`mediagate sandbox: ${tag}`, "utf8");
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(8 + payload.length, 0);
+  header.write("free", 4, "latin1");
+  return Buffer.concat([videoFor(ratio, container), header, payload]);
+}
+
 /** The Content-Type a result download is served with. */
 export function videoContentType(container: VideoContainer): string {
   return container === "mov" ? "video/quicktime" : "video/mp4";
