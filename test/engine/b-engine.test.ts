@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBEmulator, type BEmulator } from "../../src/sandbox/b/index.js";
 import type { Store } from "../../src/store/store.js";
@@ -102,6 +103,11 @@ describe("engine on B (in-process, real sandbox and SQLite, virtual time)", () =
     expect(finished.every((job) => job.chargeState === "settled")).toBe(true);
     expect(b.jobs).toHaveLength(100);
     expect(b.rejected429Count).toBe(0);
+    // Every succeeded job saved its own job's video (the sandbox tags each file with its job id).
+    for (const job of finished.filter((each) => each.state === "succeeded")) {
+      const [output] = await store.outputs(job.id);
+      expect(readFileSync(output!.path).toString("utf8").endsWith(`mediagate sandbox: B job ${job.providerJobId}`)).toBe(true);
+    }
   }, 90_000);
 
   it("B: insufficient_balance fails the job and no further B job is submitted", async () => {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCEmulator, type CEmulator } from "../../src/sandbox/c/index.js";
@@ -44,7 +45,11 @@ describe("engine on C (in-process, real sandbox and SQLite, virtual time)", () =
       const [output] = await store.outputs(job.id);
       expect(output!.contentType).toBe("video/mp4");
       expect(existsSync(output!.path)).toBe(true);
-      expect(readFileSync(output!.path).subarray(4, 8).toString("latin1")).toBe("ftyp");
+      const bytes = readFileSync(output!.path);
+      expect(bytes.subarray(4, 8).toString("latin1")).toBe("ftyp");
+      // Each job saved its own task's video (the sandbox tags every file with its task).
+      expect(bytes.toString("utf8").endsWith(`mediagate sandbox: C video ${job.providerJobId}`)).toBe(true);
+      expect(createHash("sha256").update(bytes).digest("hex")).toBe(output!.sha256);
     }
   });
 
