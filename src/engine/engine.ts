@@ -1,4 +1,5 @@
 import { EventEmitter, setMaxListeners } from "node:events";
+import { fullJitterBackoffMs } from "../core/backoff.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
@@ -265,27 +266,55 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.inFlight.set(job.id, task);
   }
 
+  /**
+   * Runs until stopped. A failing step (the store unreachable or locked for
+   * longer than its timeout) is logged and retried with backoff: every job's
+   * state is in the store, so nothing is lost by waiting for it to return.
+   */
   private async loop(): Promise<void> {
-    await this.adoptOrphans();
+    let adopted = false;
+    let failures = 0;
     while (!this.stopping) {
-      this.wakeRequested = false;
-      const progressed = await this.tick();
-      if (this.stopping) break;
-      const now = this.clock.now();
-      const skip = await this.skippedProviders();
-      // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
-      const nextDue = await this.store.nextDueAt(this.owner, skip, now);
-      let delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
-      if (progressed || this.wakeRequested) delay = 0;
-      if (delay > 0) {
-        if (this.inFlight.size === 0) this.emit("idle");
-        await new Promise<void>((resolve) => {
-          this.wakeUp = resolve;
-          this.clock.sleep(delay).then(resolve, resolve);
-        });
-        this.wakeUp = null;
+      try {
+        if (!adopted) {
+          await this.adoptOrphans();
+          adopted = true;
+        }
+        await this.iteration();
+        failures = 0;
+      } catch (error) {
+        if (this.stopping) break;
+        failures++;
+        const retryInMs = fullJitterBackoffMs(failures, { baseMs: 500, capMs: 30_000 });
+        this.log.error({ err: error instanceof Error ? error.message : String(error), failures, retryInMs }, "engine step failed; retrying");
+        await this.nap(retryInMs);
       }
     }
+  }
+
+  private async iteration(): Promise<void> {
+    this.wakeRequested = false;
+    const progressed = await this.tick();
+    if (this.stopping) return;
+    const now = this.clock.now();
+    const skip = await this.skippedProviders();
+    // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
+    const nextDue = await this.store.nextDueAt(this.owner, skip, now);
+    let delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
+    if (progressed || this.wakeRequested) delay = 0;
+    if (delay > 0) {
+      if (this.inFlight.size === 0) this.emit("idle");
+      await this.nap(delay);
+    }
+  }
+
+  /** Sleeps `ms` of the engine's clock, or until woken (a freed slot, a nudge, stop). */
+  private async nap(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.wakeUp = resolve;
+      this.clock.sleep(ms).then(resolve, resolve);
+    });
+    this.wakeUp = null;
   }
 
   private async skippedProviders(): Promise<ProviderId[]> {

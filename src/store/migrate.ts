@@ -1,26 +1,62 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { MIGRATIONS } from "./migrations/index.js";
 import type { Database } from "./schema.js";
 
+type Db = Kysely<Database> | Transaction<Database>;
+
 /**
- * Applies numbered migrations in order. The version row is inserted first in
- * the migration's own transaction, so two migrators racing on one database
- * collide on the primary key instead of both applying it.
+ * Applies numbered migrations in order, safely when several processes open a
+ * new store at once (two `mediagate batch` commands started together):
+ * PostgreSQL runs them all in one transaction under an advisory lock;
+ * SQLite applies each in its own transaction whose first statement inserts
+ * the version row, so a second migrator waits for the first one's write lock,
+ * then finds the version taken and skips it.
  */
 export async function migrate(db: Kysely<Database>, dialect: "sqlite" | "postgres", now: number = Date.now()): Promise<number[]> {
-  await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`.execute(db);
-  const applied = new Set((await db.selectFrom("schema_migrations").select("version").execute()).map((row) => Number(row.version)));
+  if (dialect === "postgres") {
+    return db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtext('mediagate:migrate'))`.execute(trx);
+      await createVersionTable(trx);
+      const applied = await appliedVersions(trx);
+      const ran: number[] = [];
+      for (const migration of MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        await apply(trx, migration, "postgres", now);
+        ran.push(migration.version);
+      }
+      return ran;
+    });
+  }
+  await createVersionTable(db);
+  const applied = await appliedVersions(db);
   const ran: number[] = [];
   for (const migration of MIGRATIONS) {
     if (applied.has(migration.version)) continue;
-    await db.transaction().execute(async (trx) => {
-      await trx.insertInto("schema_migrations").values({ version: migration.version, name: migration.name, applied_at: now }).execute();
-      const script = dialect === "sqlite" ? migration.sqlite : migration.postgres;
-      for (const statement of script.split(";").map((part) => part.trim()).filter(Boolean)) {
-        await sql.raw(statement).execute(trx);
-      }
-    });
+    try {
+      await db.transaction().execute((trx) => apply(trx, migration, "sqlite", now));
+    } catch (error) {
+      // Another process applied it while this one waited for the lock.
+      if ((await appliedVersions(db)).has(migration.version)) continue;
+      throw error;
+    }
     ran.push(migration.version);
   }
   return ran;
+}
+
+async function createVersionTable(db: Db): Promise<void> {
+  await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`.execute(db);
+}
+
+async function appliedVersions(db: Db): Promise<Set<number>> {
+  return new Set((await db.selectFrom("schema_migrations").select("version").execute()).map((row) => Number(row.version)));
+}
+
+async function apply(trx: Transaction<Database>, migration: (typeof MIGRATIONS)[number], dialect: "sqlite" | "postgres", now: number): Promise<void> {
+  // First statement: the version row (for SQLite, it takes the write lock before anything is read).
+  await trx.insertInto("schema_migrations").values({ version: migration.version, name: migration.name, applied_at: now }).execute();
+  const script = dialect === "sqlite" ? migration.sqlite : migration.postgres;
+  for (const statement of script.split(";").map((part) => part.trim()).filter(Boolean)) {
+    await sql.raw(statement).execute(trx);
+  }
 }

@@ -24,7 +24,14 @@ export async function openPostgresStore(connectionString: string, options: Postg
     const client = new pg.Client({ connectionString });
     await client.connect();
     try {
+      // Under the migration lock: two stores creating one schema at once would otherwise collide in pg_namespace.
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('mediagate:migrate'))");
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      await client.query("COMMIT");
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
     } finally {
       await client.end();
     }

@@ -55,6 +55,23 @@ describe("mediagate batch on D", () => {
     expect(world.submits()).toBe(5);
   });
 
+  it("two batches started together on one fresh SQLite store both finish, sharing D's 24 slots: no 429, nothing sent twice", async () => {
+    world = await startDWorld({ renderTimeMs: 800 });
+    const files = ["one", "two"].map((name) => {
+      const file = join(world!.folder, `${name}.jsonl`);
+      writeFileSync(file, batchLines(36, { prefix: name }));
+      return file;
+    });
+    const [one, two] = await Promise.all(files.map((file) => collect(startCli(["batch", file, "--json"], { env: world!.env }), 90_000)));
+    for (const result of [one!, two!]) {
+      expect(result.code, result.stderr).toBe(0);
+      expect(parseLines(result.stdout).filter((line) => line.state === "succeeded")).toHaveLength(36);
+    }
+    expect(world.submits()).toBe(72);
+    expect(world.d.rejected429Count).toBe(0);
+    expect(world.d.peakActive).toBeLessThanOrEqual(24);
+  });
+
   it("re-running a finished batch reports its jobs and submits nothing", async () => {
     world = await startDWorld({ renderTimeMs: 200 });
     const file = join(world.folder, "jobs.jsonl");

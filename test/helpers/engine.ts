@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
+import type { EngineLogger } from "../../src/engine/logger.js";
 import { waitForJobs } from "../../src/engine/wait.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
@@ -8,7 +9,7 @@ import type { Store } from "../../src/store/store.js";
 import type { DWorld } from "./d-sandbox.js";
 
 /** An in-process engine on a real store, pointed at the world's sandbox. */
-export function engineFor(world: DWorld, store: Store, options: { leaseMs?: number } = {}) {
+export function engineFor(world: DWorld, store: Store, options: { leaseMs?: number; log?: EngineLogger } = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const engine = new Engine({ store, providers, secrets: () => [world.env.MEDIAGATE_D_API_KEY!], ...options });

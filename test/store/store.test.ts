@@ -152,3 +152,23 @@ for (const factory of storeFactories) {
     });
   });
 }
+
+const databaseUrl = process.env.DATABASE_URL;
+describe.runIf(databaseUrl)("store (postgres, several processes)", () => {
+  it("stores opening one new schema at once all migrate it, each migration applied once", async () => {
+    const { openPostgresStore } = await import("../../src/store/postgres.js");
+    const pg = (await import("pg")).default;
+    const schema = `mg_test_race_${Date.now().toString(36)}`;
+    const stores = await Promise.all(Array.from({ length: 4 }, () => openPostgresStore(databaseUrl!, { schema, maxConnections: 2 })));
+    try {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      const { rows } = await client.query(`SELECT version FROM ${schema}.schema_migrations ORDER BY version`);
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      await client.end();
+      expect(rows.map((row: { version: number }) => Number(row.version))).toEqual([1, 2, 3]);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+});
