@@ -22,6 +22,14 @@ export interface RunningSandbox {
   readonly port: number;
   readonly context: SandboxContext;
   readonly app: FastifyInstance;
+  /**
+   * A whole-host outage: stops listening and cuts every open connection (a
+   * request in flight sees its connection reset, a new one is refused), until
+   * `endOutage`. The emulators' state is kept, as a provider's would be.
+   */
+  startOutage(): Promise<void>;
+  /** Listens again on the same port. */
+  endOutage(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -113,9 +121,29 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     port,
     context,
     app,
+    startOutage,
+    endOutage,
     async close() {
       for (const emulator of options.emulators) await emulator.close?.();
+      if (!app.server.listening) await endOutage();
       await app.close();
     },
   };
+
+  async function startOutage(): Promise<void> {
+    const closed = new Promise<void>((resolve) => app.server.close(() => resolve()));
+    app.server.closeAllConnections();
+    await closed;
+  }
+
+  async function endOutage(): Promise<void> {
+    if (app.server.listening) return;
+    await new Promise<void>((resolve, reject) => {
+      app.server.once("error", reject);
+      app.server.listen({ port, host }, () => {
+        app.server.off("error", reject);
+        resolve();
+      });
+    });
+  }
 }

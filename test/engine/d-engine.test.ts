@@ -122,4 +122,42 @@ describe("engine on D (in-process, real sandbox and SQLite)", () => {
     expect(logged.filter((message) => message === "engine step failed; retrying")).toHaveLength(3);
     expect(world.submits()).toBe(2);
   });
+
+  it("D outage: the provider's host goes down while 24 jobs render and 6 wait for slots; afterwards every job finishes, none sent twice, none unknown", async () => {
+    world = await startDWorld({ renderTimeMs: 2_000 });
+    const { engine, enqueue, wait } = engineFor(world, store);
+    const jobs = [];
+    for (let index = 0; index < 30; index++) jobs.push(await enqueue(pro(`outage ${index}`)));
+    engine.start();
+    for (let tries = 0; tries < 500 && world.d.activeCount() < 24; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(world.submits()).toBe(24);
+    // Every slot is taken, so no submit is in flight: the outage cuts polls only.
+    await world.sandbox.startOutage();
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    await world.sandbox.endOutage();
+    const outageEndedAt = Date.now();
+    const outcome = await wait(jobs.map((job) => job.id));
+    await engine.stop();
+    expect(outcome.jobs.map((job) => job.state)).toEqual(Array(30).fill("succeeded"));
+    expect(world.submits()).toBe(30);
+    expect(world.d.rejected429Count).toBe(0);
+    // The first 24 finished rendering while the host was down: the engine could only see it after.
+    const firstWave = outcome.jobs.filter((job) => job.submittedAt !== null).sort((left, right) => left.submittedAt! - right.submittedAt!).slice(0, 24);
+    for (const job of firstWave) expect(job.providerDoneAt!).toBeGreaterThanOrEqual(outageEndedAt);
+  }, 60_000);
+
+  it("D outage before submit: a refused connection never carried the submit, so the job is sent once the host is back, not marked unknown", async () => {
+    world = await startDWorld({ renderTimeMs: 300 });
+    const { engine, enqueue, wait } = engineFor(world, store);
+    const jobs = [await enqueue(pro("refused one")), await enqueue(pro("refused two"))];
+    await world.sandbox.startOutage();
+    engine.start();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(world.submits()).toBe(0);
+    await world.sandbox.endOutage();
+    const outcome = await wait(jobs.map((job) => job.id));
+    await engine.stop();
+    expect(outcome.jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
+    expect(world.submits()).toBe(2);
+  }, 60_000);
 });
