@@ -103,6 +103,8 @@ export interface Job {
   createdAt: number;
   updatedAt: number;
   submittedAt: number | null;
+  /** When the submit request started to leave (null: not sent in the current attempt). */
+  submitSentAt: number | null;
   providerDoneAt: number | null;
   finishedAt: number | null;
   trackingDeadlineAt: number | null;

@@ -36,6 +36,8 @@ export interface EngineContext {
   /** A status a verified webhook delivered for this job, used once instead of the next poll. */
   takeKnownStatus(jobId: string): ProviderStatus | undefined;
   signal: AbortSignal;
+  /** Aborted as soon as the engine starts stopping: requests still waiting for a rate token give up (nothing was sent). */
+  stopWaiting: AbortSignal;
 }
 
 export function validatedOf(job: Job): ValidatedRequest {

@@ -4,7 +4,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
 import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
-import type { CallContext, ProviderAdapter, ProviderId, ProviderStatus, ValidatedRequest } from "../providers/adapter.js";
+import type { CallContext, ProviderAdapter, ProviderId, ProviderStatus, RateWindow, ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import type { Store } from "../store/store.js";
@@ -63,6 +63,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly rateLimiter: RateLimiter;
   private readonly policies = new Map<ProviderId, UrlPolicy>();
   private readonly abortController = new AbortController();
+  private readonly stopWaiting = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wakeRequested = false;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -83,6 +84,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.maxInFlight = options.maxInFlight ?? 256;
     // Every waiting job (rate tokens, backoff) listens to this signal; hundreds at once are expected.
     setMaxListeners(0, this.abortController.signal);
+    setMaxListeners(0, this.stopWaiting.signal);
     this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
     this.rateLimiter = new RateLimiter(this.store, this.clock);
     this.context = {
@@ -103,6 +105,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         return status;
       },
       signal: this.abortController.signal,
+      stopWaiting: this.stopWaiting.signal,
     };
   }
 
@@ -127,6 +130,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    // Submits still waiting for a rate token were never sent: they go back to the queue now.
+    this.stopWaiting.abort(new Error("engine stopping"));
     this.wake();
     await this.loopDone?.catch(() => undefined);
     await Promise.allSettled([...this.submitting].map((id) => this.inFlight.get(id)));
@@ -232,9 +237,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       clock: this.clock,
       secrets: () => this.secrets(),
       urlPolicy: await this.urlPolicy(job.provider),
-      ...(rateLimited
-        ? { beforeRequest: () => this.rateLimiter.take(limits.rateWindows, signal, job.state === "submitting" ? "submit" : "read") }
-        : {}),
+      ...(rateLimited ? { beforeRequest: this.beforeRequest(job, limits.rateWindows, signal) } : {}),
       afterResponse: ({ status }) => {
         counters.requests++;
         if (status === 429) counters.status429++;
@@ -248,6 +251,28 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       clock: this.clock,
       ...(signal ? { signal } : {}),
       job: { id: job.id, idempotencyKey: job.idempotencyKey, callbackUrl },
+    };
+  }
+
+  /**
+   * Before each request of a job: its rate token, then, for a submit, a note
+   * in the store that a request is leaving. A job found in `submitting`
+   * after a crash without that note never sent anything and is safely queued
+   * again, even on a provider without idempotency.
+   */
+  private beforeRequest(job: Job, windows: readonly RateWindow[], signal: AbortSignal | undefined): () => Promise<() => Promise<void>> {
+    const submitting = job.state === "submitting";
+    let noted = false;
+    return async () => {
+      const answered = await this.rateLimiter.take(windows, signal ?? this.stopWaiting.signal, submitting ? "submit" : "read");
+      if (submitting && !noted) {
+        noted = true;
+        const now = this.clock.now();
+        const ours = await this.store.updateJob(job.id, { state: "submitting", leaseOwner: this.owner }, { submitSentAt: now }, now);
+        // Another engine has the job now (this one's lease lapsed): it must not be sent from here.
+        if (!ours) throw new Error(`job ${job.id} is no longer this engine's to submit`);
+      }
+      return answered;
     };
   }
 

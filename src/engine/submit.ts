@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { InputError, MediagateError, OutcomeUnknownError, ProviderError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
-import { TransportError } from "../providers/http.js";
+import { RequestNotSentError, TransportError } from "../providers/http.js";
 import { type EngineContext, limitsOf, validatedOf } from "./context.js";
 
 /** Retryable submit failures (5xx, refused connections) give up after this many attempts. */
@@ -58,7 +58,7 @@ async function requeue(context: EngineContext, job: Job, nextAttemptAt: number, 
     job.id,
     { state: "submitting", leaseOwner: context.owner },
     "queued",
-    { nextAttemptAt, leaseOwner: null, leaseExpiresAt: null, reason, ...(options.newKey ? { idempotencyKey: null } : {}) },
+    { nextAttemptAt, leaseOwner: null, leaseExpiresAt: null, reason, submitSentAt: null, ...(options.newKey ? { idempotencyKey: null } : {}) },
     reason,
     context.clock.now(),
     detail,
@@ -88,6 +88,11 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
 
   if (error instanceof InputError) {
     await fail(context, job, "failed", error.code, error.message, { field: error.field });
+    return;
+  }
+  if (error instanceof RequestNotSentError) {
+    // Nothing left (the rate-token wait failed or the engine is stopping): queue it again as it was.
+    await requeue(context, job, context.stopWaiting.aborted ? now : backoff(), `not sent: ${error.message}`);
     return;
   }
   if (error instanceof TransportError && !error.maybeSent) {
@@ -164,6 +169,11 @@ export async function recoverInterruptedSubmit(context: EngineContext, job: Job)
   if (limits.idempotentSubmit) {
     // No key was stored, so no request left before the crash.
     await requeue(context, job, context.clock.now(), "engine stopped before sending; queued again");
+    return;
+  }
+  if (job.submitSentAt === null) {
+    // It never got as far as sending (waiting for a rate token, say): nothing can have reached the provider.
+    await requeue(context, job, context.clock.now(), "engine stopped before its submit was sent; queued again");
     return;
   }
   await fail(

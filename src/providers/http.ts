@@ -16,6 +16,20 @@ export class TransportError extends MediagateError {
   }
 }
 
+/**
+ * The request never left: waiting for its rate token failed (the store) or
+ * was called off (the engine stopping). Always safe to send again.
+ */
+export class RequestNotSentError extends MediagateError {
+  constructor(
+    readonly provider: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("request_not_sent", message, options);
+  }
+}
+
 export interface HttpResponse {
   status: number;
   headers: Headers;
@@ -147,7 +161,14 @@ export class ProviderHttp {
     for (let hop = 0; ; hop++) {
       if (request.untrustedUrl || hop > 0) await assertSafeUrl(url, this.options.urlPolicy);
       if (request.attemptHeaders) Object.assign(headers, request.attemptHeaders());
-      const answered = await this.options.beforeRequest?.();
+      let answered: (() => Promise<void>) | void;
+      try {
+        answered = await this.options.beforeRequest?.();
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new RequestNotSentError(this.provider, this.redact(`request to ${safeForDisplay(url)} not sent: ${reason}`), { cause: error });
+      }
       const timeout = AbortSignal.timeout(request.timeoutMs ?? this.options.defaultTimeoutMs ?? 30_000);
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
       let response: Response;

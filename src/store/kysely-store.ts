@@ -92,6 +92,7 @@ export class KyselyStore implements Store {
             created_at: now,
             updated_at: now,
             submitted_at: null,
+            submit_sent_at: null,
             provider_done_at: null,
             finished_at: null,
             tracking_deadline_at: null,

@@ -48,6 +48,7 @@ export function rowToJob(row: JobsTable): Job {
     createdAt: toNumber(row.created_at),
     updatedAt: toNumber(row.updated_at),
     submittedAt: toNumberOrNull(row.submitted_at),
+    submitSentAt: toNumberOrNull(row.submit_sent_at),
     providerDoneAt: toNumberOrNull(row.provider_done_at),
     finishedAt: toNumberOrNull(row.finished_at),
     trackingDeadlineAt: toNumberOrNull(row.tracking_deadline_at),
@@ -78,6 +79,7 @@ export function patchToRow(patch: JobPatch): Partial<JobsTable> {
   if (patch.leaseExpiresAt !== undefined) row.lease_expires_at = patch.leaseExpiresAt;
   if (patch.nextAttemptAt !== undefined) row.next_attempt_at = patch.nextAttemptAt;
   if (patch.submittedAt !== undefined) row.submitted_at = patch.submittedAt;
+  if (patch.submitSentAt !== undefined) row.submit_sent_at = patch.submitSentAt;
   if (patch.providerDoneAt !== undefined) row.provider_done_at = patch.providerDoneAt;
   if (patch.finishedAt !== undefined) row.finished_at = patch.finishedAt;
   if (patch.trackingDeadlineAt !== undefined) row.tracking_deadline_at = patch.trackingDeadlineAt;

@@ -33,6 +33,7 @@ export interface JobsTable {
   created_at: number;
   updated_at: number;
   submitted_at: number | null;
+  submit_sent_at: number | null;
   provider_done_at: number | null;
   finished_at: number | null;
   tracking_deadline_at: number | null;

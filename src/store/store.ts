@@ -35,6 +35,7 @@ export type JobPatch = Partial<
     | "leaseExpiresAt"
     | "nextAttemptAt"
     | "submittedAt"
+    | "submitSentAt"
     | "providerDoneAt"
     | "finishedAt"
     | "trackingDeadlineAt"

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type EngineLogger, silentLogger } from "../../src/engine/logger.js";
 import type { Store } from "../../src/store/store.js";
@@ -160,4 +161,22 @@ describe("engine on D (in-process, real sandbox and SQLite)", () => {
     expect(outcome.jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
     expect(world.submits()).toBe(2);
   }, 60_000);
+
+  it("a job left in submitting by a dead engine before its request left is queued again and sent once, not marked unknown", async () => {
+    world = await startDWorld({ renderTimeMs: 200 });
+    const { engine, enqueue, wait } = engineFor(world, store);
+    const [sent, unsent] = [await enqueue(pro("was sent")), await enqueue(pro("never sent"))];
+    // A dead engine (pid 999999 on this host) claimed both; only one's request had started to leave.
+    const dead = `mg:${hostname()}:999999:abcdef`;
+    for (const job of [sent, unsent]) expect((await store.claimForSubmit(job.id, dead, [], Date.now(), 60_000)).kind).toBe("claimed");
+    await store.updateJob(sent.id, { state: "submitting" }, { submitSentAt: Date.now() }, Date.now());
+    engine.start();
+    const outcome = await wait([sent.id, unsent.id]);
+    await engine.stop();
+    expect(outcome.jobs.map((job) => [job.ref, job.state])).toEqual([
+      [sent.ref, "unknown_submission"],
+      [unsent.ref, "succeeded"],
+    ]);
+    expect(world.submits()).toBe(1);
+  });
 });

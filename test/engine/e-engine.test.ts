@@ -51,4 +51,29 @@ describe("engine on E (in-process, real sandbox and SQLite, virtual time)", () =
       }
     }
   }, 60_000);
+
+  it("E: stopping the engine while submits wait for the 4-a-minute quota puts them back in the queue at once: nothing sent, nothing unknown", async () => {
+    const { e, world } = await eWorld({ renderMs: { min: 600_000, max: 600_000 } }, 1);
+    const { engine, enqueue } = worldEngine(world, store);
+    const jobs = [];
+    for (let index = 0; index < 8; index++) jobs.push(await enqueue({ provider: "e", model: "v3", input: { prompt: `a waiting kite ${index}` } }));
+    engine.start();
+    // The first minute's 4 requests (the token request is counted too) go to the first submits; the rest wait for the window.
+    for (let tries = 0; tries < 500 && e.jobs().length < 3; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const sent = e.jobs().length;
+    expect(sent).toBeGreaterThanOrEqual(3);
+    expect(sent).toBeLessThanOrEqual(4);
+    await engine.stop();
+    const states = await Promise.all(jobs.map(async (job) => (await store.getJob(job.id))!));
+    expect(e.jobs()).toHaveLength(sent);
+    expect(states.filter((job) => job.state === "running")).toHaveLength(sent);
+    const waiting = states.filter((job) => job.state === "queued");
+    expect(waiting).toHaveLength(8 - sent);
+    for (const job of waiting) {
+      expect(job.reason).toMatch(/^not sent: .*engine stopping/);
+      expect(job.submitSentAt).toBeNull();
+      expect(job.leaseOwner).toBeNull();
+    }
+  }, 30_000);
 });

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RATE_IN_FLIGHT_RECHECK_MS, RATE_UNANSWERED_EXPIRY_MS, type RateTake, type Store, type NewJob } from "../../src/store/store.js";
+import { MIGRATIONS } from "../../src/store/migrations/index.js";
 import { storeFactories } from "../helpers/stores.js";
 
 function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
@@ -166,7 +167,7 @@ describe.runIf(databaseUrl)("store (postgres, several processes)", () => {
       const { rows } = await client.query(`SELECT version FROM ${schema}.schema_migrations ORDER BY version`);
       await client.query(`DROP SCHEMA ${schema} CASCADE`);
       await client.end();
-      expect(rows.map((row: { version: number }) => Number(row.version))).toEqual([1, 2, 3]);
+      expect(rows.map((row: { version: number }) => Number(row.version))).toEqual(MIGRATIONS.map((migration) => migration.version));
     } finally {
       await Promise.all(stores.map((store) => store.close()));
     }

@@ -1,6 +1,7 @@
 import { migration001 } from "./001_init.js";
 import { migration002 } from "./002_webhook_deliveries.js";
 import { migration003 } from "./003_rate_answered_at.js";
+import { migration004 } from "./004_submit_sent_at.js";
 
 export interface Migration {
   version: number;
@@ -10,4 +11,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004];
