@@ -1,17 +1,22 @@
-/** `npm run bench [-- NAME…]`: runs the named benchmarks (default all) and rewrites their sections of RESULTS.md. */
+/**
+ * `npm run bench [-- NAME…]`: runs the named benchmarks (default every one but
+ * the ten-minute soak) and rewrites their sections of RESULTS.md.
+ */
 import { runARate } from "./a-rate.js";
 import { runCMakespan } from "./c-makespan.js";
 import { runDMakespan } from "./d-makespan.js";
 import { runEQuota } from "./e-quota.js";
+import { runSoak } from "./soak.js";
 
 const benchmarks: Record<string, () => Promise<void>> = {
   "d-makespan": runDMakespan,
   "c-makespan": runCMakespan,
   "a-rate": runARate,
   "e-quota": runEQuota,
+  soak: runSoak,
 };
 
-const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benchmarks);
+const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benchmarks).filter((name) => name !== "soak");
 for (const name of names) {
   const run = benchmarks[name];
   if (!run) {

@@ -4,10 +4,14 @@
  *   parent → {type: "stats"}      child → {type: "stats", stats}
  *   parent → {type: "now"}        child → {type: "now", now} (virtual time)
  *   parent → {type: "stop"}       child exits
- * Options come as one JSON argument: {timeScale, d?, c?, a?, e?} with each
- * emulator's options; only the emulators named are started.
+ * Options come as one JSON argument: {timeScale, seed?, d?, c?, a?, e?, b?, f?,
+ * faults?} with each emulator's options (only the emulators named are
+ * started) and fault rules whose `path` is a regular expression's source.
  */
 import { createAEmulator } from "../src/sandbox/a/index.js";
+import { createBEmulator } from "../src/sandbox/b/index.js";
+import { createFEmulator } from "../src/sandbox/f/index.js";
+import type { FaultRule } from "../src/sandbox/faults.js";
 import { createCEmulator } from "../src/sandbox/c/index.js";
 import type { ProviderEmulator } from "../src/sandbox/context.js";
 import { createDEmulator } from "../src/sandbox/d/index.js";
@@ -20,6 +24,10 @@ interface ChildOptions {
   c?: Parameters<typeof createCEmulator>[0];
   a?: Parameters<typeof createAEmulator>[0];
   e?: Parameters<typeof createEEmulator>[0];
+  b?: Parameters<typeof createBEmulator>[0];
+  f?: Parameters<typeof createFEmulator>[0];
+  seed?: number;
+  faults?: Array<Omit<FaultRule, "path"> & { path?: string }>;
 }
 
 const options = JSON.parse(process.argv[2] ?? "{}") as ChildOptions;
@@ -27,8 +35,14 @@ const d = options.d ? createDEmulator(options.d) : null;
 const c = options.c ? createCEmulator(options.c) : null;
 const a = options.a ? createAEmulator(options.a) : null;
 const e = options.e ? createEEmulator(options.e) : null;
-const emulators = [d, c, a, e].filter((emulator): emulator is NonNullable<typeof emulator> => emulator !== null) as ProviderEmulator[];
-const sandbox = await startSandbox({ emulators, timeScale: options.timeScale ?? 1 });
+// B and F accept loopback webhook addresses here, as in `mediagate sandbox`.
+const b = options.b ? createBEmulator({ allowLocalWebhookUrls: true, ...options.b }) : null;
+const f = options.f ? createFEmulator({ allowLoopbackWebhooks: true, ...options.f }) : null;
+const emulators = [d, c, a, e, b, f].filter((emulator): emulator is NonNullable<typeof emulator> => emulator !== null) as ProviderEmulator[];
+const sandbox = await startSandbox({ emulators, timeScale: options.timeScale ?? 1, ...(options.seed !== undefined ? { seed: options.seed } : {}) });
+for (const { path, ...rule } of options.faults ?? []) {
+  sandbox.context.faults.add({ ...rule, ...(path !== undefined ? { path: new RegExp(path) } : {}) });
+}
 
 function stats() {
   const requests = sandbox.context.requests.all().map(({ at, realAt, method, url, provider, statusCode }) => ({ at, realAt, method, url, provider, statusCode }));

@@ -3,6 +3,7 @@ import { type Clock, systemClock } from "./core/clock.js";
 import { configSecrets, loadConfig, type ConfigValues, type MediagateConfig } from "./core/config.js";
 import { ConfigError, InputError } from "./core/errors.js";
 import { newId } from "./core/ids.js";
+import { validateRef } from "./core/ref.js";
 import { isTerminal, type Job, type JobOutput } from "./core/job.js";
 import { checkBudget } from "./engine/budget.js";
 import { Engine } from "./engine/engine.js";
@@ -10,6 +11,7 @@ import { createLogger } from "./engine/logger.js";
 import { waitForJobs } from "./engine/wait.js";
 import type { Estimate, JobRequest } from "./providers/adapter.js";
 import { createProviderRegistry, type ProviderEntry } from "./providers/registry.js";
+import { outputFolderProblem } from "./outputs/local-folder.js";
 import { openStore } from "./store/open.js";
 import type { JobFilter, Store } from "./store/store.js";
 
@@ -56,6 +58,8 @@ export class Mediagate {
     private readonly providers: Map<string, ProviderEntry>,
     private readonly engine: Engine,
     private readonly runEngine: boolean,
+    /** This instance's budget in the store, when MEDIAGATE_BUDGET_USD is set: a ceiling on what its jobs may commit. */
+    private readonly budgetId: string | null,
   ) {}
 
   static async open(options: MediagateOptions = {}): Promise<Mediagate> {
@@ -75,7 +79,9 @@ export class Mediagate {
       publicUrl: config.publicUrl,
       log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
     });
-    const gate = new Mediagate(config, store, providers, engine, options.runEngine ?? true);
+    const budgetId = config.budgetMicroUsd !== null ? `library:${engine.owner}` : null;
+    if (budgetId !== null) await store.setBudget(budgetId, config.budgetMicroUsd!, Date.now());
+    const gate = new Mediagate(config, store, providers, engine, options.runEngine ?? true, budgetId);
     if (gate.runEngine) engine.start();
     return gate;
   }
@@ -107,11 +113,20 @@ export class Mediagate {
 
   /** Validates, estimates, checks the budget and queues one job. */
   async submit(request: JobRequest, options: SubmitOptions = {}): Promise<Job> {
+    if (options.ref !== undefined) validateRef(options.ref, "ref");
     const { entry, validated, estimate } = await this.prepare(request);
     if (entry.missing.length) {
       throw new ConfigError(entry.missing[0]!, `provider ${request.provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
     }
-    checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: estimate.microUsd }], this.config.budgetMicroUsd);
+    const outDir = resolve(options.outDir ?? this.config.outputDir);
+    // The folder is proved writable before the job is stored: a result rendered and paid for needs somewhere to go.
+    const folderProblem = await outputFolderProblem(outDir);
+    if (folderProblem) {
+      if (options.outDir !== undefined) throw new InputError("outDir", `${folderProblem.message}; nothing was sent`, "a folder this process can create and write");
+      throw new ConfigError("MEDIAGATE_OUTPUT_DIR", `MEDIAGATE_OUTPUT_DIR: ${folderProblem.message}; nothing was sent`);
+    }
+    const committed = this.budgetId !== null ? ((await this.store.budget(this.budgetId))?.committedMicroUsd ?? 0) : 0;
+    checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: estimate.microUsd }], this.config.budgetMicroUsd, false, committed);
     const now = Date.now();
     const [result] = await this.store.insertJobs(
       [
@@ -127,7 +142,8 @@ export class Mediagate {
           warnings: validated.warnings,
           estimateMicroUsd: estimate.microUsd,
           estimateSource: estimate.source,
-          outDir: resolve(options.outDir ?? this.config.outputDir),
+          outDir,
+          budgetId: this.budgetId,
         },
       ],
       now,

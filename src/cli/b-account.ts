@@ -119,9 +119,9 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
           () =>
             [
               `B spend ${report.from} to ${report.to} (inclusive): ${formatMicroUsd(report.totalMicroUsd)}`,
-              "per key:",
+              report.byKey.length ? "per key:" : "per key: none reported by B",
               ...report.byKey.map((row) => `  ${(row.keyId ?? "(not given)").padEnd(32)} ${formatMicroUsd(row.chargeMicroUsd)}`),
-              "per model:",
+              report.byModel.length ? "per model:" : "per model: none reported by B",
               ...report.byModel.map((row) => `  ${(row.model ?? "(not given)").padEnd(32)} ${formatMicroUsd(row.chargeMicroUsd)}`),
               `local ledger, settled B charges recorded in these days (UTC): ${formatMicroUsd(ledger)}`,
             ].join("\n"),
@@ -142,7 +142,7 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
         const store = await runtime.store();
         const job = await store.findJob(id);
         if (!job) throw new InputError("ID", `no job with id or ref "${id}"`, "an id from `mediagate jobs`");
-        if (job.provider !== "b") throw new InputError("ID", `${job.id} is a ${job.provider.toUpperCase()} job; only B publishes a delete`, "a B job");
+        if (job.provider !== "b") throw new InputError("ID", `${job.id} is ${providerWithArticle(job.provider)} job; only B publishes a delete`, "a B job");
         if (!job.providerJobId) throw new InputError("ID", `${job.id} was never accepted by B, so there is nothing to erase there`, "a submitted B job");
         await (await bAccount(runtime)).deleteJob(job.providerJobId);
         const now = Date.now();
@@ -152,4 +152,10 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
         await runtime.close();
       }
     });
+}
+
+/** "an A", "a B", …, "an F": provider letters read as their names. */
+function providerWithArticle(provider: string): string {
+  const letter = provider.toUpperCase();
+  return `${"AEFHILMNORSX".includes(letter) ? "an" : "a"} ${letter}`;
 }

@@ -1,13 +1,18 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { InputError } from "../core/errors.js";
+import { escapeUnprintable } from "../core/printable.js";
+import { REF_ALLOWED, refProblem } from "../core/ref.js";
 import { PROVIDER_IDS, type JobRequest } from "../providers/adapter.js";
 import { readImages } from "./prepare.js";
 
 /** One line of a batch file: `{"ref", "provider", "model", "input": {native fields}}`. */
 const batchLineSchema = z
   .object({
-    ref: z.string().min(1).max(200),
+    ref: z.string().superRefine((ref, context) => {
+      const problem = refProblem(ref);
+      if (problem !== null) context.addIssue({ code: "custom", message: `${problem} (allowed: ${REF_ALLOWED})` });
+    }),
     provider: z.enum(PROVIDER_IDS as unknown as [string, ...string[]]),
     model: z.string().min(1),
     operation: z.string().min(1).optional(),
@@ -29,9 +34,10 @@ export class BatchFileError extends InputError {
   }
 }
 
+/** Field names and messages may quote what the line holds: escaped, so printing a problem cannot act on the terminal. */
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = issue.path.length ? issue.path.join(".") : "(line)";
-  return `${path}: ${issue.message}`;
+  return escapeUnprintable(`${path}: ${issue.message}`);
 }
 
 /**
@@ -85,7 +91,7 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
         },
       });
     } catch (error) {
-      if (error instanceof InputError) problems.push(`line ${lineNumber}: images: ${error.reason}`);
+      if (error instanceof InputError) problems.push(`line ${lineNumber}: images: ${escapeUnprintable(error.reason)}`);
       else throw error;
     }
   });

@@ -6,7 +6,8 @@ import { isTerminal } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
 import { jobJson } from "./job-json.js";
-import { enqueue, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
+import { checkOutputFolder, enqueue, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
+import { resumeCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { createRuntime, type GlobalOptions, type Runtime } from "./runtime.js";
 
@@ -38,8 +39,13 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
       const json = Boolean(options.json);
       const runtime = createRuntime(options);
       try {
+        // Everything local is checked before anything is queued or sent.
+        const outDir = resolve(flags.out ?? runtime.config.outputDir);
+        await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
         const prepared = await prepareBatch(runtime, file);
         const store = await runtime.store();
+        const batchId = `batch_${createHash("sha256").update(resolve(file)).digest("hex").slice(0, 16)}`;
+        const queued = await enqueue(runtime, prepared, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: batchId });
         // Re-running a batch is the way to resume it, including after a provider halted it (credits topped up).
         const providers = new Set(prepared.map((item) => item.validated.provider));
         for (const halt of await store.halts()) {
@@ -47,22 +53,20 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
           await store.clearHalt(halt.provider);
           if (!json) process.stderr.write(`mediagate: clearing ${halt.provider.toUpperCase()}'s earlier halt (${halt.code}) to resume\n`);
         }
-        const batchId = `batch_${createHash("sha256").update(resolve(file)).digest("hex").slice(0, 16)}`;
-        const outDir = resolve(flags.out ?? runtime.config.outputDir);
-        const queued = await enqueue(runtime, prepared, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced) });
         if (!json) {
           const finished = queued.jobs.filter((job) => isTerminal(job.state)).length;
           process.stderr.write(
             `${queued.jobs.length} job(s): ${queued.created} new, ${queued.resumed} resumed, ${finished} already finished; estimate for what will be sent ${formatMicroUsd(queued.budget.totalMicroUsd)}${queued.budget.unpriced.length ? ` + ${queued.budget.unpriced.length} unpriced` : ""}\n`,
           );
         }
+        const own = [resolve(file), ...(flags.out !== undefined ? ["--out", outDir] : []), ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
         const result = await runJobs(
           runtime,
           queued.jobs.map((job) => job.id),
-          { json, resumeHint: `mediagate batch ${file}`, progress: "overall" },
+          { json, resumeHint: resumeCommand(runtime, options, ["batch", ...own]), progress: "overall", scope: { batchId } },
         );
         if (!json && !result.interrupted) {
-          process.stderr.write(`${summaryText(result.outcome, await store.halts())}\n`);
+          process.stderr.write(`${summaryText(result.outcome, await store.halts(), outDir)}\n`);
         }
         if (json) {
           // Jobs that never became terminal (blocked behind a halted provider) still get their line.

@@ -19,7 +19,7 @@ export function registerCancel(program: Command, globals: () => GlobalOptions, s
         const job = await store.findJob(id);
         if (!job) throw new InputError("ID", `no job with id or ref "${id}"`, "an id from `mediagate jobs`");
         if (isTerminal(job.state)) {
-          process.stderr.write(`mediagate: ${job.id} is already ${job.state}; nothing to cancel\n`);
+          process.stderr.write(`mediagate: ${job.id} has already ended (${job.state}); nothing to cancel\n`);
           setExit(EXIT.jobsFailed);
           return;
         }

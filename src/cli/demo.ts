@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
+import { maskStoreAddress } from "../core/store-address.js";
 import type { JobRequest } from "../providers/adapter.js";
 import { createAllEmulators, sandboxEnvironment } from "../sandbox/all.js";
 import { renderPng } from "../sandbox/media/png.js";
@@ -68,7 +69,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
       const runtime = createRuntime(options, environment, { clock: sandbox.context.clock });
       try {
         if (!json) {
-          process.stderr.write(`mediagate demo: built-in sandbox on ${sandbox.url}, store ${runtime.config.store}, outputs in ${runtime.config.outputDir}\n`);
+          process.stderr.write(`mediagate demo: built-in sandbox on ${sandbox.url}, store ${maskStoreAddress(runtime.config.store)}, outputs in ${runtime.config.outputDir}\n`);
         }
         const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
         const outDir = join(resolve(runtime.config.outputDir), `demo-${stamp}`);
@@ -79,9 +80,16 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         for (const { name, request } of demoRequests(referencePath)) {
           prepared.push(await prepareJob(runtime, name, `demo-${stamp}-${name}`, request));
         }
-        const queued = await enqueue(runtime, prepared, { batchId: `demo-${stamp}`, outDir });
+        const batchId = `demo-${stamp}`;
+        const queued = await enqueue(runtime, prepared, { batchId, outDir, budgetId: batchId });
         if (!json) process.stderr.write(`${queued.jobs.length} jobs queued; estimate ${formatMicroUsd(queued.budget.totalMicroUsd)}\n`);
-        const result = await runJobs(runtime, queued.jobs.map((job) => job.id), { json, resumeHint: "mediagate demo", progress: "overall" });
+        const result = await runJobs(runtime, queued.jobs.map((job) => job.id), {
+          json,
+          // The demo's sandbox lives in this process: an interrupted demo cannot be resumed, only run again.
+          resumeHint: "mediagate demo (a new demo: this one's sandbox stopped with it)",
+          progress: "overall",
+          scope: { batchId },
+        });
         const store = await runtime.store();
         let verified = 0;
         for (const job of result.outcome.jobs) {
@@ -92,7 +100,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
           }
         }
         if (!json) {
-          process.stderr.write(`${summaryText(result.outcome, await store.halts())}\n`);
+          process.stderr.write(`${summaryText(result.outcome, await store.halts(), outDir)}\n`);
           process.stderr.write(`${verified} file(s) verified against their sha256. Try: mediagate jobs, mediagate show ${result.outcome.jobs[0]?.ref ?? "ID"}\n`);
         }
         setExit(result.exitCode === EXIT.ok && verified === prepared.length ? EXIT.ok : result.exitCode || EXIT.jobsFailed);

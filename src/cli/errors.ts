@@ -1,4 +1,5 @@
 import { BudgetError, ConfigError, InputError, MediagateError } from "../core/errors.js";
+import { escapeUnprintable } from "../core/printable.js";
 import { redactSecrets } from "../core/redact.js";
 import { EXIT } from "./exit-codes.js";
 
@@ -27,7 +28,8 @@ export function reportError(error: unknown, json: boolean, secrets: string[] = [
   if (json) {
     process.stdout.write(`${JSON.stringify({ error: { code, message, ...(field ? { field } : {}) } })}\n`);
   } else {
-    process.stderr.write(`mediagate: ${message}\n`);
+    // Messages may quote what the user gave (a model, a field name): escaped, so printing one cannot act on the terminal; the newlines between problems stay.
+    process.stderr.write(`mediagate: ${message.split("\n").map(escapeUnprintable).join("\n")}\n`);
   }
   return exitCode;
 }

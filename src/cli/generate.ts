@@ -1,12 +1,16 @@
-import { resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
-import { isTerminal } from "../core/job.js";
+import { isTerminal, type Job } from "../core/job.js";
+import type { Store } from "../store/store.js";
 import { formatMicroUsd } from "../core/money.js";
 import { newId } from "../core/ids.js";
+import { validateRef } from "../core/ref.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
+import { agreeingFlag } from "./flag-agreement.js";
 import { jobJson } from "./job-json.js";
-import { enqueue, prepareJob, readImages } from "./prepare.js";
+import { checkOutputFolder, enqueue, prepareJob, readImages } from "./prepare.js";
+import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 
@@ -49,10 +53,10 @@ export function requestFromFlags(flags: RequestFlags): JobRequest {
   const width = integerFlag("width", flags.width);
   const height = integerFlag("height", flags.height);
   const seed = integerFlag("seed", flags.seed);
-  if (flags.prompt !== undefined) input.prompt = flags.prompt;
-  if (width !== undefined) input.width = width;
-  if (height !== undefined) input.height = height;
-  if (seed !== undefined) input.seed = seed;
+  if (flags.prompt !== undefined) input.prompt = agreeingFlag("prompt", flags.prompt, input);
+  if (width !== undefined) input.width = agreeingFlag("width", width, input);
+  if (height !== undefined) input.height = agreeingFlag("height", height, input);
+  if (seed !== undefined) input.seed = agreeingFlag("seed", seed, input);
   return {
     provider: flags.provider as ProviderId,
     model: flags.model,
@@ -60,6 +64,19 @@ export function requestFromFlags(flags: RequestFlags): JobRequest {
     input,
     ...(flags.image?.length ? { images: readImages(flags.image) } : {}),
   };
+}
+
+/** The flags that make the same request again (local image paths made absolute), for a resume line. */
+export function requestArguments(flags: RequestFlags): string[] {
+  const list = ["--provider", flags.provider, "--model", flags.model];
+  if (flags.operation !== undefined) list.push("--operation", flags.operation);
+  if (flags.prompt !== undefined) list.push("--prompt", flags.prompt);
+  if (flags.width !== undefined) list.push("--width", flags.width);
+  if (flags.height !== undefined) list.push("--height", flags.height);
+  if (flags.seed !== undefined) list.push("--seed", flags.seed);
+  for (const image of flags.image ?? []) list.push("--image", /^https?:\/\//i.test(image) || isAbsolute(image) ? image : resolve(image));
+  if (flags.input !== undefined) list.push("--input", flags.input);
+  return list;
 }
 
 export function addRequestFlags(command: Command): Command {
@@ -85,19 +102,23 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
       const runtime = createRuntime(options);
       try {
         const request = requestFromFlags(flags);
-        const ref = flags.ref ?? newId("gen");
+        // Everything local is checked before anything is queued or sent.
+        const outDir = resolve(flags.out ?? runtime.config.outputDir);
+        await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
+        const ref = flags.ref === undefined ? newId("gen") : validateRef(flags.ref, "--ref");
         const prepared = await prepareJob(runtime, "generate", ref, request);
         const json = Boolean(options.json);
         for (const warning of prepared.validated.warnings) process.stderr.write(`mediagate: warning: ${warning}\n`);
-        const outDir = resolve(flags.out ?? runtime.config.outputDir);
-        const { jobs } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced) });
+        const { jobs } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });
         const job = jobs[0]!;
-        if (!json) {
-          process.stderr.write(
-            `job ${job.id} (ref ${job.ref}) on ${job.provider.toUpperCase()} ${job.model}; estimate ${prepared.estimate.microUsd === null ? "unpriced" : formatMicroUsd(prepared.estimate.microUsd)} (${prepared.estimate.source})\n`,
-          );
-        }
-        const result = await runJobs(runtime, [job.id], { json, resumeHint: `mediagate generate … --ref ${job.ref} (same flags)`, progress: "job" });
+        const own = [...requestArguments(flags), ...(flags.out !== undefined ? ["--out", outDir] : []), "--ref", job.ref, ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
+        const resumeHint = resumeCommand(runtime, options, ["generate", ...own]);
+        // Printed as soon as the job is stored (even with --json, on stderr): killed at any point after this, the same ref resumes it.
+        process.stderr.write(
+          `job ${job.id} (ref ${job.ref}) on ${job.provider.toUpperCase()} ${job.model}; estimate ${prepared.estimate.microUsd === null ? "unpriced" : formatMicroUsd(prepared.estimate.microUsd)} (${prepared.estimate.source})\n` +
+            (flags.ref === undefined ? `if interrupted, resume it (not pay again) with: ${resumeHint}\n` : ""),
+        );
+        const result = await runJobs(runtime, [job.id], { json, resumeHint, progress: "job", scope: { jobIds: [job.id] } });
         const store = await runtime.store();
         const finished = result.outcome.jobs[0]!;
         if (!json && !result.interrupted) {
@@ -108,12 +129,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
               `succeeded: ${outputs.length} file(s), sha256 ${outputs.map((output) => output.sha256.slice(0, 12)).join(", ")}; cost ${finished.chargeMicroUsd !== null ? formatMicroUsd(finished.chargeMicroUsd) : "unknown"} (${finished.chargeSource ?? finished.estimateSource})\n`,
             );
           } else {
-            const blocked = result.outcome.blocked.length > 0;
-            process.stderr.write(
-              blocked
-                ? `not sent: provider ${finished.provider.toUpperCase()} is halted (${(await store.halts()).map((halt) => halt.message).join("; ")})\n`
-                : `${finished.state}: ${finished.error?.code ?? ""}: ${finished.error?.message ?? ""}\n`,
-            );
+            process.stderr.write(`${await outcomeText(finished, store)}\n`);
           }
         }
         if (json && !isTerminal(finished.state)) process.stdout.write(`${JSON.stringify(jobJson(finished, await store.outputs(finished.id)))}\n`);
@@ -122,4 +138,16 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         await runtime.close();
       }
     });
+}
+
+/** What became of a job that did not succeed, in one sentence that always gives the reason. */
+async function outcomeText(job: Job, store: Store): Promise<string> {
+  if (job.blockedCode === "output_unwritable") return `rendered but not saved yet: ${job.reason ?? "the output folder cannot be written"}; the job is kept: re-run this command with a writable --out`;
+  if (job.blockedCode === "over_budget") return `not sent: ${job.reason ?? "over budget"}`;
+  if (job.state === "queued") {
+    const halt = (await store.halts()).find((item) => item.provider === job.provider);
+    return `not sent: provider ${job.provider.toUpperCase()} is halted${halt ? ` (${halt.code}: ${halt.message})` : ""}`;
+  }
+  const reason = job.error ? `${job.error.code}: ${job.error.message}` : (job.reason ?? "no reason recorded");
+  return `${job.state}: ${reason}`;
 }

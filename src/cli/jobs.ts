@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { JOB_STATES, type JobState } from "../core/job.js";
+import { escapeUnprintable } from "../core/printable.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
 import { costText, jobJson } from "./job-json.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
@@ -40,7 +41,10 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
           process.stdout.write("no jobs\n");
           return;
         }
-        const rows = jobs.map((job) => [job.id, job.ref, `${job.provider}/${job.model}`, job.state, costText(job), job.error?.code ?? job.reason ?? ""]);
+        // Refs are refused with control characters, but rows stored before that rule, or a provider's reason, may still hold them.
+        const rows = jobs.map((job) =>
+          [job.id, job.ref, `${job.provider}/${job.model}`, job.state, costText(job), job.error?.code ?? job.reason ?? ""].map(escapeUnprintable),
+        );
         const header = ["ID", "REF", "PROVIDER/MODEL", "STATE", "COST", "NOTE"];
         const widths = header.map((title, column) => Math.min(40, Math.max(title.length, ...rows.map((row) => row[column]!.length))));
         const format = (row: string[]) => row.map((cell, column) => cell.slice(0, 40).padEnd(widths[column]!)).join("  ").trimEnd();

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { configSecrets, loadConfig } from "../core/config.js";
+import { storeSecrets } from "../core/store-address.js";
 import { registerBatch } from "./batch.js";
 import { registerCancel } from "./cancel.js";
 import { registerDemo } from "./demo.js";
@@ -8,6 +9,7 @@ import { reportError } from "./errors.js";
 import { EXIT } from "./exit-codes.js";
 import { registerGenerate } from "./generate.js";
 import { registerJobs } from "./jobs.js";
+import { registerModels } from "./models.js";
 import { registerPlan } from "./plan.js";
 import { registerQuote } from "./quote.js";
 import { registerResubmit } from "./resubmit.js";
@@ -19,6 +21,8 @@ import { registerServe } from "./serve.js";
 import { registerWorker } from "./worker.js";
 
 async function main(argv: string[]): Promise<number> {
+  // After SIGHUP the terminal is gone and writes fail (EIO, EPIPE): a command that is detaching must not crash on them.
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
   let exitCode: number = EXIT.ok;
   const setExit = (code: number) => {
     exitCode = code;
@@ -37,6 +41,7 @@ async function main(argv: string[]): Promise<number> {
   registerGenerate(program, globals, setExit);
   registerBatch(program, globals, setExit);
   registerJobs(program, globals);
+  registerModels(program, globals);
   registerShow(program, globals);
   registerCancel(program, globals, setExit);
   registerResubmit(program, globals);
@@ -53,13 +58,15 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 ? EXIT.ok : EXIT.invalidInput;
     }
-    let secrets: string[] = [];
+    const globalOptions = program.opts<GlobalOptions>();
+    // --store may carry a password the environment does not.
+    let secrets: string[] = storeSecrets(globalOptions.store ?? "");
     try {
-      secrets = configSecrets(loadConfig());
+      secrets = [...secrets, ...configSecrets(loadConfig({ ...(globalOptions.config ? { configFile: globalOptions.config } : {}), overrides: globalOptions.store ? { MEDIAGATE_STORE: globalOptions.store } : {} }))];
     } catch {
       // configuration itself may be what failed
     }
-    return reportError(error, Boolean(program.opts<GlobalOptions>().json), secrets);
+    return reportError(error, Boolean(globalOptions.json), secrets);
   }
   return exitCode;
 }

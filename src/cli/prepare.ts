@@ -1,11 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { ConfigError, InputError } from "../core/errors.js";
+import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../core/image-type.js";
 import { isTerminal, type Job } from "../core/job.js";
 import { newId } from "../core/ids.js";
 import type { Estimate, JobRequest, ProviderAdapter, ValidatedRequest } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import { checkBudget, type BudgetCheck } from "../engine/budget.js";
+import { outputFolderProblem } from "../outputs/local-folder.js";
 import type { Runtime } from "./runtime.js";
 
 export interface PreparedJob {
@@ -24,13 +26,26 @@ export class PreparedInputError extends InputError {
   }
 }
 
-/** `--image` values: http(s) URLs are passed as given; anything else is a local file, read now. */
+/**
+ * `--image` values: http(s) URLs are passed as given; anything else is a
+ * local file, read now, that must be an image by its first bytes: a file that
+ * is not (a text file, a key) would be encoded, sent and paid for.
+ */
 export function readImages(values: readonly string[]): JobRequest["images"] {
   return values.map((value) => {
     if (/^https?:\/\//i.test(value)) return value;
     const path = resolve(value);
     if (!existsSync(path)) throw new InputError("--image", `file ${value} does not exist`, "a local file path or an http(s) URL");
-    return { fileName: basename(path), bytes: readFileSync(path) };
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(path);
+    } catch (error) {
+      throw new InputError("--image", `cannot read ${value}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, `a readable file holding ${IMAGE_TYPES_ALLOWED}`);
+    }
+    if (imageTypeOf(bytes) === null) {
+      throw new InputError("--image", `file ${value} is not ${IMAGE_TYPES_ALLOWED} (judged by its first bytes, not its name)`, `${IMAGE_TYPES_ALLOWED} file, or an http(s) URL`);
+    }
+    return { fileName: basename(path), bytes };
   });
 }
 
@@ -79,6 +94,19 @@ export function requireConfigured(runtime: Runtime, jobs: readonly PreparedJob[]
   }
 }
 
+/**
+ * Creates the output folder and proves it writable before anything is queued
+ * or sent: a folder that fails only after the provider rendered (and
+ * charged) would leave paid results with nowhere to go.
+ */
+export async function checkOutputFolder(folder: string, fromFlag: string | null): Promise<void> {
+  const problem = await outputFolderProblem(folder);
+  if (!problem) return;
+  const message = `${problem.message}; nothing was sent`;
+  if (fromFlag) throw new InputError(fromFlag, message, "a folder this process can create and write");
+  throw new ConfigError("MEDIAGATE_OUTPUT_DIR", `MEDIAGATE_OUTPUT_DIR (or --output-dir): ${message}`);
+}
+
 function sameRequest(job: Job, prepared: PreparedJob): boolean {
   return (
     job.provider === prepared.validated.provider &&
@@ -98,11 +126,23 @@ export interface EnqueueResult {
 /**
  * Stores the jobs (a ref that exists is resumed, not resubmitted), after the
  * configuration and budget checks: nothing is queued if any check fails.
+ *
+ * The budget (`--budget-usd`, or the one an earlier run of the same command
+ * left in the store) is a ceiling on what this command's jobs may commit:
+ * what earlier runs already committed, plus the estimate of every job this
+ * run will send (new ones and queued ones, including any queued again after
+ * a refused submit). The budget is kept in the store under `budgetId` and the
+ * engine holds each job's estimate in it when it sends it, so the ceiling
+ * also holds for a worker sending these jobs, and for charges above estimates.
+ *
+ * Jobs of this command not finished yet (running, or rendered but not saved)
+ * are pointed at `outDir`, so a re-run with a good folder saves what an
+ * earlier run could not.
  */
 export async function enqueue(
   runtime: Runtime,
   prepared: readonly PreparedJob[],
-  options: { batchId: string | null; outDir: string; allowUnpriced?: boolean },
+  options: { batchId: string | null; outDir: string; allowUnpriced?: boolean; budgetId: string },
 ): Promise<EnqueueResult> {
   const store = await runtime.store();
   const existing = new Map<string, Job>();
@@ -116,20 +156,33 @@ export async function enqueue(
           "a new ref, or the same request to resume it",
         );
       }
+      if (!isTerminal(job.state) && job.batchId !== options.batchId) {
+        // A command works only on its own jobs: another command's unfinished job is not taken over by a shared ref.
+        throw new InputError(
+          `${item.origin}: ref`,
+          `"${item.ref}" is job ${job.id} of another command (${job.batchId ? `batch ${job.batchId}` : "a generate"}, still ${job.state}); refs are unique in a store`,
+          "a new ref, or the command that queued it to resume it",
+        );
+      }
       existing.set(item.ref, job);
     }
   }
+  // Everything still queued will be sent by this run, whatever earlier runs tried.
   const toSend = prepared.filter((item) => {
     const job = existing.get(item.ref);
-    return !job || (job.state === "queued" && job.attempts === 0);
+    return !job || job.state === "queued";
   });
   requireConfigured(runtime, toSend);
+  const stored = await store.budget(options.budgetId);
+  const ceiling = runtime.config.budgetMicroUsd ?? stored?.ceilingMicroUsd ?? null;
   const budget = checkBudget(
     toSend.map((item) => ({ label: item.ref, estimateMicroUsd: item.estimate.microUsd })),
-    runtime.config.budgetMicroUsd,
+    ceiling,
     options.allowUnpriced ?? false,
+    stored?.committedMicroUsd ?? 0,
   );
   const now = Date.now();
+  if (ceiling !== null) await store.setBudget(options.budgetId, ceiling, now);
   const results = await store.insertJobs(
     prepared.map((item) => ({
       id: newId("job", now),
@@ -144,9 +197,20 @@ export async function enqueue(
       estimateMicroUsd: item.estimate.microUsd,
       estimateSource: item.estimate.source,
       outDir: options.outDir,
+      budgetId: ceiling !== null ? options.budgetId : null,
     })),
     now,
   );
+  const resumed = results.filter((result) => !result.created);
+  if (ceiling !== null) await store.assignBudget(options.budgetId, resumed.map((result) => result.job.id), now);
+  for (const result of resumed) {
+    const { job } = result;
+    if (isTerminal(job.state) || (job.outDir === options.outDir && job.blockedCode === null)) continue;
+    // A job still rendering or waiting to be saved is saved where this run says; one that was blocked
+    // (its folder, its budget) is tried again now, by this run, which blocks it again if nothing changed.
+    const moved = await store.updateJob(job.id, { state: job.state }, { outDir: options.outDir, ...(job.blockedCode !== null ? { blockedCode: null, nextAttemptAt: now } : {}) }, now);
+    if (moved) result.job = moved;
+  }
   return {
     jobs: results.map((result) => result.job),
     created: results.filter((result) => result.created).length,

@@ -17,7 +17,8 @@ export function registerResubmit(program: Command, globals: () => GlobalOptions)
           throw new InputError("ID", `${job.id} is ${job.state}; only unknown_submission jobs can be resubmitted`, "a job in state unknown_submission");
         }
         await store.transition(job.id, { state: "unknown_submission" }, "queued", { error: null, reason: "resubmitted by the user", nextAttemptAt: Date.now() }, "resubmitted by the user (the earlier submit may also have been accepted)", Date.now());
-        process.stderr.write(`queued ${job.id} again; run \`mediagate worker\` (or the batch again) to send it\n`);
+        const sender = job.batchId ? "run its batch again" : `run the same generate again with --ref ${job.ref}`;
+        process.stderr.write(`queued ${job.id} again; ${sender} (or \`mediagate worker\`) to send it\n`);
       } finally {
         await runtime.close();
       }

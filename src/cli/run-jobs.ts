@@ -1,20 +1,25 @@
 import cliProgress from "cli-progress";
 import { isTerminal, type Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
+import { escapeUnprintable } from "../core/printable.js";
 import { unsettled, waitForJobs, waitForSettlement, type WaitOutcome } from "../engine/wait.js";
-
-/** How long a command waits after its jobs end for charges the provider settles later (B). */
-const SETTLEMENT_WAIT_MS = 180_000;
+import type { JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
 import { costText, jobJson } from "./job-json.js";
 import type { Runtime } from "./runtime.js";
+import { onStopSignals, tellUser } from "./signals.js";
+
+/** How long a command waits after its jobs end for charges the provider settles later (B). */
+const SETTLEMENT_WAIT_MS = 180_000;
 
 export interface RunOptions {
   json: boolean;
-  /** The command to print for resuming after Ctrl-C. */
+  /** The command line that resumes, printed when the command is interrupted. */
   resumeHint: string;
-  /** One bar per job (generate) or one overall bar (batch). */
+  /** One line for the job (generate) or one overall bar (batch). */
   progress: "job" | "overall";
+  /** The command's own jobs: its engine claims, adopts and settles nothing else. */
+  scope: JobScope;
 }
 
 export interface RunResult {
@@ -23,62 +28,119 @@ export interface RunResult {
   exitCode: number;
 }
 
-const STATE_PROGRESS: Record<string, number> = { queued: 0, submitting: 10, running: 40, capturing: 90 };
+const IN_FLIGHT: ReadonlySet<string> = new Set(["submitting", "running", "capturing"]);
+const BAR_WIDTH = 20;
+
+/** `m:ss` (or `h:mm:ss`) for a duration. */
+export function clockText(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1_000));
+  const hours = Math.floor(seconds / 3_600);
+  const minutes = Math.floor((seconds % 3_600) / 60);
+  const rest = String(seconds % 60).padStart(2, "0");
+  return hours ? `${hours}:${String(minutes).padStart(2, "0")}:${rest}` : `${minutes}:${rest}`;
+}
+
+function bar(fraction: number): string {
+  const filled = Math.round(Math.min(1, Math.max(0, fraction)) * BAR_WIDTH);
+  return `${"█".repeat(filled)}${"░".repeat(BAR_WIDTH - filled)}`;
+}
+
+/** A line cut to the terminal's width (80 columns when unknown), so it never wraps. */
+function fit(line: string): string {
+  const columns = Math.max(40, (process.stderr.columns || 80) - 1);
+  return line.length <= columns ? line : `${line.slice(0, columns - 1)}…`;
+}
 
 /**
- * Runs the engine in this process until the given jobs are terminal (or
- * blocked behind a halted provider), showing progress on a TTY. Ctrl-C
- * detaches cleanly: submits in flight record their answer, leases are
- * released, and the same command resumes.
+ * The one-job line: state, time since submit against the render time learned
+ * for this model, and why it waits or what the provider says.
+ */
+export function jobLine(job: Job, now: number, expectedRenderMs: number | null): string {
+  const detail = job.reason ?? (job.providerStatus ? `provider: ${job.providerStatus}` : "");
+  if (isTerminal(job.state)) return fit(` ${bar(1)} ${job.state}${detail ? ` · ${detail}` : ""}`);
+  if (job.state === "running" && job.submittedAt !== null) {
+    const elapsed = now - job.submittedAt;
+    const fraction = expectedRenderMs ? Math.min(0.95, elapsed / expectedRenderMs) : 0.5;
+    const estimate = expectedRenderMs ? ` of ~${clockText(expectedRenderMs)}` : "";
+    return fit(` ${bar(0.1 + fraction * 0.8)} rendering ${clockText(elapsed)}${estimate}${detail ? ` · ${detail}` : ""}`);
+  }
+  const position = job.state === "capturing" ? 0.92 : job.state === "submitting" ? 0.05 : 0;
+  return fit(` ${bar(position)} ${job.state}${detail ? ` · ${detail}` : ""}`);
+}
+
+/** The batch line: done of total, then what runs, waits and failed. */
+export function batchLine(counts: { done: number; total: number; running: number; queued: number; failed: number }, elapsedMs: number): string {
+  const { done, total, running, queued, failed } = counts;
+  return fit(` ${bar(total ? done / total : 1)} ${done}/${total} done · ${running} running · ${queued} queued · ${failed} failed · ${clockText(elapsedMs)}`);
+}
+
+/**
+ * Runs the engine in this process on the command's own jobs until they are
+ * terminal (or blocked), showing progress on a TTY. Ctrl-C, SIGTERM and
+ * SIGHUP detach cleanly: submits in flight record their answer, leases are
+ * released, and the printed command resumes.
  */
 export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOptions): Promise<RunResult> {
   const store = await runtime.store();
   const engine = await runtime.engine();
+  engine.restrictTo(options.scope);
   const interactive = Boolean(process.stderr.isTTY) && !options.json;
   const detach = new AbortController();
   let interrupts = 0;
-  const onSignal = () => {
+  const stopListening = onStopSignals((signal) => {
     interrupts++;
     if (interrupts > 1) {
-      process.stderr.write("\nmediagate: second interrupt, exiting now; leases of this process are taken over by the next run\n");
+      tellUser("\nmediagate: second interrupt, exiting now; leases of this process are taken over by the next run\n");
       process.exit(EXIT.interrupted);
     }
-    process.stderr.write("\nmediagate: detaching… (letting submits in flight record their answer; press Ctrl-C again to exit at once)\n");
+    tellUser(`\nmediagate: ${signal === "SIGINT" ? "" : `${signal}: `}detaching… (letting submits in flight record their answer; press Ctrl-C again to exit at once)\n`);
     detach.abort();
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  });
 
   const total = jobIds.length;
-  let bar: cliProgress.SingleBar | null = null;
+  const startedAt = Date.now();
+  const latest = new Map<string, Job>();
+  const counts = { done: 0, total, running: 0, queued: total, failed: 0 };
+  const recount = () => {
+    counts.done = counts.running = counts.queued = counts.failed = 0;
+    for (const job of latest.values()) {
+      if (isTerminal(job.state)) counts.done++;
+      if (isTerminal(job.state) && job.state !== "succeeded") counts.failed++;
+      else if (IN_FLIGHT.has(job.state)) counts.running++;
+      else if (job.state === "queued") counts.queued++;
+    }
+  };
+  const expected = new Map<string, number | null>();
+  const expectedFor = (job: Job) => {
+    const key = `${job.provider}/${job.model}`;
+    if (!expected.has(key)) {
+      expected.set(key, null);
+      void engine.expectedRenderMs(job.provider, job.model).then((ms) => expected.set(key, ms), () => undefined);
+    }
+    return expected.get(key) ?? null;
+  };
+  let progress: cliProgress.SingleBar | null = null;
   if (interactive) {
-    bar = new cliProgress.SingleBar(
+    // The line is drawn by our own format, so it can show elapsed time and fit the terminal; cli-progress redraws it.
+    progress = new cliProgress.SingleBar(
       {
-        format: options.progress === "job" ? " {bar} {percentage}% | {state} {detail}" : " {bar} {value}/{total} done | {running} running, {queued} queued, {failed} failed",
+        format: () => {
+          if (options.progress === "overall") return batchLine(counts, Date.now() - startedAt);
+          const job = latest.values().next().value as Job | undefined;
+          return job ? jobLine(job, Date.now(), expectedFor(job)) : "";
+        },
         hideCursor: true,
         clearOnComplete: false,
         stream: process.stderr,
+        fps: 2,
       },
       cliProgress.Presets.shades_classic,
     );
-    bar.start(options.progress === "job" ? 100 : total, 0, { state: "queued", detail: "", running: 0, queued: total, failed: 0 });
+    progress.start(total, 0);
   }
-  const latest = new Map<string, Job>();
   const refresh = () => {
-    if (!bar) return;
-    const jobs = [...latest.values()];
-    if (options.progress === "job") {
-      const job = jobs[0];
-      if (!job) return;
-      const value = isTerminal(job.state) ? 100 : (STATE_PROGRESS[job.state] ?? 0);
-      bar.update(value, { state: job.state, detail: job.providerStatus ? `(${job.providerStatus})` : job.reason ? `(${job.reason})` : "" });
-    } else {
-      bar.update(jobs.filter((job) => isTerminal(job.state)).length, {
-        running: jobs.filter((job) => ["submitting", "running", "capturing"].includes(job.state)).length,
-        queued: jobs.filter((job) => job.state === "queued").length,
-        failed: jobs.filter((job) => isTerminal(job.state) && job.state !== "succeeded").length,
-      });
-    }
+    recount();
+    progress?.update(counts.done);
   };
   for (const job of await store.listJobs({ ids: jobIds })) latest.set(job.id, job);
   refresh();
@@ -107,21 +169,20 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
           if (unsettled([job]).length) awaitingCharge.push(job.id);
           else printing = printing.then(() => printJson(job.id));
         } else if (!interactive && total > 1) {
-          process.stderr.write(`${job.ref}: ${job.state}${job.error ? ` (${job.error.code})` : ""} ${costText(job)}\n`);
+          tellUser(`${job.ref}: ${job.state}${job.error ? ` (${job.error.code})` : ""} ${costText(job)}\n`);
         }
       },
     });
     // B bills after the end: keep the engine reading until the charges settle (bounded), so the summary is the accounting fact.
     const settling = unsettled(await store.listJobs({ ids: jobIds }));
     if (settling.length && !detach.signal.aborted) {
-      if (!options.json) process.stderr.write(`waiting for ${settling.length} charge(s) to settle at the provider…\n`);
+      if (!options.json) tellUser(`waiting for ${settling.length} charge(s) to settle at the provider…\n`);
       await waitForSettlement(store, jobIds, SETTLEMENT_WAIT_MS, detach.signal);
     }
   } finally {
-    bar?.stop();
+    progress?.stop();
     await engine.stop();
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    stopListening();
   }
   await printing;
   if (options.json) {
@@ -131,12 +192,10 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     for (const job of finished.sort((left, right) => order(left) - order(right))) await printJson(job.id);
   }
   const finalJobs = await store.listJobs({ ids: jobIds });
-  const interrupted = detach.signal.aborted && !finalJobs.every((job) => isTerminal(job.state));
+  const open = finalJobs.filter((job) => !isTerminal(job.state));
+  const interrupted = detach.signal.aborted && open.length > 0;
   if (interrupted) {
-    const open = finalJobs.filter((job) => !isTerminal(job.state)).length;
-    process.stderr.write(
-      `mediagate: detached with ${open} job(s) not finished; nothing is lost. Resume with: ${options.resumeHint}\n`,
-    );
+    tellUser(`mediagate: detached with ${open.length} job(s) not finished; nothing is lost. Resume with:\n  ${options.resumeHint}\n`);
   }
   const allSucceeded = finalJobs.every((job) => job.state === "succeeded");
   return {
@@ -146,27 +205,44 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   };
 }
 
-/** The human summary of a batch: what ran and was paid, what failed, what never ran. */
-export function summaryText(outcome: WaitOutcome, halts: Array<{ provider: string; code: string; message: string }>): string {
+function refList(jobs: readonly Job[]): string {
+  return `${jobs.slice(0, 10).map((job) => job.ref).join(", ")}${jobs.length > 10 ? ", …" : ""}`;
+}
+
+/** The human summary of a batch: what ran and was paid, what failed or was cancelled, what never ran, where the files are. */
+export function summaryText(outcome: WaitOutcome, halts: Array<{ provider: string; code: string; message: string }>, outDir: string): string {
   const jobs = outcome.jobs;
   const succeeded = jobs.filter((job) => job.state === "succeeded");
-  const failed = jobs.filter((job) => isTerminal(job.state) && job.state !== "succeeded");
-  const neverRan = jobs.filter((job) => job.state === "queued" && job.attempts === 0);
-  const open = jobs.filter((job) => !isTerminal(job.state) && !neverRan.includes(job));
+  const cancelled = jobs.filter((job) => job.state === "cancelled");
+  const failed = jobs.filter((job) => isTerminal(job.state) && job.state !== "succeeded" && job.state !== "cancelled");
+  const neverRan = jobs.filter((job) => job.state === "queued" && job.attempts === 0 && job.blockedCode === null);
+  const overBudget = jobs.filter((job) => job.blockedCode === "over_budget");
+  const unsaved = jobs.filter((job) => job.blockedCode === "output_unwritable");
+  const counted = new Set([...neverRan, ...overBudget, ...unsaved]);
+  const open = jobs.filter((job) => !isTerminal(job.state) && !counted.has(job));
   const charged = jobs.reduce((sum, job) => sum + (job.chargeMicroUsd ?? 0), 0);
   const awaiting = unsettled(jobs);
-  const lines = [
-    `${succeeded.length} succeeded, ${failed.length} failed, ${neverRan.length} never ran${open.length ? `, ${open.length} still in progress` : ""}; charged ${formatMicroUsd(charged)}`,
-  ];
+  const parts = [`${succeeded.length} succeeded`, `${failed.length} failed`];
+  if (cancelled.length) parts.push(`${cancelled.length} cancelled`);
+  parts.push(`${neverRan.length + overBudget.length} never ran`);
+  if (unsaved.length) parts.push(`${unsaved.length} not saved yet`);
+  if (open.length) parts.push(`${open.length} still in progress`);
+  const lines = [`${parts.join(", ")}; charged ${formatMicroUsd(charged)}`];
+  if (succeeded.length) lines.push(`  files in ${outDir}`);
   if (awaiting.length) {
     lines.push(`  ${awaiting.length} charge(s) not settled yet by the provider (not in the total); \`mediagate worker\` or the next run reads them`);
   }
-  for (const job of failed) lines.push(`  failed: ${job.ref} (${job.id}): ${job.error?.code ?? job.state}: ${job.error?.message ?? ""}`);
+  for (const job of failed) lines.push(`  ${job.state}: ${job.ref} (${job.id}): ${job.error?.code ?? job.state}: ${job.error?.message ?? job.reason ?? "no reason recorded"}`);
+  for (const job of cancelled) lines.push(`  cancelled: ${job.ref} (${job.id}): ${job.error?.message ?? job.reason ?? "cancelled"}`);
   for (const halt of halts) {
     lines.push(`  ${halt.provider.toUpperCase()} halted: ${halt.code}: ${halt.message}`);
   }
-  if (neverRan.length) {
-    lines.push(`  never ran (not sent, not charged): ${neverRan.slice(0, 10).map((job) => job.ref).join(", ")}${neverRan.length > 10 ? ", …" : ""}`);
+  if (neverRan.length) lines.push(`  never ran (not sent, not charged): ${refList(neverRan)}`);
+  if (overBudget.length) lines.push(`  held back by the budget (not sent, not charged): ${refList(overBudget)}; ${overBudget[0]!.reason ?? ""}`);
+  if (unsaved.length) {
+    lines.push(`  not saved yet: ${refList(unsaved)}: ${unsaved[0]!.reason ?? "the output folder cannot be written"}`);
+    lines.push("  they are kept (capturing): fix the folder, or re-run with another --out, before their result links expire");
   }
-  return lines.join("\n");
+  // Provider error messages quote the provider's answer, which may hold control characters.
+  return lines.map(escapeUnprintable).join("\n");
 }

@@ -1,36 +1,48 @@
 import type { Command } from "commander";
+import { onStopRequests } from "./signals.js";
 import { InputError } from "../core/errors.js";
+import { maskStoreAddress } from "../core/store-address.js";
 import { createLogger } from "../engine/logger.js";
 import { buildServer } from "../server/app.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { addStopTimeoutOption, exitAtOnce, finishStop, stopTimeoutMs } from "./stop.js";
 
 export function registerServe(program: Command, globals: () => GlobalOptions): void {
-  program
-    .command("serve")
-    .description("receive provider webhooks on /webhooks/{provider}[/{jobId}] and run the engine (set MEDIAGATE_PUBLIC_URL to where this is reachable)")
-    .option("--port <n>", "port to listen on", "8788")
-    .option("--host <address>", "address to listen on", "127.0.0.1")
-    .action(async (flags: { port: string; host: string }) => {
-      const options = globals();
-      if (!/^\d+$/.test(flags.port) || Number(flags.port) > 65535) throw new InputError("--port", `"${flags.port}" is not a port`, "0 to 65535");
-      const runtime = createRuntime(options);
-      const engine = await runtime.engine();
-      const store = await runtime.store();
-      const log = createLogger({ level: runtime.config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets: runtime.secrets });
-      const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() });
-      const address = await app.listen({ port: Number(flags.port), host: flags.host });
-      engine.start();
-      if (options.json) process.stdout.write(`${JSON.stringify({ url: address, public_url: runtime.config.publicUrl })}\n`);
-      else {
-        process.stderr.write(`mediagate serve on ${address}; engine ${engine.owner} on ${runtime.config.store}\n`);
-        if (!runtime.config.publicUrl) process.stderr.write("MEDIAGATE_PUBLIC_URL is not set: providers are not asked to call back, jobs are tracked by polling\n");
-      }
-      await new Promise<void>((resolve) => {
-        process.once("SIGTERM", resolve);
-        process.once("SIGINT", resolve);
-      });
-      await app.close();
-      await runtime.close();
-      process.stderr.write("mediagate serve: stopped; leases released\n");
+  addStopTimeoutOption(
+    program
+      .command("serve")
+      .description("receive provider webhooks on /webhooks/{provider}[/{jobId}] and run the engine (set MEDIAGATE_PUBLIC_URL to where this is reachable)")
+      .option("--port <n>", "port to listen on", "8788")
+      .option("--host <address>", "address to listen on", "127.0.0.1"),
+  ).action(async (flags: { port: string; host: string; stopTimeout: string }) => {
+    const options = globals();
+    if (!/^\d+$/.test(flags.port) || Number(flags.port) > 65535) throw new InputError("--port", `"${flags.port}" is not a port`, "0 to 65535");
+    const timeoutMs = stopTimeoutMs(flags.stopTimeout);
+    const runtime = createRuntime(options);
+    const engine = await runtime.engine();
+    const store = await runtime.store();
+    const log = createLogger({ level: runtime.config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets: runtime.secrets });
+    const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() });
+    // Listening for signals before announcing: a SIGTERM right after the start line must stop gracefully, not kill.
+    const stopRequested = new Promise<void>((resolve) => {
+      // SIGHUP too: a server started from a terminal that closes must stop cleanly, not die mid-submit.
+      onStopRequests(() => resolve(), exitAtOnce("serve"));
     });
+    const address = await app.listen({ port: Number(flags.port), host: flags.host });
+    engine.start();
+    if (options.json) process.stdout.write(`${JSON.stringify({ url: address, public_url: runtime.config.publicUrl })}\n`);
+    else {
+      process.stderr.write(`mediagate serve on ${address}; engine ${engine.owner} on ${maskStoreAddress(runtime.config.store)}\n`);
+      if (!runtime.config.publicUrl) process.stderr.write("MEDIAGATE_PUBLIC_URL is not set: providers are not asked to call back, jobs are tracked by polling\n");
+    }
+    await stopRequested;
+    await finishStop(
+      "serve",
+      async () => {
+        await app.close();
+        await runtime.close();
+      },
+      timeoutMs,
+    );
+  });
 }

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { escapeUnprintable } from "../core/printable.js";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
 import { jobJson } from "./job-json.js";
@@ -46,7 +47,8 @@ export function registerShow(program: Command, globals: () => GlobalOptions): vo
         for (const event of events) {
           lines.push(`  ${new Date(event.at).toISOString()}  ${event.fromState ?? "-"} → ${event.toState}  ${event.reason}`);
         }
-        process.stdout.write(`${lines.join("\n")}\n`);
+        // Refs stored before the ref rule, and what providers said (statuses, error bodies), may hold control characters.
+        process.stdout.write(`${lines.map(escapeUnprintable).join("\n")}\n`);
       } finally {
         await runtime.close();
       }

@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { isBlockedPort } from "./blocked-ports.js";
 import { ConfigError } from "./errors.js";
 import { parseUsd } from "./money.js";
+import { storeSecrets } from "./store-address.js";
 
 /**
  * The configuration names are a contract (DESIGN.md): external tools set
@@ -123,6 +125,10 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
       `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${publicUrl}"`,
     );
   }
+  for (const name of PROVIDER_ADDRESS_VARIABLES) {
+    const value = values[name];
+    if (value !== undefined) checkProviderAddress(name, value);
+  }
   return {
     values,
     store: values.MEDIAGATE_STORE ?? "sqlite:./mediagate.db",
@@ -133,13 +139,14 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
   };
 }
 
-/** Every configured secret value, for redaction. */
+/** Every configured secret value, for redaction: keys, client secrets, and the store's password. */
 export function configSecrets(config: MediagateConfig): string[] {
   const secrets: string[] = [];
   for (const name of SECRET_VARIABLES) {
     const value = config.values[name];
     if (value) secrets.push(value);
   }
+  secrets.push(...storeSecrets(config.store));
   return secrets;
 }
 
@@ -153,6 +160,40 @@ export function requireValue(config: MediagateConfig, name: ConfigVariable, what
     );
   }
   return value;
+}
+
+const PROVIDER_ADDRESS_VARIABLES = [
+  "MEDIAGATE_A_BASE_URL",
+  "MEDIAGATE_B_BASE_URL",
+  "MEDIAGATE_C_BASE_URL",
+  "MEDIAGATE_D_BASE_URL",
+  "MEDIAGATE_E_BASE_URL",
+  "MEDIAGATE_E_AUTH_URL",
+  "MEDIAGATE_F_BASE_URL",
+] as const satisfies readonly ConfigVariable[];
+
+/**
+ * A provider address fetch would refuse before connecting is refused here,
+ * before anything is queued: otherwise every job would fail at submit time
+ * (and, worse, could not be told apart from a submit that was sent).
+ */
+function checkProviderAddress(name: ConfigVariable, value: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `${name} must be an http(s) URL such as https://api.provider.example/v1, got "${value}"`);
+  }
+  if (url.username || url.password) {
+    // Not echoed: what sits there is likely a credential.
+    throw new ConfigError(name, `${name} must not carry a user or password (fetch refuses such URLs; keys go in their own variables)`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(name, `${name} must be an http(s) URL such as https://api.provider.example/v1, got "${value}"`);
+  }
+  if (isBlockedPort(url)) {
+    throw new ConfigError(name, `${name} uses port ${url.port}, which fetch never connects to (one of the Fetch standard's blocked ports): choose another port`);
+  }
 }
 
 /** https anywhere; plain http only on loopback, where a local sandbox delivers to a local `mediagate serve`. */

@@ -24,13 +24,17 @@ export class InputError extends MediagateError {
   }
 }
 
-/** Missing or wrong configuration, naming the variable to set. */
+/**
+ * Missing or wrong configuration, naming the variable to set. `code` is
+ * `not_configured` unless a more precise one helps scripts (`store_unreachable`).
+ */
 export class ConfigError extends MediagateError {
   constructor(
     readonly variable: string,
     message: string,
+    code = "not_configured",
   ) {
-    super("not_configured", message);
+    super(code, message);
   }
 }
 

@@ -114,7 +114,19 @@ export interface Job {
   lastPendingElapsedMs: number | null;
   /** Consecutive failed polls (reset by a successful one). */
   pollFailures: number;
+  /** The budget this job's spend counts against (null: none). */
+  budgetId: string | null;
+  /** What it holds in that budget now: its estimate from the claim that sends it, then its known charge. */
+  budgetHeldMicroUsd: number;
+  /** Why this unfinished job cannot move on by itself until something changes (null: it can). */
+  blockedCode: BlockedCode | null;
 }
+
+/**
+ * `over_budget`: sending it would pass its budget's ceiling (it stays queued, unsent).
+ * `output_unwritable`: it rendered but its output folder cannot be written (it stays capturing and is retried).
+ */
+export type BlockedCode = "over_budget" | "output_unwritable";
 
 export interface JobEvent {
   id: number;

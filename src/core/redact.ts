@@ -26,3 +26,17 @@ export function redactHeaders(headers: Record<string, string>): Record<string, s
   }
   return copy;
 }
+
+/**
+ * A copy of a JSON-like value (a provider's answer kept as detail) with
+ * `redact` applied to every string in it, object keys included. Anything
+ * that is not a string, array or plain object is kept as it is.
+ */
+export function redactDeep<T>(value: T, redact: (text: string) => string): T {
+  if (typeof value === "string") return redact(value) as T;
+  if (Array.isArray(value)) return value.map((item: unknown) => redactDeep(item, redact)) as T;
+  if (value !== null && typeof value === "object" && (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null)) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [redact(key), redactDeep(item as unknown, redact)])) as T;
+  }
+  return value;
+}

@@ -16,7 +16,7 @@ export interface BudgetCheck {
  * anything is sent. An unpriced job has no upper bound, so with a budget set
  * it is refused too unless explicitly allowed.
  */
-export function checkBudget(items: EstimatedItem[], budgetMicroUsd: number | null, allowUnpriced = false): BudgetCheck {
+export function checkBudget(items: EstimatedItem[], budgetMicroUsd: number | null, allowUnpriced = false, committedMicroUsd = 0): BudgetCheck {
   let totalMicroUsd = 0;
   const unpriced: string[] = [];
   for (const item of items) {
@@ -24,11 +24,12 @@ export function checkBudget(items: EstimatedItem[], budgetMicroUsd: number | nul
     else totalMicroUsd += item.estimateMicroUsd;
   }
   if (budgetMicroUsd === null) return { totalMicroUsd, unpriced };
-  if (totalMicroUsd > budgetMicroUsd) {
+  if (committedMicroUsd + totalMicroUsd > budgetMicroUsd) {
+    const earlier = committedMicroUsd > 0 ? ` plus ${formatMicroUsd(committedMicroUsd)} committed by earlier runs of this command` : "";
     throw new BudgetError(
-      totalMicroUsd,
+      committedMicroUsd + totalMicroUsd,
       budgetMicroUsd,
-      `estimated cost ${formatMicroUsd(totalMicroUsd)} exceeds the budget of ${formatMicroUsd(budgetMicroUsd)} (--budget-usd / MEDIAGATE_BUDGET_USD); nothing was sent`,
+      `estimated cost ${formatMicroUsd(totalMicroUsd)}${earlier} exceeds the budget of ${formatMicroUsd(budgetMicroUsd)} (--budget-usd / MEDIAGATE_BUDGET_USD); nothing was sent`,
     );
   }
   if (unpriced.length > 0 && !allowUnpriced) {

@@ -1,9 +1,9 @@
-import { createHash, randomBytes } from "node:crypto";
-import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { ProviderError } from "../core/errors.js";
 import type { Job, JobOutput } from "../core/job.js";
+import { OutputSaveError } from "../outputs/local-folder.js";
 import type { ProviderStatus } from "../providers/adapter.js";
 import { safeForDisplay, TransportError } from "../providers/http.js";
 import { chargeAtEnd } from "./charge.js";
@@ -38,30 +38,8 @@ export function fileStem(job: Pick<Job, "ref">): string {
   return `${safe}-${createHash("sha256").update(job.ref).digest("hex").slice(0, 6)}`;
 }
 
-/** Writes bytes to `path` atomically: a temporary file in the same folder, flushed, then renamed over. */
-export async function writeFileAtomic(path: string, bytes: Buffer): Promise<void> {
-  const temporary = `${path}.tmp-${randomBytes(4).toString("hex")}`;
-  const handle = await open(temporary, "w");
-  try {
-    await handle.writeFile(bytes);
-    await handle.sync();
-  } catch (error) {
-    await handle.close();
-    await rm(temporary, { force: true });
-    throw error;
-  }
-  await handle.close();
-  await rename(temporary, path);
-}
-
-/** A process killed mid-write leaves `STEM….tmp-XXXX`; the next capture of the same job removes it. */
-async function removeStaleTemporaries(folder: string, stem: string): Promise<void> {
-  const escaped = stem.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const leftover = new RegExp(`^${escaped}(-\\d+)?(\\.[a-z0-9]+)+\\.tmp-[0-9a-f]{8}$`);
-  for (const name of await readdir(folder)) {
-    if (leftover.test(name)) await rm(join(folder, name), { force: true });
-  }
-}
+/** A job whose results could not be saved locally tries again after this long (each try re-reads the job for fresh links). */
+const LOCAL_SAVE_RETRY_MS = 30_000;
 
 /**
  * Downloads every output of a job that the provider reported done, at once
@@ -75,30 +53,35 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
   const saved: JobOutput[] = [];
   try {
     if (status.outputs.length === 0) throw new ProviderError("no_outputs", "the provider reported success without any output", { provider: job.provider, retryable: false });
+    // The folder is proved writable before anything is downloaded: a second download of a result is never free (A).
+    await context.outputs.prepare(job.outDir);
     const call = await context.callContext(job, request, { rateLimited: false });
-    await mkdir(job.outDir, { recursive: true });
     const stem = fileStem(job);
-    await removeStaleTemporaries(job.outDir, stem);
+    // A process killed mid-write leaves `STEM….tmp-XXXX`; this capture of the same job removes it.
+    await context.outputs.removeStale(job.outDir, stem);
     for (const [index, output] of status.outputs.entries()) {
       context.counters(job.provider).downloads++;
       const response = await call.http.request({ method: "GET", url: output.url, retry: "idempotent", untrustedUrl: true, timeoutMs: 120_000 }, context.signal);
       if (response.status < 200 || response.status >= 300) {
         const expired = response.status === 403 || response.status === 404 || response.status === 410;
+        // An expired link is retried too: the next attempt reads the job again first, and a provider that hands out a
+        // fresh link on every read (B's /content) gives a working one. One that keeps handing back the same dead link
+        // (D's sample after its ten minutes) fails as result_expired once the attempts run out.
         throw call.http.errorFrom(
           response,
           expired ? "result_expired" : "result_download_failed",
           `downloading output ${index + 1} from ${safeForDisplay(output.url)} answered HTTP ${response.status}`,
-          { retryable: !expired },
+          { retryable: true },
         );
       }
       const headerType = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
       const contentType = EXTENSIONS[headerType] ? headerType : (sniffContentType(response.body) ?? (headerType || "application/octet-stream"));
       const extension = EXTENSIONS[contentType] ?? "bin";
       const path = join(job.outDir, `${stem}${status.outputs.length > 1 ? `-${index + 1}` : ""}.${extension}`);
-      await writeFileAtomic(path, response.body);
+      await context.outputs.write(path, response.body);
       // What the provider said about this output (seed, alt text, safety flag) is kept beside it, not only in the store.
       if (output.metadata && Object.keys(output.metadata).length > 0) {
-        await writeFileAtomic(`${path}.json`, Buffer.from(`${JSON.stringify(output.metadata, null, 2)}\n`));
+        await context.outputs.write(`${path}.json`, Buffer.from(`${JSON.stringify(output.metadata, null, 2)}\n`));
       }
       saved.push({
         index,
@@ -111,7 +94,7 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
       });
     }
   } catch (error) {
-    await handleCaptureFailure(context, job, error);
+    await handleCaptureFailure(context, job, error, status);
     return;
   }
   const now = clock.now();
@@ -136,22 +119,40 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
   context.wake();
 }
 
-async function handleCaptureFailure(context: EngineContext, job: Job, error: unknown): Promise<void> {
+async function handleCaptureFailure(context: EngineContext, job: Job, error: unknown, status: Extract<ProviderStatus, { kind: "succeeded" }>): Promise<void> {
   const { store, clock, owner } = context;
   const now = clock.now();
   if (context.signal.aborted) return; // stopping: the job stays `capturing` and is resumed by the next engine
+  if (error instanceof OutputSaveError) {
+    // A local problem never ends a paid job: it stays `capturing` (re-read for fresh links each try)
+    // until the folder works again or a re-run points it at another folder.
+    const reason = `rendered, but ${error.message}; saving again in ${LOCAL_SAVE_RETRY_MS / 1_000} s (or re-run the command with a writable --out)`;
+    const updated = await store.updateJob(
+      job.id,
+      { state: "capturing", leaseOwner: owner },
+      { nextAttemptAt: now + LOCAL_SAVE_RETRY_MS, blockedCode: "output_unwritable", reason },
+      now,
+    );
+    if (updated) context.emit(updated);
+    context.wake();
+    return;
+  }
   const failures = job.pollFailures + 1;
   const retryable = error instanceof TransportError || (error instanceof ProviderError && error.detail.retryable);
   const message = error instanceof Error ? error.message : String(error);
   if (!retryable || failures >= 5) {
     const code = error instanceof ProviderError ? error.code : "result_download_failed";
+    // The provider rendered it, so it charged for it: the charge is recorded even though the result is lost.
+    const charge = chargeAtEnd(context.adapter(job.provider), validatedOf(job), status, job, now);
     const moved = await store.transition(
       job.id,
       { state: "capturing", leaseOwner: owner },
       "failed",
-      { error: { code, message, ...(error instanceof ProviderError ? { detail: error.detail } : {}) }, leaseOwner: null, leaseExpiresAt: null, reason: message },
+      { ...charge.patch, error: { code, message, ...(error instanceof ProviderError ? { detail: error.detail } : {}) }, leaseOwner: null, leaseExpiresAt: null, reason: message },
       `could not save the results: ${message}`,
       now,
+      undefined,
+      charge.extras,
     );
     if (moved) context.emit(moved);
     context.wake();

@@ -1,6 +1,7 @@
 import type { Clock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
 import type { CallContext, ProviderAdapter, ProviderId, ProviderLimits, ProviderStatus, ValidatedRequest } from "../providers/adapter.js";
+import type { OutputWriter } from "../outputs/local-folder.js";
 import type { Store } from "../store/store.js";
 import type { EngineLogger } from "./logger.js";
 import type { PollScheduler } from "./polling.js";
@@ -25,6 +26,8 @@ export interface EngineContext {
   leaseMs: number;
   log: EngineLogger;
   polls: PollScheduler;
+  /** Where result bytes are written. */
+  outputs: OutputWriter;
   adapter(provider: ProviderId): ProviderAdapter;
   /** A call context whose HTTP layer takes rate tokens and counts requests for this job's provider. */
   callContext(job: Job, request: ValidatedRequest, options?: { rateLimited?: boolean }): Promise<CallContext>;

@@ -7,7 +7,9 @@ import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
 import type { CallContext, ProviderAdapter, ProviderId, ProviderStatus, RateWindow, ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import type { Store } from "../store/store.js";
+import type { JobScope, Store } from "../store/store.js";
+import { localFolderOutputs, type OutputWriter } from "../outputs/local-folder.js";
+import { formatMicroUsd } from "../core/money.js";
 import type { EngineContext, ProviderCounters } from "./context.js";
 import { limitsOf } from "./context.js";
 import { type EngineLogger, silentLogger } from "./logger.js";
@@ -37,12 +39,22 @@ export interface EngineOptions {
   publicUrl?: string | null;
   /** Poll every job at this fixed pace (within each provider's bounds) instead of near its learned finish. */
   fixedPollIntervalMs?: number;
+  /**
+   * Work only on these jobs (a CLI command's own job or batch): claim,
+   * adopt and settle nothing else. Without it (`worker`, `serve`) the engine
+   * works on every job in the store.
+   */
+  scope?: JobScope | null;
+  /** Where result bytes are written (default: the local folder of each job). */
+  outputs?: OutputWriter;
 }
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes). */
 const IDLE_TICK_MS = 500;
 const ADOPT_EVERY_MS = 5_000;
 const SLOT_RECOVERY_QUIET_MS = 30_000;
+/** A job held back by its budget is looked at again this often: a charge below its estimate, or a refused submit, frees room. */
+const BUDGET_RECHECK_MS = 5_000;
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -73,6 +85,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private lastRenewAt = 0;
   private lastRecoveryAt = 0;
   private readonly context: EngineContext;
+  private scope: JobScope | null;
 
   constructor(private readonly options: EngineOptions) {
     super();
@@ -82,6 +95,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.log = options.log ?? silentLogger;
     this.maxInFlight = options.maxInFlight ?? 256;
+    this.scope = options.scope ?? null;
     // Every waiting job (rate tokens, backoff) listens to this signal; hundreds at once are expected.
     setMaxListeners(0, this.abortController.signal);
     setMaxListeners(0, this.stopWaiting.signal);
@@ -94,6 +108,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       leaseMs: this.leaseMs,
       log: this.log,
       polls: this.polls,
+      outputs: options.outputs ?? localFolderOutputs,
       adapter: (provider) => this.adapter(provider),
       callContext: (job, request, callOptions) => this.callContext(job, request, callOptions?.rateLimited ?? true),
       counters: (provider) => this.countersFor(provider),
@@ -109,9 +124,23 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     };
   }
 
+  /** The median render time learned for a provider and model (for progress estimates), or null. */
+  expectedRenderMs(provider: ProviderId, model: string): Promise<number | null> {
+    return this.polls.expectedRenderMs(provider, model);
+  }
+
   /** Request and error counts per provider since this engine started. */
   stats(): Record<string, ProviderCounters> {
     return Object.fromEntries(this.counters);
+  }
+
+  /**
+   * Limits this engine to one command's jobs. Only before it starts: a
+   * running loop may already hold other jobs.
+   */
+  restrictTo(scope: JobScope): void {
+    if (this.loopDone) throw new Error("an engine's scope is set before it starts");
+    this.scope = scope;
   }
 
   /** Starts the loop in the background. */
@@ -324,7 +353,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     const now = this.clock.now();
     const skip = await this.skippedProviders();
     // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
-    const nextDue = await this.store.nextDueAt(this.owner, skip, now);
+    const nextDue = await this.store.nextDueAt(this.owner, skip, now, this.scope);
     let delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
     if (progressed || this.wakeRequested) delay = 0;
     if (delay > 0) {
@@ -363,7 +392,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     const skip = await this.skippedProviders();
     const fullPools = new Set<string>();
     const unavailable = new Map<ProviderId, string | null>();
-    const queued = await this.store.dueQueued(now, 128, skip);
+    const queued = await this.store.dueQueued(now, 128, skip, this.scope);
     for (const job of queued) {
       if (this.stopping || this.inFlight.size >= this.maxInFlight) break;
       if (this.inFlight.has(job.id)) continue;
@@ -381,6 +410,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         started = true;
         this.emit("job", claim.job);
         this.spawn(claim.job, () => submitJob(this.context, claim.job), true);
+      } else if (claim.kind === "over_budget") {
+        const { budget } = claim;
+        const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
+        const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
+        if (updated && job.reason !== reason) this.emit("job", updated);
       } else if (claim.kind === "no_slot") {
         fullPools.add(claim.poolKey);
         const waiting = `waiting for a slot (${claim.poolKey})`;
@@ -389,7 +423,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         }
       }
     }
-    for (const job of await this.store.dueSettlements(now, 64)) {
+    for (const job of await this.store.dueSettlements(now, 64, this.scope)) {
       if (this.stopping || this.inFlight.has(job.id)) continue;
       started = true;
       this.spawn(job, () => settleJob(this.context, job), false);
@@ -406,10 +440,19 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private async adoptOrphans(): Promise<void> {
     const now = this.clock.now();
     this.lastAdoptAt = now;
-    const adopted = await this.store.adoptOrphans(this.owner, now, this.leaseMs, isDeadOwner);
+    const adopted = await this.store.adoptOrphans(this.owner, now, this.leaseMs, isDeadOwner, this.scope);
     for (const job of adopted) {
       this.log.info({ jobId: job.id, state: job.state }, "resuming a job left by a stopped engine");
       if (job.state === "submitting") this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
+    }
+    // A claim whose commit succeeded while its answer was lost (the store's connection cut at that moment)
+    // leaves a job `submitting` under this engine's own lease that nothing here works on; renewing the lease
+    // would keep every other engine off it for ever. Submitting jobs are few (bounded by the slots).
+    if (this.stopping) return;
+    const stranded = (await this.store.listJobs({ states: ["submitting"] })).filter((job) => job.leaseOwner === this.owner && !this.inFlight.has(job.id));
+    for (const job of stranded) {
+      this.log.warn({ jobId: job.id }, "recovering a claim whose answer was lost");
+      this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
     }
   }
 

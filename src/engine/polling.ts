@@ -63,6 +63,12 @@ export class PollScheduler {
     return Math.round(Math.min(maxIntervalMs, Math.max(minIntervalMs, delay)));
   }
 
+  /** The median render time learned for this provider and model, or null before any job of it finished. */
+  async expectedRenderMs(provider: string, model: string): Promise<number | null> {
+    const sorted = [...(await this.samples(provider, model))].sort((a, b) => a - b);
+    return sorted.length ? Math.round(quantile(sorted, 0.5)) : null;
+  }
+
   private async samples(provider: string, model: string): Promise<number[]> {
     const key = `${provider}\u0000${model}`;
     if (!this.loaded.has(key)) {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { InputError, MediagateError, OutcomeUnknownError, ProviderError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
+import type { ProviderLimits, Submitted } from "../providers/adapter.js";
 import { RequestNotSentError, TransportError } from "../providers/http.js";
 import { type EngineContext, limitsOf, validatedOf } from "./context.js";
 
@@ -20,17 +21,41 @@ export async function submitJob(context: EngineContext, claimed: Job): Promise<v
   let job = claimed;
   if (limits.idempotentSubmit && !job.idempotencyKey) {
     // Stored before the request leaves, so a crash mid-submit resends the same key.
-    const keyed = await store.updateJob(job.id, { state: "submitting", leaseOwner: owner }, { idempotencyKey: randomUUID() }, clock.now());
+    let keyed: Job | null;
+    try {
+      keyed = await store.updateJob(job.id, { state: "submitting", leaseOwner: owner }, { idempotencyKey: randomUUID() }, clock.now());
+    } catch (error) {
+      await requeue(context, job, clock.now(), `not sent: the store failed before the idempotency key was saved (${messageOf(error)})`);
+      return;
+    }
     if (!keyed) return;
     job = keyed;
   }
+  let submitted: Submitted;
   try {
     const call = await context.callContext(job, request);
     context.counters(job.provider).submits++;
-    const submitted = await adapter.submit(request, call);
-    const now = clock.now();
-    const firstPoll = await context.polls.nextDelay(job, 0, limits);
-    const moved = await store.transition(
+    submitted = await adapter.submit(request, call);
+  } catch (error) {
+    await handleSubmitFailure(context, job, error, limits.idempotentSubmit);
+    return;
+  }
+  // From here the provider has the job: nothing below may be taken for a failed submit.
+  await recordAccepted(context, job, submitted, limits);
+}
+
+async function recordAccepted(context: EngineContext, job: Job, submitted: Submitted, limits: ProviderLimits): Promise<void> {
+  const { store, clock, owner } = context;
+  const now = clock.now();
+  let firstPoll: number;
+  try {
+    firstPoll = await context.polls.nextDelay(job, 0, limits);
+  } catch {
+    // The learned render times live in the store; without them, the provider's own pace will do.
+    firstPoll = limits.poll.minIntervalMs;
+  }
+  const moved = await persist(context, job, `${job.provider.toUpperCase()} accepted it as ${submitted.providerJobId}`, () =>
+    store.transition(
       job.id,
       { state: "submitting", leaseOwner: owner },
       "running",
@@ -46,36 +71,80 @@ export async function submitJob(context: EngineContext, claimed: Job): Promise<v
       `provider accepted it as ${submitted.providerJobId}`,
       now,
       { handles: submitted.handles },
+    ),
+  );
+  if (moved) context.emit(moved);
+  else {
+    // The lease lapsed while the store was away and another engine settled the job (unknown, or resent under its key).
+    context.log.error(
+      { jobId: job.id, provider: job.provider, providerJobId: submitted.providerJobId },
+      `${job.provider.toUpperCase()} accepted the job as ${submitted.providerJobId}, but it was no longer this engine's to record: check it at the provider`,
     );
-    if (moved) context.emit(moved);
-  } catch (error) {
-    await handleSubmitFailure(context, job, error, limits.idempotentSubmit);
   }
 }
 
+/**
+ * Writes what became of a submit, retrying while the store fails (a database
+ * restart, a failover): until it is written, the outcome exists only in this
+ * process, and for an accepted job that outcome is a provider job id that
+ * will be charged. The first failure is logged at error level with `what`
+ * (the provider job id included), so an operator can reconcile even if this
+ * process is killed before the store returns. Retries as long as the engine
+ * runs: its stop waits for submits, so a stop during a store outage ends when
+ * the store is back or when the command's stop timeout gives up, and the job
+ * stays `submitting` for the next engine to settle from submit_sent_at and
+ * the idempotency key. Null when the expectation failed (another engine took
+ * the job) or the engine stopped first.
+ */
+async function persist<T>(context: EngineContext, job: Job, what: string, write: () => Promise<T | null>): Promise<T | null> {
+  for (let failures = 1; ; failures++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (context.signal.aborted) {
+        context.log.error({ jobId: job.id, err: messageOf(error) }, `the engine stopped before the store recorded that ${what}`);
+        return null;
+      }
+      const retryInMs = fullJitterBackoffMs(failures, { baseMs: 250, capMs: 10_000 });
+      const fields = { jobId: job.id, provider: job.provider, err: messageOf(error), failures, retryInMs };
+      if (failures === 1) context.log.error(fields, `the store failed while recording that ${what}; retrying until it answers`);
+      else context.log.warn(fields, `still recording that ${what}`);
+      await context.clock.sleep(retryInMs, context.signal).catch(() => undefined);
+    }
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 async function requeue(context: EngineContext, job: Job, nextAttemptAt: number, reason: string, detail?: unknown, options: { newKey?: boolean } = {}): Promise<void> {
-  const moved = await context.store.transition(
-    job.id,
-    { state: "submitting", leaseOwner: context.owner },
-    "queued",
-    { nextAttemptAt, leaseOwner: null, leaseExpiresAt: null, reason, submitSentAt: null, ...(options.newKey ? { idempotencyKey: null } : {}) },
-    reason,
-    context.clock.now(),
-    detail,
+  const moved = await persist(context, job, `it goes back to the queue (${reason})`, () =>
+    context.store.transition(
+      job.id,
+      { state: "submitting", leaseOwner: context.owner },
+      "queued",
+      { nextAttemptAt, leaseOwner: null, leaseExpiresAt: null, reason, submitSentAt: null, ...(options.newKey ? { idempotencyKey: null } : {}) },
+      reason,
+      context.clock.now(),
+      detail,
+    ),
   );
   if (moved) context.emit(moved);
   context.wake();
 }
 
 async function fail(context: EngineContext, job: Job, to: "failed" | "unknown_submission", code: string, message: string, detail?: unknown) {
-  const moved = await context.store.transition(
-    job.id,
-    { state: "submitting", leaseOwner: context.owner },
-    to,
-    { error: { code, message, ...(detail !== undefined ? { detail } : {}) }, leaseOwner: null, leaseExpiresAt: null, reason: message },
-    message,
-    context.clock.now(),
-    detail,
+  const moved = await persist(context, job, `it ended ${to} (${code}: ${message})`, () =>
+    context.store.transition(
+      job.id,
+      { state: "submitting", leaseOwner: context.owner },
+      to,
+      { error: { code, message, ...(detail !== undefined ? { detail } : {}) }, leaseOwner: null, leaseExpiresAt: null, reason: message },
+      message,
+      context.clock.now(),
+      detail,
+    ),
   );
   if (moved) context.emit(moved);
   context.wake();
@@ -90,17 +159,27 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
     await fail(context, job, "failed", error.code, error.message, { field: error.field });
     return;
   }
+  if (error instanceof RequestNotSentError && error.permanent) {
+    // fetch refuses the address itself (a blocked port, a malformed URL): no later try can reach the provider.
+    await fail(context, job, "failed", error.code, `not sent, not charged: ${error.message}`);
+    return;
+  }
   if (error instanceof RequestNotSentError) {
     // Nothing left (the rate-token wait failed or the engine is stopping): queue it again as it was.
     await requeue(context, job, context.stopWaiting.aborted ? now : backoff(), `not sent: ${error.message}`);
     return;
   }
   if (error instanceof TransportError && !error.maybeSent) {
+    const provider = job.provider.toUpperCase();
     if (job.attempts >= MAX_SUBMIT_ATTEMPTS) {
-      await fail(context, job, "failed", "provider_unreachable", error.message);
+      await fail(context, job, "failed", "provider_unreachable", `not sent, not charged: ${provider} could not be reached in ${job.attempts} tries (last: ${error.message})`);
       return;
     }
-    await requeue(context, job, backoff(), `provider unreachable, retrying later: ${error.message}`);
+    // Said in the job's reason (progress bars, `mediagate show`, worker lines) and in the log: a silent wait looks like a hang.
+    const nextTryAt = backoff();
+    const reason = `${provider} unreachable (${error.message}); try ${job.attempts} of ${MAX_SUBMIT_ATTEMPTS} failed, next try in ${Math.max(1, Math.round((nextTryAt - now) / 1000))} s, at ${new Date(nextTryAt).toISOString().slice(11, 19)} UTC`;
+    context.log.warn({ jobId: job.id, provider: job.provider, attempt: job.attempts, nextTryAt: new Date(nextTryAt).toISOString() }, reason);
+    await requeue(context, job, nextTryAt, reason);
     return;
   }
   if (error instanceof TransportError || error instanceof OutcomeUnknownError) {
@@ -127,12 +206,18 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
       // spec D/C: the provider's view of our slots differs from ours; believe it, back off, never resubmit at once.
       context.counters(job.provider).backpressure++;
       const blockedUntil = now + (error.detail.retryAfterMs ?? fullJitterBackoffMs(Math.min(job.attempts, 6), { baseMs: 2_000, capMs: 60_000 }) + 1_000);
-      await context.store.slotPushback(job.slotsHeld, blockedUntil, now);
+      await persist(context, job, `${job.provider.toUpperCase()} pushed back on its slots`, async () => {
+        await context.store.slotPushback(job.slotsHeld, blockedUntil, now);
+        return true;
+      });
       await requeue(context, job, blockedUntil, `provider at capacity (${error.code}); waiting for a slot`, detail, { newKey });
       return;
     }
     if (error.detail.haltsProvider) {
-      await context.store.haltProvider({ provider: job.provider, code: error.code, message: error.message, jobId: job.id, at: now });
+      await persist(context, job, `${job.provider.toUpperCase()} must be halted (${error.code})`, async () => {
+        await context.store.haltProvider({ provider: job.provider, code: error.code, message: error.message, jobId: job.id, at: now });
+        return true;
+      });
       await fail(context, job, "failed", error.code, error.message, detail);
       return;
     }

@@ -1,14 +1,22 @@
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { ProviderError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
+import { redactDeep } from "../core/redact.js";
 import type { ProviderStatus, Submitted } from "../providers/adapter.js";
 import { TransportError } from "../providers/http.js";
 import { captureOutputs } from "./capture.js";
 import { chargeAtEnd } from "./charge.js";
 import { type EngineContext, limitsOf, validatedOf } from "./context.js";
 
-/** Consecutive failed polls after which a job is given up as `tracking_failed`. */
+/**
+ * Consecutive failed polls after which a job is given up as `tracking_failed`
+ * when it has no tracking deadline. With one, failures that say nothing about
+ * the job (the provider unreachable, 5xx, 429) never end it before the
+ * deadline: a provider outage must not lose a job that was accepted and paid.
+ */
 const MAX_POLL_FAILURES = 8;
+/** The longest wait between polls while the provider keeps failing. */
+const POLL_FAILURE_BACKOFF_CAP_MS = 60_000;
 
 export function submittedOf(job: Job): Submitted {
   return { providerJobId: job.providerJobId ?? "", handles: job.handles ?? {} };
@@ -37,7 +45,8 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
     try {
       const call = await context.callContext(job, request);
       context.counters(job.provider).polls++;
-      status = await adapter.poll(submittedOf(job), call);
+      // The answer is kept (error detail, event log): a secret the provider quotes in it is removed first.
+      status = redactDeep(await adapter.poll(submittedOf(job), call), (text) => call.http.redact(text));
     } catch (error) {
       await handlePollFailure(context, job, error);
       return;
@@ -82,7 +91,8 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
           job.id,
           { state: "running", leaseOwner: owner },
           "capturing",
-          { providerStatus: status.providerStatus, providerDoneAt: after, reason: "saving results" },
+          // This answer ends any run of failed polls: the capture's own attempts count from zero.
+          { providerStatus: status.providerStatus, providerDoneAt: after, pollFailures: 0, reason: "saving results" },
           `provider reported ${status.providerStatus}`,
           after,
           { outputs: status.outputs.length, usage: status.usage },
@@ -136,7 +146,8 @@ async function handlePollFailure(context: EngineContext, job: Job, error: unknow
   const retryable =
     error instanceof TransportError || (error instanceof ProviderError && (error.detail.retryable || error.detail.backpressure === true));
   const message = error instanceof Error ? error.message : String(error);
-  if ((!retryable && failures >= 3) || failures >= MAX_POLL_FAILURES) {
+  const withinDeadline = job.trackingDeadlineAt !== null && now < job.trackingDeadlineAt;
+  if ((!retryable && failures >= 3) || (retryable && !withinDeadline && failures >= MAX_POLL_FAILURES)) {
     const code = error instanceof ProviderError ? error.code : "tracking_failed";
     const moved = await store.transition(
       job.id,
@@ -156,7 +167,7 @@ async function handlePollFailure(context: EngineContext, job: Job, error: unknow
   }
   const wait = error instanceof ProviderError && error.detail.retryAfterMs !== undefined
     ? error.detail.retryAfterMs
-    : fullJitterBackoffMs(failures, { baseMs: 1_000, capMs: 60_000 });
+    : fullJitterBackoffMs(failures, { baseMs: 1_000, capMs: POLL_FAILURE_BACKOFF_CAP_MS });
   await store.updateJob(
     job.id,
     { state: job.state, leaseOwner: owner },

@@ -4,12 +4,16 @@ import type { Engine } from "./engine.js";
 
 export interface WaitOutcome {
   jobs: Job[];
-  /** Jobs that will not run now because their provider is halted (insufficient credits, …). */
+  /**
+   * Unfinished jobs that cannot move on by themselves: queued behind a halted
+   * provider (insufficient credits, …) or past their budget, or rendered but
+   * not savable in their output folder (`blockedCode`).
+   */
   blocked: Job[];
 }
 
 /**
- * Resolves when every job is terminal or blocked behind a halted provider.
+ * Resolves when every job is terminal or blocked (see `WaitOutcome.blocked`).
  * `onChange` sees every update of these jobs, in order; `onTerminal` once per
  * job as it finishes (completion order).
  */
@@ -42,7 +46,7 @@ export async function waitForJobs(
       const jobs = await store.listJobs({ ids: [...watched] });
       for (const job of jobs) report(job);
       const halted = new Set((await store.halts()).map((halt) => halt.provider));
-      const blocked = jobs.filter((job) => job.state === "queued" && halted.has(job.provider));
+      const blocked = jobs.filter((job) => !isTerminal(job.state) && (job.blockedCode !== null || (job.state === "queued" && halted.has(job.provider))));
       if (jobs.every((job) => isTerminal(job.state) || blocked.includes(job))) return { jobs, blocked };
       if (handlers.signal?.aborted) return { jobs, blocked };
       await new Promise<void>((resolve) => {

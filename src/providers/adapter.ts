@@ -130,12 +130,15 @@ export interface WebhookDelivery {
 
 /**
  * What a delivery means once checked. `rejected` is answered 4xx and changes
- * nothing. `accepted` names the provider job and, when the delivery is
- * signed and may be trusted, the status it reports; without `status` the
- * engine only reads the job at once (an unsigned callback's body is never trusted).
+ * nothing; its `code` is a stable snake_case word from a small fixed set
+ * (refusals are counted by it, so it must never carry request data), its
+ * `reason` a sentence for humans. `accepted` names the provider job and,
+ * when the delivery is signed and may be trusted, the status it reports;
+ * without `status` the engine only reads the job at once (an unsigned
+ * callback's body is never trusted).
  */
 export type WebhookVerdict =
-  | { kind: "rejected"; reason: string }
+  | { kind: "rejected"; code: string; reason: string }
   | { kind: "accepted"; deliveryId: string; providerJobId: string | null; status?: ProviderStatus };
 
 export interface WebhookSupport {
@@ -165,6 +168,8 @@ export interface ProviderAdapter {
   secrets?(): string[];
   /** Models (and operations) this adapter knows, for help text and `quote`. */
   models(): string[];
+  /** How model identifiers are formed, for a provider whose spec publishes no fixed list (`mediagate models` prints it). */
+  readonly modelNaming?: string;
   /**
    * Fetches what `validate` needs from the provider (B's catalog record with
    * its input_schema), cached by the adapter. Called before `validate` when present.

@@ -1,4 +1,5 @@
 import { fullJitterBackoffMs, retryAfterMs } from "../core/backoff.js";
+import { isBlockedPort } from "../core/blocked-ports.js";
 import type { Clock } from "../core/clock.js";
 import { MediagateError, ProviderError } from "../core/errors.js";
 import { redactSecrets } from "../core/redact.js";
@@ -17,18 +18,41 @@ export class TransportError extends MediagateError {
 }
 
 /**
- * The request never left: waiting for its rate token failed (the store) or
- * was called off (the engine stopping). Always safe to send again.
+ * The request never left this machine, so sending it again can never charge
+ * twice. Usually the wait for its rate token failed (the store) or was called
+ * off (the engine stopping), and it is sent later. `permanent` when sending it
+ * again cannot succeed either: fetch refuses its address before connecting
+ * (`blocked_port`, `invalid_url`); the job then fails as not sent.
  */
 export class RequestNotSentError extends MediagateError {
+  readonly permanent: boolean;
   constructor(
     readonly provider: string,
     message: string,
-    options?: { cause?: unknown },
+    options: { cause?: unknown; code?: "request_not_sent" | "blocked_port" | "invalid_url"; permanent?: boolean } = {},
   ) {
-    super("request_not_sent", message, options);
+    super(options.code ?? "request_not_sent", message, options.cause !== undefined ? { cause: options.cause } : undefined);
+    this.permanent = options.permanent ?? false;
   }
 }
+
+/**
+ * Failures that happen before a connection exists: nothing of the request
+ * can have reached the provider. Node's error codes and the failing system
+ * call say so (never the message's wording).
+ */
+const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT"]);
+const NOT_CONNECTED_SYSCALLS: ReadonlySet<string> = new Set(["connect", "getaddrinfo"]);
+
+/** Plain words for the not-connected failures, for job reasons and logs. */
+const NOT_CONNECTED_WORDS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host lookup failed for now",
+  UND_ERR_CONNECT_TIMEOUT: "connection timed out",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+};
 
 export interface HttpResponse {
   status: number;
@@ -159,6 +183,14 @@ export class ProviderHttp {
       headers["content-type"] = body.contentType;
     }
     for (let hop = 0; ; hop++) {
+      const refusal = addressFetchRefuses(url);
+      if (refusal) {
+        if (hop === 0) {
+          throw new RequestNotSentError(this.provider, this.redact(`request to ${safeForDisplay(url)} not sent: ${refusal.why}`), { code: refusal.code, permanent: true });
+        }
+        // The request was sent and answered with this redirect: what it started at the provider is unknown.
+        throw new TransportError(this.provider, true, this.redact(`request redirected to ${safeForDisplay(url)}, which cannot be fetched: ${refusal.why}`));
+      }
       if (request.untrustedUrl || hop > 0) await assertSafeUrl(url, this.options.urlPolicy);
       if (request.attemptHeaders) Object.assign(headers, request.attemptHeaders());
       let answered: (() => Promise<void>) | void;
@@ -181,11 +213,11 @@ export class ProviderHttp {
           signal: combined,
         });
       } catch (error) {
-        await answered?.();
+        await noteAnswered(answered);
         if (signal?.aborted) throw signal.reason;
         throw this.transportError(url, error);
       }
-      await answered?.();
+      await noteAnswered(answered);
       this.options.afterResponse?.({ status: response.status, url });
       if (response.status >= 300 && response.status < 400 && response.headers.has("location") && hop < MAX_REDIRECTS) {
         await response.arrayBuffer().catch(() => undefined);
@@ -210,11 +242,50 @@ export class ProviderHttp {
 
   private transportError(url: string, error: unknown): TransportError {
     const cause = error instanceof Error ? error : new Error(String(error));
-    const causeCode = (cause as { cause?: { code?: string } }).cause?.code ?? (cause as { code?: string }).code;
-    // A refused or unresolvable connection never carried the request; anything later may have.
-    const notSent = causeCode === "ECONNREFUSED" || causeCode === "ENOTFOUND" || causeCode === "EAI_AGAIN";
-    const what = cause.name === "TimeoutError" ? "timed out" : `failed (${causeCode ?? cause.message})`;
+    // fetch wraps the socket's error; a host with several addresses fails as an AggregateError of one per address.
+    type SocketFailure = { code?: unknown; syscall?: unknown; errors?: SocketFailure[]; cause?: SocketFailure };
+    const socket: SocketFailure = (cause as SocketFailure).cause ?? (cause as SocketFailure);
+    const first = socket.errors?.[0] ?? socket;
+    const code = typeof socket.code === "string" ? socket.code : typeof first.code === "string" ? first.code : undefined;
+    const syscall = typeof first.syscall === "string" ? first.syscall : typeof socket.syscall === "string" ? socket.syscall : undefined;
+    // Before a connection exists nothing can have reached the provider; anything later may have.
+    const notSent = (code !== undefined && NOT_CONNECTED_CODES.has(code)) || (syscall !== undefined && NOT_CONNECTED_SYSCALLS.has(syscall));
+    const what =
+      cause.name === "TimeoutError"
+        ? "timed out"
+        : notSent
+          ? `not sent: ${(code && NOT_CONNECTED_WORDS[code]) ?? "no connection"}${code ? ` (${code})` : ""}`
+          : `failed (${code ?? cause.message})`;
     return new TransportError(this.provider, !notSent, this.redact(`request to ${safeForDisplay(url)} ${what}`), { cause });
+  }
+}
+
+/** Why fetch would refuse `url` before connecting (so nothing can be sent to it), or null. */
+function addressFetchRefuses(url: string): { code: "blocked_port" | "invalid_url"; why: string } | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { code: "invalid_url", why: "it is not a valid absolute URL" };
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return { code: "invalid_url", why: `fetch does not speak ${parsed.protocol}` };
+  if (parsed.username || parsed.password) return { code: "invalid_url", why: "fetch refuses a URL that carries credentials" };
+  if (isBlockedPort(parsed)) return { code: "blocked_port", why: `port ${parsed.port} is one that fetch never connects to (the Fetch standard's blocked ports)` };
+  return null;
+}
+
+/**
+ * Tells the rate limiter the answer is in. When the store cannot take the note
+ * (it is restarting), the request keeps its place in its window until that
+ * expires: slower for a while, never over a limit. It must not turn an answered
+ * request into a failed one: a submit the provider accepted would be taken
+ * for lost.
+ */
+async function noteAnswered(answered: (() => Promise<void>) | void): Promise<void> {
+  try {
+    await answered?.();
+  } catch {
+    // see above
   }
 }
 

@@ -6,12 +6,14 @@
 export type FaultKind =
   /** Answer with this HTTP status and body instead of handling the request. */
   | { kind: "status"; status: number; body?: unknown; headers?: Record<string, string> }
-  /** Handle normally, but only after this many real milliseconds. */
+  /** Handle normally, but only after this many real milliseconds (or once the client's connection closes). */
   | { kind: "delay"; ms: number }
   /** Destroy the connection without answering (the client sees a network error). */
   | { kind: "drop" }
   /** Handle the request (side effects happen), then destroy the connection instead of answering. */
-  | { kind: "drop_after_handling" };
+  | { kind: "drop_after_handling" }
+  /** Handle the request (side effects happen), then hold the answer this many real milliseconds, or until the client's connection closes (a client killed meanwhile never learns it). */
+  | { kind: "delay_answer"; ms: number };
 
 export interface FaultRule {
   provider?: string;

@@ -9,7 +9,14 @@ export interface LoggedRequest {
   /** The emulated provider, taken from the first path segment (`/d/...` → `d`), or null for sandbox routes. */
   provider: string | null;
   headers: Record<string, string | string[] | undefined>;
+  /** The parsed JSON object body, when the request had one (raw and multipart bodies are not kept). */
+  body?: Record<string, unknown>;
   statusCode?: number;
+  /**
+   * The fault injected into this request, if one was. A `drop` leaves no status code; `drop_after_handling` keeps the one it
+   * was handled with; `delay_answer` sets it when the held answer is released.
+   */
+  fault?: "status" | "delay" | "drop" | "drop_after_handling" | "delay_answer";
 }
 
 /** Every request the sandbox received, so tests assert on what arrived ("none was submitted twice"). */

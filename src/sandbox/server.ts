@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
 import { ScaledClock } from "../core/clock.js";
 import type { ProviderEmulator, SandboxContext } from "./context.js";
@@ -44,6 +45,25 @@ function seededRandom(seed: number): () => number {
   };
 }
 
+/**
+ * Waits `ms` real milliseconds, or until the client's connection closes (it
+ * gave up, or its process died): a held request is then handled, or its
+ * answer released, at once, so nothing waits on a client that is gone.
+ */
+function holdWhileConnected(raw: IncomingMessage, ms: number): Promise<void> {
+  const socket = raw.socket;
+  if (socket.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      socket.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    socket.once("close", done);
+  });
+}
+
 /** Starts the sandbox: every given emulator on one loopback port, each under its own prefix. */
 export async function startSandbox(options: SandboxOptions): Promise<RunningSandbox> {
   const host = options.host ?? "127.0.0.1";
@@ -80,8 +100,9 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     (request as unknown as { sandboxLog: typeof entry }).sandboxLog = entry;
     const fault = faults.take({ provider, method: request.method, path });
     if (!fault) return;
+    entry.fault = fault.kind;
     if (fault.kind === "delay") {
-      await new Promise((resolve) => setTimeout(resolve, fault.ms));
+      await holdWhileConnected(request.raw, fault.ms);
       return;
     }
     if (fault.kind === "drop") {
@@ -92,13 +113,26 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       (request as unknown as { dropAfterHandling: boolean }).dropAfterHandling = true;
       return;
     }
+    if (fault.kind === "delay_answer") {
+      (request as unknown as { delayAnswerMs: number }).delayAnswerMs = fault.ms;
+      return;
+    }
     reply.code(fault.status);
     for (const [name, value] of Object.entries(fault.headers ?? {})) reply.header(name, value);
     return reply.send(fault.body ?? { error: "injected fault" });
   });
 
+  // The body as the emulator sees it, so a test can tell which job a request was for ("this job was submitted once").
+  app.addHook("preHandler", async (request) => {
+    const entry = (request as unknown as { sandboxLog?: { body?: Record<string, unknown> } }).sandboxLog;
+    const body = request.body;
+    if (entry && body !== null && typeof body === "object" && !Buffer.isBuffer(body) && !Array.isArray(body)) entry.body = body as Record<string, unknown>;
+  });
+
   app.addHook("onSend", async (request, reply, payload) => {
     const entry = (request as unknown as { sandboxLog?: { statusCode?: number } }).sandboxLog;
+    const delayAnswerMs = (request as unknown as { delayAnswerMs?: number }).delayAnswerMs;
+    if (delayAnswerMs !== undefined) await holdWhileConnected(request.raw, delayAnswerMs);
     if (entry) entry.statusCode = reply.statusCode;
     if ((request as unknown as { dropAfterHandling?: boolean }).dropAfterHandling) {
       request.raw.socket.destroy();

@@ -1,6 +1,7 @@
-import Fastify, { type FastifyInstance } from "fastify";
-import type { WebhookDelivery } from "../providers/adapter.js";
-import { receiveWebhook, type WebhookIngressDeps } from "./webhooks.js";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { PROVIDER_IDS, type WebhookDelivery } from "../providers/adapter.js";
+import { WebhookRefusals } from "./refusals.js";
+import { receiveWebhook, type WebhookIngressDeps, type WebhookRefusal } from "./webhooks.js";
 
 /** Deliveries larger than this are refused before verification (no provider sends more). */
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
@@ -8,29 +9,57 @@ const MAX_WEBHOOK_BYTES = 1024 * 1024;
 /**
  * The HTTP server of `mediagate serve`. Webhook routes get the raw body as
  * bytes (signatures cover the exact bytes, so nothing is parsed first).
+ * Every refused request (failed verification, no such route, too large,
+ * unreadable) goes through WebhookRefusals: counted, bounded per source.
  */
 export async function buildServer(deps: WebhookIngressDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, bodyLimit: MAX_WEBHOOK_BYTES });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
-  const handle = async (provider: string, jobId: string | null, body: unknown, headers: Record<string, string | string[] | undefined>) => {
-    const delivery: WebhookDelivery = {
-      rawBody: Buffer.isBuffer(body) ? body : Buffer.alloc(0),
-      headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value])),
-      jobId,
-    };
-    return receiveWebhook(deps, provider, delivery);
+  // The store is read when a count is written, not now: `deps` may be completed after the server is built.
+  const refusals = new WebhookRefusals({ countWebhookRejections: (counts) => deps.store.countWebhookRejections(counts) }, deps.log, () => deps.now());
+  app.addHook("onClose", async () => refusals.flush());
+
+  const refuse = (request: FastifyRequest, reply: FastifyReply, refusal: WebhookRefusal, jobId: string | null) => {
+    const answer = refusals.refuse(request.ip, refusal, jobId);
+    return reply.code(answer.status).headers(answer.headers).send(answer.body);
   };
 
-  app.post<{ Params: { provider: string } }>("/webhooks/:provider", async (request, reply) => {
-    const answer = await handle(request.params.provider, null, request.body, request.headers);
+  const handle = async (request: FastifyRequest, reply: FastifyReply, provider: string, jobId: string | null) => {
+    const delivery: WebhookDelivery = {
+      rawBody: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
+      headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value])),
+      jobId,
+    };
+    const answer = await receiveWebhook(deps, provider, delivery);
+    if (answer.kind === "refused") return refuse(request, reply, answer.refusal, jobId);
     return reply.code(answer.status).send(answer.body);
-  });
-  app.post<{ Params: { provider: string; jobId: string } }>("/webhooks/:provider/:jobId", async (request, reply) => {
-    const answer = await handle(request.params.provider, request.params.jobId, request.body, request.headers);
-    return reply.code(answer.status).send(answer.body);
-  });
+  };
+
+  app.post<{ Params: { provider: string } }>("/webhooks/:provider", async (request, reply) => handle(request, reply, request.params.provider, null));
+  app.post<{ Params: { provider: string; jobId: string } }>("/webhooks/:provider/:jobId", async (request, reply) =>
+    handle(request, reply, request.params.provider, request.params.jobId),
+  );
   app.get("/healthz", async () => ({ ok: true }));
+
+  app.setNotFoundHandler((request, reply) =>
+    refuse(request, reply, { status: 404, provider: "unknown", code: "unknown_route", reason: `no route for ${request.method} ${request.url.split("?")[0]!.slice(0, 80)}` }, null),
+  );
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status < 400 || status >= 500) {
+      deps.log.error({ code: error.code, error: error.message, url: request.url.split("?")[0] }, "webhook request failed");
+      return reply.code(500).send({ outcome: "error", code: "internal_error", reason: "the delivery could not be handled; retry later" });
+    }
+    // Fastify refused it before the handler ran: a body over the limit (413), an unreadable request (400, 415).
+    const params = (request.params ?? {}) as { provider?: string; jobId?: string };
+    const provider = PROVIDER_IDS.find((id) => id === params.provider) ?? "unknown";
+    const refusal: WebhookRefusal =
+      status === 413
+        ? { status, provider, code: "too_large", reason: `a delivery may be at most ${MAX_WEBHOOK_BYTES} bytes` }
+        : { status, provider, code: "unreadable_request", reason: `the request could not be read (${error.code ?? `HTTP ${status}`})` };
+    return refuse(request, reply, refusal, params.jobId ?? null);
+  });
   return app;
 }

@@ -1,14 +1,16 @@
-import { type Kysely, type Transaction, sql } from "kysely";
+import { type Expression, type ExpressionBuilder, type Kysely, type SqlBool, type Transaction, sql } from "kysely";
 import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../providers/adapter.js";
 import { patchToRow, rowToJob, rowToOutput } from "./rows.js";
 import type { Database } from "./schema.js";
 import type {
+  BudgetStatus,
   ClaimResult,
   JobExpectation,
   JobFilter,
   JobPatch,
+  JobScope,
   NewJob,
   PoolStatus,
   ProviderHalt,
@@ -19,6 +21,7 @@ import type {
   Store,
   TransitionExtras,
   WebhookDeliveryRecord,
+  WebhookRejectionCount,
 } from "./store.js";
 import { RATE_IN_FLIGHT_RECHECK_MS, RATE_UNANSWERED_EXPIRY_MS } from "./store.js";
 
@@ -31,6 +34,29 @@ function holdsSlots(state: JobState): boolean {
 
 function states(expect: JobExpectation): readonly JobState[] {
   return typeof expect.state === "string" ? [expect.state] : expect.state;
+}
+
+/** The jobs of one command: its batch (indexed by batch, state, due time) or its few job ids. */
+function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expression<SqlBool> {
+  if ("batchId" in scope) return eb("batch_id", "=", scope.batchId);
+  return scope.jobIds.length ? eb("id", "in", [...scope.jobIds]) : eb.val(false);
+}
+
+/**
+ * What a job holds in its budget after a move: a submit that was never
+ * accepted (back to the queue, or refused) spent nothing and gives its
+ * estimate back; a known charge replaces the estimate; otherwise (running,
+ * unknown outcome, a charge the provider settles later) it keeps holding.
+ */
+function budgetHeldAfter(current: Job, to: JobState, patch: JobPatch): number {
+  const neverAccepted = to === "queued" || (current.state === "submitting" && to === "failed" && !current.providerJobId && !patch.providerJobId);
+  if (neverAccepted) return 0;
+  if (typeof patch.chargeMicroUsd === "number") return patch.chargeMicroUsd;
+  return current.budgetHeldMicroUsd;
+}
+
+function budgetStatusOf(row: { id: string; ceiling_micro_usd: number; committed_micro_usd: number }): BudgetStatus {
+  return { id: row.id, ceilingMicroUsd: Number(row.ceiling_micro_usd), committedMicroUsd: Number(row.committed_micro_usd) };
 }
 
 /**
@@ -99,6 +125,9 @@ export class KyselyStore implements Store {
             slots_held_json: "[]",
             last_pending_elapsed_ms: null,
             poll_failures: 0,
+            budget_id: job.budgetId ?? null,
+            budget_held_micro_usd: 0,
+            blocked_code: null,
           })
           .execute();
         await this.appendEvent(trx, job.id, now, null, "queued", "validated, estimated and queued", {
@@ -185,6 +214,14 @@ export class KyselyStore implements Store {
         row.slots_held_json = "[]";
       }
       if (isTerminal(to) && patch.finishedAt === undefined) row.finished_at = now;
+      if (patch.blockedCode === undefined) row.blocked_code = null;
+      if (current.budgetId) {
+        const held = budgetHeldAfter(current, to, patch);
+        if (held !== current.budgetHeldMicroUsd) {
+          await this.commitToBudget(trx, current.budgetId, held - current.budgetHeldMicroUsd, now);
+          row.budget_held_micro_usd = held;
+        }
+      }
       await trx
         .updateTable("jobs")
         .set({ ...row, state: to, updated_at: now })
@@ -248,13 +285,14 @@ export class KyselyStore implements Store {
     return this.getJob(jobId);
   }
 
-  async dueQueued(now: number, limit: number, skipProviders: readonly string[]): Promise<Job[]> {
+  async dueQueued(now: number, limit: number, skipProviders: readonly string[], scope: JobScope | null = null): Promise<Job[]> {
     let query = this.db
       .selectFrom("jobs")
       .selectAll()
       .where("state", "=", "queued")
       .where("next_attempt_at", "<=", now);
     if (skipProviders.length) query = query.where("provider", "not in", [...skipProviders]);
+    if (scope) query = query.where((eb) => inScope(eb, scope));
     const rows = await query.orderBy("created_at").orderBy("id").limit(limit).execute();
     return rows.map(rowToJob);
   }
@@ -296,6 +334,18 @@ export class KyselyStore implements Store {
           .executeTakeFirstOrThrow();
         if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
       }
+      // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
+      const budgetHeld = job.estimateMicroUsd ?? 0;
+      if (job.budgetId) {
+        let budgetQuery = trx.selectFrom("budgets").selectAll().where("id", "=", job.budgetId);
+        if (this.dialect === "postgres") budgetQuery = budgetQuery.forUpdate();
+        const budgetRow = await budgetQuery.executeTakeFirst();
+        if (budgetRow) {
+          const budget = budgetStatusOf(budgetRow);
+          if (budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd) return { kind: "over_budget", budget } as const;
+          await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
+        }
+      }
       for (const pool of pools) {
         await trx.insertInto("slot_holds").values({ pool_key: pool.key, job_id: jobId, acquired_at: now }).execute();
       }
@@ -304,10 +354,12 @@ export class KyselyStore implements Store {
         .set({
           state: "submitting",
           reason: null,
+          blocked_code: null,
           attempts: job.attempts + 1,
           lease_owner: owner,
           lease_expires_at: now + leaseMs,
           slots_held_json: JSON.stringify(pools.map((pool) => pool.key)),
+          ...(job.budgetId ? { budget_held_micro_usd: budgetHeld } : {}),
           updated_at: now,
         })
         .where("id", "=", jobId)
@@ -340,16 +392,15 @@ export class KyselyStore implements Store {
     await this.appendEvent(this.db, jobId, now, job.state, job.state, reason, detail);
   }
 
-  async dueSettlements(now: number, limit: number): Promise<Job[]> {
-    const rows = await this.db
+  async dueSettlements(now: number, limit: number, scope: JobScope | null = null): Promise<Job[]> {
+    let query = this.db
       .selectFrom("jobs")
       .selectAll()
       .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
       .where("charge_state", "in", ["pending", "unavailable"])
-      .where("next_attempt_at", "<=", now)
-      .orderBy("next_attempt_at")
-      .limit(limit)
-      .execute();
+      .where("next_attempt_at", "<=", now);
+    if (scope) query = query.where((eb) => inScope(eb, scope));
+    const rows = await query.orderBy("next_attempt_at").limit(limit).execute();
     return rows.map(rowToJob);
   }
 
@@ -362,7 +413,13 @@ export class KyselyStore implements Store {
         .where("charge_state", "in", ["pending", "unavailable"])
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) === 0) return null;
-      const job = await trx.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
+      const row = await trx.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
+      let job = rowToJob(row);
+      if (job.budgetId && job.budgetHeldMicroUsd !== charge.microUsd) {
+        await this.commitToBudget(trx, job.budgetId, charge.microUsd - job.budgetHeldMicroUsd, now);
+        await trx.updateTable("jobs").set({ budget_held_micro_usd: charge.microUsd }).where("id", "=", jobId).execute();
+        job = { ...job, budgetHeldMicroUsd: charge.microUsd };
+      }
       await trx
         .insertInto("ledger")
         .values({ job_id: jobId, provider: job.provider, model: job.model, micro_usd: charge.microUsd, source: charge.source, at: now })
@@ -372,17 +429,18 @@ export class KyselyStore implements Store {
         .insertInto("job_events")
         .values({ job_id: jobId, at: now, from_state: job.state, to_state: job.state, reason: `charge settled: ${charge.microUsd} micro-USD (${charge.source})`, detail_json: null })
         .execute();
-      return rowToJob(job);
+      return job;
     });
   }
 
-  async adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean): Promise<Job[]> {
-    const candidates = await this.db
+  async adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope: JobScope | null = null): Promise<Job[]> {
+    let candidatesQuery = this.db
       .selectFrom("jobs")
       .select(["id", "lease_owner", "lease_expires_at"])
       .where("state", "in", ["submitting", "running", "capturing"])
-      .where((eb) => eb.or([eb("lease_owner", "is", null), eb("lease_owner", "<>", owner)]))
-      .execute();
+      .where((eb) => eb.or([eb("lease_owner", "is", null), eb("lease_owner", "<>", owner)]));
+    if (scope) candidatesQuery = candidatesQuery.where((eb) => inScope(eb, scope));
+    const candidates = await candidatesQuery.execute();
     const adopted: Job[] = [];
     for (const candidate of candidates) {
       const expired = candidate.lease_expires_at === null || Number(candidate.lease_expires_at) < now;
@@ -421,25 +479,27 @@ export class KyselyStore implements Store {
       .execute();
   }
 
-  async nextDueAt(owner: string, skipProviders: readonly string[], after: number): Promise<number | null> {
+  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null): Promise<number | null> {
     let queued = this.db
       .selectFrom("jobs")
       .select((eb) => eb.fn.min("next_attempt_at").as("at"))
       .where("state", "=", "queued")
       .where("next_attempt_at", ">", after);
     if (skipProviders.length) queued = queued.where("provider", "not in", [...skipProviders]);
+    if (scope) queued = queued.where((eb) => inScope(eb, scope));
     const owned = this.db
       .selectFrom("jobs")
       .select((eb) => eb.fn.min("next_attempt_at").as("at"))
       .where("lease_owner", "=", owner)
       .where("state", "in", ["running", "capturing"])
       .where("next_attempt_at", ">", after);
-    const settling = this.db
+    let settling = this.db
       .selectFrom("jobs")
       .select((eb) => eb.fn.min("next_attempt_at").as("at"))
       .where("charge_state", "in", ["pending", "unavailable"])
       .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
       .where("next_attempt_at", ">", after);
+    if (scope) settling = settling.where((eb) => inScope(eb, scope));
     const [a, b, c] = await Promise.all([queued.executeTakeFirst(), owned.executeTakeFirst(), settling.executeTakeFirst()]);
     const values = [a?.at, b?.at, c?.at].filter((value) => value !== null && value !== undefined).map(Number);
     return values.length ? Math.min(...values) : null;
@@ -640,6 +700,42 @@ export class KyselyStore implements Store {
     return Number(row?.total ?? 0);
   }
 
+  async setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {
+    await this.db
+      .insertInto("budgets")
+      .values({ id, ceiling_micro_usd: ceilingMicroUsd, committed_micro_usd: 0, updated_at: now })
+      .onConflict((conflict) => conflict.column("id").doUpdateSet({ ceiling_micro_usd: ceilingMicroUsd, updated_at: now }))
+      .execute();
+    return (await this.budget(id))!;
+  }
+
+  async budget(id: string): Promise<BudgetStatus | null> {
+    const row = await this.db.selectFrom("budgets").selectAll().where("id", "=", id).executeTakeFirst();
+    return row ? budgetStatusOf(row) : null;
+  }
+
+  async assignBudget(budgetId: string, jobIds: readonly string[], now: number): Promise<void> {
+    // Chunked: a batch of thousands would pass SQLite's limit of bound parameters in one IN list.
+    for (let start = 0; start < jobIds.length; start += 500) {
+      await this.db
+        .updateTable("jobs")
+        .set({ budget_id: budgetId, updated_at: now })
+        .where("id", "in", jobIds.slice(start, start + 500))
+        .where("state", "=", "queued")
+        .where((eb) => eb.or([eb("budget_id", "is", null), eb("budget_id", "<>", budgetId)]))
+        .execute();
+    }
+  }
+
+  private async commitToBudget(trx: Db, budgetId: string, deltaMicroUsd: number, now: number): Promise<void> {
+    if (deltaMicroUsd === 0) return;
+    await trx
+      .updateTable("budgets")
+      .set({ committed_micro_usd: sql<number>`committed_micro_usd + ${deltaMicroUsd}`, updated_at: now })
+      .where("id", "=", budgetId)
+      .execute();
+  }
+
   /** Scalar min/max: SQLite spells them min()/max(), PostgreSQL least()/greatest(). */
   private least(a: unknown, b: unknown) {
     return this.dialect === "postgres" ? sql<number>`least(${a}, ${b})` : sql<number>`min(${a}, ${b})`;
@@ -685,5 +781,50 @@ export class KyselyStore implements Store {
         detail_json: detail === undefined ? null : JSON.stringify(detail),
       })
       .execute();
+  }
+
+  // Refused webhook deliveries, counted rather than stored one by one (migration 6).
+  async countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void> {
+    if (counts.length === 0) return;
+    await this.db.transaction().execute(async (trx) => {
+      for (const count of counts) {
+        await trx
+          .insertInto("webhook_rejections")
+          .values({
+            provider: count.provider,
+            reason: count.reason,
+            bucket_start: count.bucketStart,
+            refused: count.refused,
+            throttled: count.throttled,
+            first_at: count.firstAt,
+            last_at: count.lastAt,
+          })
+          .onConflict((conflict) =>
+            conflict.columns(["provider", "reason", "bucket_start"]).doUpdateSet({
+              refused: sql<number>`webhook_rejections.refused + excluded.refused`,
+              throttled: sql<number>`webhook_rejections.throttled + excluded.throttled`,
+              first_at: this.least(sql`webhook_rejections.first_at`, sql`excluded.first_at`),
+              last_at: this.greatest(sql`webhook_rejections.last_at`, sql`excluded.last_at`),
+            }),
+          )
+          .execute();
+      }
+    });
+  }
+
+  async webhookRejections(filter: { provider?: string; from?: number; to?: number } = {}): Promise<WebhookRejectionCount[]> {
+    let query = this.db.selectFrom("webhook_rejections").selectAll().orderBy("bucket_start").orderBy("provider").orderBy("reason");
+    if (filter.provider !== undefined) query = query.where("provider", "=", filter.provider);
+    if (filter.from !== undefined) query = query.where("bucket_start", ">=", filter.from);
+    if (filter.to !== undefined) query = query.where("bucket_start", "<=", filter.to);
+    return (await query.execute()).map((row) => ({
+      provider: row.provider,
+      reason: row.reason,
+      bucketStart: Number(row.bucket_start),
+      refused: Number(row.refused),
+      throttled: Number(row.throttled),
+      firstAt: Number(row.first_at),
+      lastAt: Number(row.last_at),
+    }));
   }
 }

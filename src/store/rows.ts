@@ -55,6 +55,9 @@ export function rowToJob(row: JobsTable): Job {
     slotsHeld: JSON.parse(row.slots_held_json) as string[],
     lastPendingElapsedMs: toNumberOrNull(row.last_pending_elapsed_ms),
     pollFailures: toNumber(row.poll_failures),
+    budgetId: row.budget_id,
+    budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
+    blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
   };
 }
 
@@ -86,6 +89,8 @@ export function patchToRow(patch: JobPatch): Partial<JobsTable> {
   if (patch.lastPendingElapsedMs !== undefined) row.last_pending_elapsed_ms = patch.lastPendingElapsedMs;
   if (patch.pollFailures !== undefined) row.poll_failures = patch.pollFailures;
   if (patch.body !== undefined) row.body_json = JSON.stringify(patch.body);
+  if (patch.blockedCode !== undefined) row.blocked_code = patch.blockedCode;
+  if (patch.outDir !== undefined) row.out_dir = patch.outDir;
   return row;
 }
 

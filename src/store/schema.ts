@@ -40,6 +40,9 @@ export interface JobsTable {
   slots_held_json: string;
   last_pending_elapsed_ms: number | null;
   poll_failures: number;
+  budget_id: string | null;
+  budget_held_micro_usd: number;
+  blocked_code: string | null;
 }
 
 export interface JobEventsTable {
@@ -118,6 +121,28 @@ export interface WebhookDeliveriesTable {
   received_at: number;
 }
 
+export interface BudgetsTable {
+  id: string;
+  ceiling_micro_usd: number;
+  /** Estimates held by sent, not yet charged jobs plus the charges of charged ones. */
+  committed_micro_usd: number;
+  updated_at: number;
+}
+
+/** Refused webhook deliveries, counted per provider, reason and time bucket (migration 6). */
+export interface WebhookRejectionsTable {
+  /** One of our provider ids, or `unknown` when the route named none. */
+  provider: string;
+  /** A stable code (`bad_signature`, `too_large`, …), never request data. */
+  reason: string;
+  bucket_start: number;
+  refused: number;
+  /** How many of `refused` were answered 429 (their source was past its bound). */
+  throttled: number;
+  first_at: number;
+  last_at: number;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -134,5 +159,7 @@ export interface Database {
   provider_halts: ProviderHaltsTable;
   ledger: LedgerTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  budgets: BudgetsTable;
+  webhook_rejections: WebhookRejectionsTable;
   schema_migrations: SchemaMigrationsTable;
 }

@@ -1,5 +1,4 @@
-import { mkdirSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from "kysely";
 import { KyselyStore } from "./kysely-store.js";
@@ -9,19 +8,27 @@ import type { Database } from "./schema.js";
 /**
  * The embedded default store: one SQLite file in WAL mode. Several processes
  * may use it at once (two batches started together): transactions take the
- * write lock at BEGIN and wait for each other (busy timeout).
+ * write lock at BEGIN and wait for each other (busy timeout). Its folder
+ * must exist: creating one for a mistyped path would quietly start a second,
+ * empty queue beside the real one.
  */
 export async function openSqliteStore(path: string): Promise<KyselyStore> {
   const file = path === ":memory:" ? path : resolve(path);
-  if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
   const database = new BetterSqlite3(file);
-  // First, so that every later statement (switching to WAL included) waits for another process's lock.
-  database.pragma("busy_timeout = 5000");
-  database.pragma("journal_mode = WAL");
-  database.pragma("synchronous = NORMAL");
-  database.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }) });
-  await migrate(db, "sqlite");
+  try {
+    // First, so that every later statement (switching to WAL included) waits for another process's lock.
+    database.pragma("busy_timeout = 5000");
+    database.pragma("journal_mode = WAL");
+    database.pragma("synchronous = NORMAL");
+    database.pragma("foreign_keys = ON");
+    await migrate(db, "sqlite");
+  } catch (error) {
+    // Nothing may outlive a store that failed to open (not a database, locked, read-only).
+    await db.destroy().catch(() => undefined);
+    if (database.open) database.close();
+    throw error;
+  }
   return new KyselyStore(db, "sqlite");
 }
 

@@ -15,6 +15,8 @@ export interface NewJob {
   estimateMicroUsd: number | null;
   estimateSource: string;
   outDir: string;
+  /** The budget its spend counts against, when the command that queued it has one. */
+  budgetId?: string | null;
 }
 
 /** Fields the engine may change on a job (with or without a state change). */
@@ -42,6 +44,8 @@ export type JobPatch = Partial<
     | "lastPendingElapsedMs"
     | "pollFailures"
     | "body"
+    | "blockedCode"
+    | "outDir"
   >
 >;
 
@@ -77,7 +81,23 @@ export interface SlotPoolRequest {
 export type ClaimResult =
   | { kind: "claimed"; job: Job }
   | { kind: "no_slot"; poolKey: string; retryAt: number | null }
+  /** Sending it would commit more than its budget's ceiling: it stays queued, unsent. */
+  | { kind: "over_budget"; budget: BudgetStatus }
   | { kind: "gone" };
+
+/**
+ * The jobs one engine works on. A CLI command works only on its own jobs
+ * (`generate` on its job, `batch` on its batch); `worker` and `serve` have no
+ * scope and work on every job in the store.
+ */
+export type JobScope = { batchId: string } | { jobIds: readonly string[] };
+
+export interface BudgetStatus {
+  id: string;
+  ceilingMicroUsd: number;
+  /** Estimates held by sent, not yet charged jobs, plus the charges of charged ones. */
+  committedMicroUsd: number;
+}
 
 export interface ProviderHalt {
   provider: ProviderId;
@@ -151,11 +171,12 @@ export interface Store {
   /** Changes fields without a state change (poll bookkeeping, reasons). Null when the expectation failed. */
   updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null>;
 
-  /** Queued jobs that are due, oldest first, skipping halted providers. */
-  dueQueued(now: number, limit: number, skipProviders: readonly string[]): Promise<Job[]>;
+  /** Queued jobs that are due, oldest first, skipping halted providers; only those in `scope` when given. */
+  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null): Promise<Job[]>;
   /**
-   * Takes every slot pool (all or none) and moves the job queued → submitting
-   * under a lease, counting the attempt. One transaction.
+   * Takes every slot pool (all or none) and, when the job has a budget, its
+   * estimate in that budget (refused past the ceiling), and moves the job
+   * queued → submitting under a lease, counting the attempt. One transaction.
    */
   claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult>;
   /** Jobs held by this owner that are due for work (polls, captures, settlement). */
@@ -164,11 +185,11 @@ export interface Store {
    * Takes over non-terminal, non-queued jobs whose lease expired or whose
    * owner is known dead. Returns them with the new lease.
    */
-  adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean): Promise<Job[]>;
+  adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope?: JobScope | null): Promise<Job[]>;
   renewLeases(owner: string, leaseExpiresAt: number): Promise<void>;
   releaseLeases(owner: string): Promise<void>;
   /** The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs and this owner's jobs). */
-  nextDueAt(owner: string, skipProviders: readonly string[], after: number): Promise<number | null>;
+  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null): Promise<number | null>;
 
   releaseSlots(jobId: string, now: number): Promise<void>;
   /** The provider pushed back: believe no more slots than are held now, and hand none out until `blockedUntil`. */
@@ -200,13 +221,38 @@ export interface Store {
   noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void>;
 
   /** Finished jobs whose charge the provider settles later (B), due for a read. */
-  dueSettlements(now: number, limit: number): Promise<Job[]>;
-  /** Writes the settled charge and its ledger entry once; null when it was already settled. */
+  dueSettlements(now: number, limit: number, scope?: JobScope | null): Promise<Job[]>;
+  /** Writes the settled charge and its ledger entry once (the charge replaces what the job held in its budget); null when it was already settled. */
   settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null>;
 
   /** Records a delivery; "duplicate" when one with the same provider and delivery id was already recorded (nothing is written). */
   recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate">;
   deliveries(filter?: { provider?: ProviderId; jobId?: string }): Promise<WebhookDeliveryRecord[]>;
+
+  /** Creates the budget or sets its ceiling (what is committed stays). */
+  setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus>;
+  budget(id: string): Promise<BudgetStatus | null>;
+  /** Puts these jobs, where still queued, under the budget (a resumed batch's unsent jobs). */
+  assignBudget(budgetId: string, jobIds: readonly string[], now: number): Promise<void>;
+  // Refused webhook deliveries, counted rather than stored one by one (migration 6).
+  /** Adds each count to its (provider, reason, bucket) counter, creating it when new. One transaction. */
+  countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void>;
+  /** The counters, oldest bucket first; `from`/`to` bound the bucket start (inclusive). */
+  webhookRejections(filter?: { provider?: string; from?: number; to?: number }): Promise<WebhookRejectionCount[]>;
+}
+
+/** Refused webhook deliveries of one provider, for one reason, in one time bucket. */
+export interface WebhookRejectionCount {
+  /** One of our provider ids, or `unknown` when the request named none. */
+  provider: string;
+  /** A stable code (`bad_signature`, `no_webhook_route`, `too_large`, …). */
+  reason: string;
+  bucketStart: number;
+  refused: number;
+  /** How many of `refused` were answered 429, their source being past its bound. */
+  throttled: number;
+  firstAt: number;
+  lastAt: number;
 }
 
 export interface RateToken {

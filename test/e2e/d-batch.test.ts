@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { openSqliteStore } from "../../src/store/sqlite.js";
 import { collect, runCli, startCli } from "../helpers/cli.js";
 import { batchLines, type DWorld, sha256File, startDWorld } from "../helpers/d-sandbox.js";
 
@@ -144,27 +145,43 @@ describe("mediagate batch on D", () => {
     expect(world.d.balanceMicroUsd).toBe(0);
   });
 
-  it("Ctrl-C detaches cleanly (no half-written file) and the same command resumes without resubmitting", async () => {
-    world = await startDWorld({ renderTimeMs: 1_500 });
+  it("Ctrl-C during the downloads detaches cleanly: the jobs stay capturing, no temporary or partial file is left, and the same command resumes them without resubmitting", async () => {
+    world = await startDWorld({ renderTimeMs: 300 });
+    // Slow downloads: the interrupt lands while results are being fetched.
+    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: /^\/d-results\//, fault: { kind: "delay", ms: 4_000 } });
+    const downloadsInFlight = () => world!.sandbox.context.requests.count((request) => request.url.startsWith("/d-results/") && request.statusCode === undefined);
     const file = join(world.folder, "jobs.jsonl");
     writeFileSync(file, batchLines(30));
     const child = startCli(["batch", file], { env: world.env });
     const finished = collect(child, 60_000);
-    const deadline = Date.now() + 20_000;
-    while (world.submits() < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const deadline = Date.now() + 30_000;
+    while (downloadsInFlight() < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(downloadsInFlight()).toBeGreaterThanOrEqual(10);
     child.kill("SIGINT");
     const interrupted = await finished;
     expect(interrupted.code).toBe(130);
-    expect(interrupted.stderr).toMatch(/Resume with: mediagate batch/);
+    expect(interrupted.stderr).toMatch(/Resume with:\n {2}mediagate --store sqlite:\S+ --output-dir \S+ batch \S+jobs\.jsonl\n/);
+
+    const store = await openSqliteStore(world.env.MEDIAGATE_STORE!.slice("sqlite:".length));
+    const jobs = await store.listJobs();
+    const outputs = (await Promise.all(jobs.map((job) => store.outputs(job.id)))).flat();
+    await store.close();
+    expect(jobs.filter((job) => job.state === "capturing").length).toBeGreaterThanOrEqual(10);
+    expect(jobs.filter((job) => job.state === "submitting")).toEqual([]);
+    // Nothing half-written: the only images are the whole outputs of jobs that succeeded before the interrupt.
     const outDir = world.env.MEDIAGATE_OUTPUT_DIR!;
-    if (existsSync(outDir)) expect(readdirSync(outDir).filter((name) => name.includes(".tmp-"))).toEqual([]);
-    const submitting = parseLines((await runCli(["jobs", "--json", "--state", "submitting"], { env: world.env })).stdout);
-    expect(submitting).toEqual([]);
+    expect(readdirSync(outDir).filter((name) => name.includes(".tmp-"))).toEqual([]);
+    expect(readdirSync(outDir).filter((name) => !name.endsWith(".json")).sort()).toEqual(outputs.map((output) => basename(output.path)).sort());
+    for (const output of outputs) expect(sha256File(output.path)).toBe(output.sha256);
+
     const resumed = await runCli(["batch", file, "--json"], { env: world.env });
     expect(resumed.code, resumed.stderr).toBe(0);
-    expect(parseLines(resumed.stdout).filter((line) => line.state === "succeeded")).toHaveLength(30);
+    const lines = parseLines(resumed.stdout);
+    expect(lines.filter((line) => line.state === "succeeded")).toHaveLength(30);
+    for (const line of lines) expect(sha256File(line.outputs[0]!.path)).toBe(line.outputs[0]!.sha256);
+    expect(readdirSync(outDir).filter((name) => name.includes(".tmp-"))).toEqual([]);
     expect(world.submits()).toBe(30);
-  });
+  }, 90_000);
 
   it("plan prints waves and expected wall time without sending anything", async () => {
     world = await startDWorld({ renderTimeMs: 200 });

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -74,6 +75,17 @@ describe("the CLI on providers A, B, C, E and F (real sandbox over loopback)", (
       expect((JSON.parse(result.stdout) as { state: string }).state).toBe("cancelled");
       const [atE] = emulators.e.jobs();
       expect(atE!.cancelledAt).toBeDefined();
+      const sentBeforeRestart = world.sandbox.context.requests.all().length;
+
+      // A new engine adopts every job a stopped one left running and reads it at once; it goes idle only once nothing is
+      // in flight, so by then any read of the job has been sent. The cancelled job must get none.
+      const { engine: next } = worldEngine(world, store);
+      const idle = once(next, "idle");
+      next.start();
+      await idle;
+      await next.stop();
+      const sentAfterCancel = world.sandbox.context.requests.all().slice(sentBeforeRestart);
+      expect(sentAfterCancel.map((entry) => `${entry.method} ${entry.url}`)).toEqual([]);
       expect((await store.getJob(job.id))!.state).toBe("cancelled");
     } finally {
       await store.close();

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBEmulator, type BEmulator } from "../../src/sandbox/b/index.js";
@@ -110,20 +111,25 @@ describe("engine on B (in-process, real sandbox and SQLite, virtual time)", () =
     }
   }, 90_000);
 
-  it("B: insufficient_balance fails the job and no further B job is submitted", async () => {
+  it("B: insufficient_balance fails the job and no further B job is submitted: at most the first wave (4 slots) was sent, the rest never ran", async () => {
     const { b, world } = await bWorld({ renderTimeMs: 5_000, balanceMicroUsd: 100 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const jobs = [];
-    for (let index = 0; index < 4; index++) jobs.push(await enqueue(clip(index), `poor-${index}`));
+    for (let index = 0; index < 10; index++) jobs.push(await enqueue(clip(index), `poor-${index}`));
     engine.start();
-    await wait([jobs[0]!.id]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const first = await wait([jobs[0]!.id]);
+    // Idle means nothing in flight and nothing due: an engine that ignored the halt would first have sent the rest.
+    await once(engine, "idle");
     await engine.stop();
     const states = await Promise.all(jobs.map(async (job) => (await store.getJob(job.id))!));
     const failed = states.filter((job) => job.state === "failed");
-    expect(failed.length).toBeGreaterThanOrEqual(1);
-    for (const job of failed) expect(job.error?.code).toBe("insufficient_balance");
+    const neverRan = states.filter((job) => job.state === "queued");
+    expect(first.jobs[0]!.state).toBe("failed");
+    expect(failed.map((job) => job.error?.code)).toEqual(Array(failed.length).fill("insufficient_balance"));
     expect(b.submitCount).toBe(failed.length);
+    expect(b.submitCount).toBeLessThanOrEqual(4);
+    expect(neverRan).toHaveLength(10 - failed.length);
+    for (const job of neverRan) expect([job.attempts, job.submitSentAt, job.providerJobId]).toEqual([0, null, null]);
     expect((await store.halts()).map((halt) => halt.provider)).toEqual(["b"]);
   });
 });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCEmulator, type CEmulator } from "../../src/sandbox/c/index.js";
@@ -99,22 +100,25 @@ describe("engine on C (in-process, real sandbox and SQLite, virtual time)", () =
     expect(first.map((event) => event.toState)).toEqual(["queued", "submitting", "running", "capturing", "succeeded"]);
   });
 
-  it("C: 500090 fails the job insufficient_balance and no further C job is submitted", async () => {
+  it("C: 500090 fails the job insufficient_balance and no further C job is submitted: at most the first wave (3 slots) was sent, the rest never ran", async () => {
     const { c, world } = await cWorld({ renderMs: { min: 10_000, max: 10_000 }, balanceCredits: 0 }, 60);
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const jobs = [];
-    for (let index = 0; index < 5; index++) jobs.push(await enqueue(video(`poor ${index}`)));
+    for (let index = 0; index < 8; index++) jobs.push(await enqueue(video(`poor ${index}`)));
     engine.start();
     const first = await wait([jobs[0]!.id]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Idle means nothing in flight and nothing due: an engine that ignored the halt would first have sent the rest.
+    await once(engine, "idle");
     await engine.stop();
     const states = await Promise.all(jobs.map(async (job) => (await store.getJob(job.id))!));
     const failed = states.filter((job) => job.state === "failed");
-    expect(failed.length).toBeGreaterThanOrEqual(1);
-    for (const job of failed) expect(job.error?.code).toBe("insufficient_balance");
-    expect(states.filter((job) => job.state === "queued").length).toBe(5 - failed.length);
-    expect(c.stats().submits).toBe(failed.length);
-    expect((await store.halts()).map((halt) => halt.provider)).toEqual(["c"]);
+    const neverRan = states.filter((job) => job.state === "queued");
     expect(first.jobs[0]!.state).toBe("failed");
+    expect(failed.map((job) => job.error?.code)).toEqual(Array(failed.length).fill("insufficient_balance"));
+    expect(c.stats().submits).toBe(failed.length);
+    expect(c.stats().submits).toBeLessThanOrEqual(3);
+    expect(neverRan).toHaveLength(8 - failed.length);
+    for (const job of neverRan) expect([job.attempts, job.submitSentAt, job.providerJobId]).toEqual([0, null, null]);
+    expect((await store.halts()).map((halt) => halt.provider)).toEqual(["c"]);
   });
 });

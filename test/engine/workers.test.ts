@@ -33,7 +33,9 @@ describe.runIf(databaseUrl)("two engines on one PostgreSQL store (real sandbox o
   });
 
   it("D: they share the 24 slots through the store: 60 jobs, peak 24 at D, no 429, each submitted once", async () => {
-    const world = await startDWorld({ renderTimeMs: 700 });
+    // Renders long enough that two engines fill all 24 slots before the first ends, even on a loaded machine
+    // (at 700 ms, two engines claiming through PostgreSQL under load reached a peak of 9–21).
+    const world = await startDWorld({ renderTimeMs: 3_000 });
     worlds.push(world);
     const [first, second] = stores.map((store) => engineFor(world, store));
     const jobs = [];

@@ -1,7 +1,6 @@
 import { join } from "node:path";
 import { loadConfig } from "../../src/core/config.js";
-import { Engine } from "../../src/engine/engine.js";
-import type { EngineLogger } from "../../src/engine/logger.js";
+import { Engine, type EngineOptions } from "../../src/engine/engine.js";
 import { waitForJobs } from "../../src/engine/wait.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
@@ -9,7 +8,7 @@ import type { Store } from "../../src/store/store.js";
 import type { DWorld } from "./d-sandbox.js";
 
 /** An in-process engine on a real store, pointed at the world's sandbox. */
-export function engineFor(world: DWorld, store: Store, options: { leaseMs?: number; log?: EngineLogger } = {}) {
+export function engineFor(world: DWorld, store: Store, options: Partial<Pick<EngineOptions, "leaseMs" | "log" | "outputs" | "clock" | "scope">> = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const engine = new Engine({ store, providers, secrets: () => [world.env.MEDIAGATE_D_API_KEY!], ...options });
@@ -18,7 +17,7 @@ export function engineFor(world: DWorld, store: Store, options: { leaseMs?: numb
   return {
     engine,
     providers,
-    async enqueue(request: Omit<JobRequest, "provider"> & { provider?: "d" }, ref = `ref-${++counter}`) {
+    async enqueue(request: Omit<JobRequest, "provider"> & { provider?: "d" }, ref = `ref-${++counter}`, extra: { budgetId?: string } = {}) {
       const validated = adapter.validate({ provider: "d", ...request });
       const estimate = await adapter.estimate(validated);
       const [result] = await store.insertJobs(
@@ -36,6 +35,7 @@ export function engineFor(world: DWorld, store: Store, options: { leaseMs?: numb
             estimateMicroUsd: estimate.microUsd,
             estimateSource: estimate.source,
             outDir: join(world.folder, "out"),
+            budgetId: extra.budgetId ?? null,
           },
         ],
         Date.now(),

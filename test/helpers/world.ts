@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { Clock } from "../../src/core/clock.js";
+import type { OutputWriter } from "../../src/outputs/local-folder.js";
 import { loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
 import { waitForJobs } from "../../src/engine/wait.js";
@@ -20,8 +21,8 @@ export interface World {
 }
 
 /** A sandbox with the given emulators on loopback, and the environment that points mediagate at it. */
-export async function startWorld(emulators: ProviderEmulator[], options: { timeScale?: number; env?: Record<string, string> } = {}): Promise<World> {
-  const sandbox = await startSandbox({ emulators, timeScale: options.timeScale ?? 1 });
+export async function startWorld(emulators: ProviderEmulator[], options: { timeScale?: number; seed?: number; env?: Record<string, string> } = {}): Promise<World> {
+  const sandbox = await startSandbox({ emulators, timeScale: options.timeScale ?? 1, ...(options.seed !== undefined ? { seed: options.seed } : {}) });
   const folder = tempDir();
   return {
     sandbox,
@@ -44,7 +45,7 @@ export async function startWorld(emulators: ProviderEmulator[], options: { timeS
  * `virtualTime` runs the engine on the sandbox's clock, so provider rules of
  * minutes or days (C's ten-minute release) pass in seconds on both sides.
  */
-export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number } = {}) {
+export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter } = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const clock: Clock | undefined = options.virtualTime ? world.sandbox.context.clock : undefined;
@@ -56,16 +57,19 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
     ...(clock ? { clock } : {}),
     ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    ...(options.outputs ? { outputs: options.outputs } : {}),
   });
   let counter = 0;
   return {
     engine,
     providers,
-    async enqueue(request: JobRequest, ref = `ref-${++counter}`) {
+    async enqueue(request: JobRequest, ref = `ref-${++counter}`, extra: { budgetId?: string } = {}) {
       const adapter = providers.get(request.provider)!.adapter!;
-      if (adapter.prefetch) await adapter.prefetch(request, await engine.providerContext(request.provider));
+      // As the CLI prepares a job: the provider's context for the prefetch and for an estimate the provider gives (B's quote).
+      const context = await engine.providerContext(request.provider);
+      if (adapter.prefetch) await adapter.prefetch(request, context);
       const validated = adapter.validate(request);
-      const estimate = await adapter.estimate(validated);
+      const estimate = await adapter.estimate(validated, context);
       const now = (clock ?? { now: () => Date.now() }).now();
       const [result] = await store.insertJobs(
         [
@@ -82,6 +86,7 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
             estimateMicroUsd: estimate.microUsd,
             estimateSource: estimate.source,
             outDir: join(world.folder, "out"),
+            budgetId: extra.budgetId ?? null,
           },
         ],
         now,

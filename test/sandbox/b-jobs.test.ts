@@ -89,6 +89,16 @@ describe("B job lifecycle", () => {
     expect((await readJob(world, refused.body.id)).body.status).toBe("failed");
   });
 
+  it("B: a prompt longer than the catalog record's maxLength is a rejected submission naming prompt; at the maxLength it is accepted", async () => {
+    world = await startB();
+    // The record of vendorx/video-2.5/image-to-video gives prompt maxLength 2000 (spec B: caps are in each catalog record).
+    const refused = await submit(world, IMAGE_TO_VIDEO, { ...VALID_IMAGE_TO_VIDEO, prompt: "x".repeat(2_001) });
+    expect(refused.body).toMatchObject({ status: "failed", error: { code: "invalid_request" }, billing: null });
+    expect(refused.body.error.message).toMatch(/prompt: must NOT have more than 2000 characters/);
+    const accepted = await submit(world, IMAGE_TO_VIDEO, { ...VALID_IMAGE_TO_VIDEO, prompt: "x".repeat(2_000) });
+    expect(accepted.body.status).toBe("queued");
+  });
+
   it("B: the HTTP status of a rejected submission is a knob", async () => {
     world = await startB({ rejectedSubmitStatus: 422 });
     const refused = await submit(world, IMAGE_TO_VIDEO, {});

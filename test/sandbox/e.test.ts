@@ -165,6 +165,13 @@ describe("E API", () => {
     expect(await badClass.json()).toMatchObject({ field: "contentClass" });
   });
 
+  it("E: a prompt of any length is accepted: the spec shows no limit (the client warns past 1,000 characters)", async () => {
+    const { sandbox } = await start({ requestsPerMinute: 100 });
+    const accessToken = await token(sandbox.url);
+    const response = await submit(sandbox.url, accessToken, "/v3/images/generate-async", { prompt: "a fox in the snow ".repeat(500) });
+    expect(response.status).toBe(202);
+  });
+
   it("E: statusUrl is on a different host than submit", async () => {
     const { sandbox, e } = await start({ requestsPerMinute: 100 });
     const accessToken = await token(sandbox.url);

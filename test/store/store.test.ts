@@ -144,12 +144,40 @@ for (const factory of storeFactories) {
       expect(await store.ledgerTotal()).toBe(30_000);
     });
 
-    it("halts stop a provider's queued jobs from being offered", async () => {
-      await store.insertJobs([newJob("a")], 1_000);
-      await store.haltProvider({ provider: "d", code: "insufficient_credits", message: "m", jobId: null, at: 1_000 });
-      expect(await store.dueQueued(2_000, 10, (await store.halts()).map((halt) => halt.provider))).toHaveLength(0);
+    it("refused webhook deliveries are counters per (provider, reason, bucket): counts add up, first and last times widen, no delivery row is written", async () => {
+      const hour = 3_600_000;
+      await store.countWebhookRejections([
+        { provider: "b", reason: "bad_signature", bucketStart: hour, refused: 5, throttled: 2, firstAt: hour + 100, lastAt: hour + 500 },
+        { provider: "unknown", reason: "unknown_route", bucketStart: hour, refused: 1, throttled: 0, firstAt: hour + 200, lastAt: hour + 200 },
+      ]);
+      await store.countWebhookRejections([
+        { provider: "b", reason: "bad_signature", bucketStart: hour, refused: 3, throttled: 3, firstAt: hour + 50, lastAt: hour + 900 },
+        { provider: "b", reason: "bad_signature", bucketStart: 2 * hour, refused: 1, throttled: 0, firstAt: 2 * hour + 1, lastAt: 2 * hour + 1 },
+      ]);
+      const later = { provider: "b", reason: "bad_signature", bucketStart: 2 * hour, refused: 1, throttled: 0, firstAt: 2 * hour + 1, lastAt: 2 * hour + 1 };
+      expect(await store.webhookRejections()).toEqual([
+        { provider: "b", reason: "bad_signature", bucketStart: hour, refused: 8, throttled: 5, firstAt: hour + 50, lastAt: hour + 900 },
+        { provider: "unknown", reason: "unknown_route", bucketStart: hour, refused: 1, throttled: 0, firstAt: hour + 200, lastAt: hour + 200 },
+        later,
+      ]);
+      expect(await store.webhookRejections({ provider: "b", from: 2 * hour })).toEqual([later]);
+      expect(await store.webhookRejections({ to: hour })).toHaveLength(2);
+      expect(await store.deliveries()).toEqual([]);
+    });
+
+    it("halts stop a provider's queued jobs from being offered until the halt is cleared", async () => {
+      await store.insertJobs([newJob("a"), newJob("b", { provider: "e", model: "v3" })], 1_000);
+      // The engine passes what halts() says to dueQueued, so the rule is checked through both.
+      const offered = async () => (await store.dueQueued(2_000, 10, (await store.halts()).map((halt) => halt.provider))).map((job) => job.id);
+      expect(await offered()).toEqual(["job_a", "job_b"]);
+      await store.haltProvider({ provider: "d", code: "insufficient_credits", message: "m", jobId: "job_a", at: 1_000 });
+      // The first halt is the one kept: a second report does not replace its cause.
+      await store.haltProvider({ provider: "d", code: "other", message: "later", jobId: null, at: 1_500 });
+      expect(await store.halts()).toEqual([{ provider: "d", code: "insufficient_credits", message: "m", jobId: "job_a", at: 1_000 }]);
+      expect(await offered()).toEqual(["job_b"]);
       await store.clearHalt("d");
-      expect(await store.dueQueued(2_000, 10, [])).toHaveLength(1);
+      expect(await store.halts()).toEqual([]);
+      expect(await offered()).toEqual(["job_a", "job_b"]);
     });
   });
 }

@@ -93,6 +93,7 @@ export function createAAdapter(config: AAdapterConfig): ProviderAdapter {
     id: "a",
     displayName: "A (video tasks)",
     models: () => [...(config.models ?? [])],
+    modelNaming: "an identifier encoding the generation and a snapshot date, e.g. vidgen-2-0-250601 (A's spec publishes no list)",
 
     validate: (request: JobRequest): ValidatedRequest => validateARequest(request, settings),
 
@@ -162,7 +163,7 @@ export function createAAdapter(config: AAdapterConfig): ProviderAdapter {
     // now; its body is never parsed or trusted. The route's job id says which job to read.
     webhooks: {
       verify: async (delivery: WebhookDelivery): Promise<WebhookVerdict> => {
-        if (!delivery.jobId) return { kind: "rejected", reason: "an A callback must arrive on /webhooks/a/{jobId}" };
+        if (!delivery.jobId) return { kind: "rejected", code: "missing_job_id", reason: "an A callback must arrive on /webhooks/a/{jobId}" };
         const digest = createHash("sha256").update(delivery.rawBody).digest("hex").slice(0, 32);
         return { kind: "accepted", deliveryId: `${delivery.jobId}:${digest}`, providerJobId: null };
       },

@@ -1,4 +1,5 @@
 import { InputError } from "../../core/errors.js";
+import { longPromptWarnings } from "../../core/prompt-length.js";
 import type { JobRequest, ValidatedRequest } from "../adapter.js";
 import { contentItemBody, parseContentItems, type AContentItem } from "./content.js";
 import { checkItemLimits, countMedia } from "./item-limits.js";
@@ -213,6 +214,8 @@ export function validateARequest(request: JobRequest, settings: ASchemaSettings)
   const fields = readBodyFields(request.input, names, warnings);
   const declared = declaredKind(request, names);
   const promptFlags = applyPromptFlags(items, fields, warnings);
+  const promptField = request.input.prompt !== undefined ? "prompt" : "the text item of content";
+  for (const item of items) if (item.kind === "text") warnings.push(...longPromptWarnings(promptField, item.text, "A publishes no prompt length limit"));
 
   const info = describeModel(model, settings.newestGeneration);
   if (info.warning) warnings.push(info.warning);

@@ -72,7 +72,7 @@ export function createBAccount(config: BAccountConfig): BAccount {
       const { from, to } = checkSpendRange(range.from, range.to);
       const response = await http.request({ method: "GET", url: endpoints.dailySpend(from, to), headers: headers(), retry: "idempotent" }, signal);
       if (response.status !== 200) throw readErrorFrom(http, response, `the daily spend read ${from} to ${to}`);
-      return spendReportOf(from, to, response.json());
+      return spendReportOf(from, to, response.json(), (text) => http.redact(text));
     },
 
     async deleteJob(providerJobId) {

@@ -130,7 +130,7 @@ export function createBAdapter(config: BAdapterConfig): BAdapter {
       if (!(error instanceof BWebhookError)) throw error;
       // Signed by B but not JSON: answered 2xx so B stops retrying; the engine reads the job itself.
       if (error.code === "invalid_payload" && error.deliveryId) return { kind: "accepted", deliveryId: error.deliveryId, providerJobId: null };
-      return { kind: "rejected", reason: `${error.code}: ${error.message}` };
+      return { kind: "rejected", code: error.code, reason: `${error.code}: ${error.message}` };
     }
     // spec B Events 4: event kinds are not shown; a payload that is not a job object is accepted and only nudges a read.
     if (!event.job) return { kind: "accepted", deliveryId: event.deliveryId, providerJobId: null };
@@ -150,6 +150,7 @@ export function createBAdapter(config: BAdapterConfig): BAdapter {
     displayName: "B (catalog of video and audio operations, settled billing)",
     catalog,
     models: () => catalog.knownApiIds(),
+    modelNaming: "an operation of B's catalog, vendor/model with --operation; list them with `mediagate catalog`",
 
     async prefetch(request: JobRequest, context: CallContext): Promise<void> {
       let apiId: string;

@@ -1,4 +1,5 @@
 import { InputError } from "../../core/errors.js";
+import { longPromptWarnings } from "../../core/prompt-length.js";
 import type { JobRequest, ValidatedRequest } from "../adapter.js";
 import { apiIdOf, splitApiId } from "./api-id.js";
 import type { BCachedOperation, BCatalogRecord } from "./catalog.js";
@@ -74,6 +75,24 @@ function withImages(request: JobRequest, record: BCatalogRecord, input: Record<s
   return { ...input, [IMAGE_FIELD]: images[0] };
 }
 
+/**
+ * spec B: "the numeric caps … are in each catalog record", so a text field
+ * whose record gives a maxLength is held to it by the schema check. A text
+ * field given no maxLength (and no format: links are not prompts) gets the
+ * long-prompt warning, since no limit is published for it.
+ */
+function unlimitedTextWarnings(record: BCatalogRecord, body: Record<string, unknown>): string[] {
+  const properties = isPlainObject(record.inputSchema.properties) ? record.inputSchema.properties : {};
+  const warnings: string[] = [];
+  for (const [field, value] of Object.entries(body)) {
+    if (typeof value !== "string") continue;
+    const property = properties[field];
+    if (isPlainObject(property) && (typeof property.maxLength === "number" || typeof property.format === "string")) continue;
+    warnings.push(...longPromptWarnings(field, value, `B's catalog record of ${record.apiId} gives ${field} no maxLength`));
+  }
+  return warnings;
+}
+
 function refuse(problems: InputProblem[]): never {
   const [first, ...rest] = problems;
   const also = rest.length > 0 ? `; also ${rest.map((problem) => `${problem.path}: ${problem.message}`).join("; ")}` : "";
@@ -101,7 +120,7 @@ export function validateBRequest(request: JobRequest, cachedOf: (apiId: string) 
   const problems = record.check.problems(body);
   if (problems.length > 0) refuse(problems);
 
-  const warnings: string[] = [];
+  const warnings = unlimitedTextWarnings(record, body);
   if (record.availability.kind === "unknown") {
     warnings.push(`B's catalog record of ${apiId} states no availability mediagate can read (${JSON.stringify(record.availability.raw) ?? "absent"}); B decides on submit`);
   }

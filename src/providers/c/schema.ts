@@ -1,4 +1,5 @@
 import { InputError } from "../../core/errors.js";
+import { longPromptWarnings } from "../../core/prompt-length.js";
 import type { JobRequest, ValidatedRequest } from "../adapter.js";
 
 /**
@@ -63,7 +64,7 @@ export function validateCRequest(request: JobRequest): ValidatedRequest {
     motion_mode: nonEmptyString(request.input, "motion_mode"),
     seed: integer(request.input, "seed", 0),
   };
-  const warnings: string[] = [];
+  const warnings = longPromptWarnings("prompt", prompt, "C publishes no prompt length limit");
   for (const [field, seen] of Object.entries(SEEN_VALUES)) {
     const value = fields[field];
     if (value !== undefined && value !== seen) {

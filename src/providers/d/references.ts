@@ -1,4 +1,5 @@
 import { InputError } from "../../core/errors.js";
+import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
 import type { JobRequest } from "../adapter.js";
 import type { DReferenceFact } from "./facts.js";
 import { imageSizeOf, imageSizeOfText, type ImageSize } from "./image-size.js";
@@ -40,14 +41,42 @@ function fact(field: string, from: DReferenceFact["from"], kind: DReferenceFact[
   return { field, from, kind, width: size?.width ?? null, height: size?.height ?? null, pixels: size ? size.width * size.height : null };
 }
 
-/** A native `input_image…` value: any non-empty string, sent unchanged. */
+/**
+ * Below this many decoded bytes a base64-looking value may as well be some
+ * other token (D's value format is not shown), so it is sent as given with a
+ * warning; no PNG, JPEG or WebP file is this small.
+ */
+const MIN_BASE64_DATA_BYTES = 16;
+
+/** The bytes a value carries when it is image data by mediagate's format (bare base64, or a base64 `data:` URL), else null. */
+function base64Data(value: string): Buffer | null {
+  if (value.startsWith("data:")) {
+    const comma = value.indexOf(",");
+    if (comma < 0 || !value.slice(0, comma).endsWith(";base64")) return null;
+    return Buffer.from(value.slice(comma + 1), "base64");
+  }
+  const compact = value.replace(/\s+/g, "");
+  if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(compact)) return null;
+  const bytes = Buffer.from(compact, "base64");
+  return bytes.length >= MIN_BASE64_DATA_BYTES ? bytes : null;
+}
+
+/**
+ * A native `input_image…` value, sent unchanged: an http(s) URL, or base64
+ * data that must be an image (a `data:` URL always counts as data); any other
+ * string is sent as given with a warning, since D's value format is not shown.
+ */
 function nativeReference(field: string, value: unknown): DReference {
   if (typeof value !== "string" || value.trim().length === 0) {
     throw new InputError(field, "must be a non-empty string", "an http(s) URL or base64 image data");
   }
   if (isHttpUrl(value)) return { label: field, value, fact: fact(field, "input", "url", null) };
-  const size = imageSizeOfText(value);
-  return { label: field, value, fact: fact(field, "input", size ? "base64" : "other", size) };
+  const data = value.startsWith("data:") ? (base64Data(value) ?? Buffer.alloc(0)) : base64Data(value);
+  if (data === null) return { label: field, value, fact: fact(field, "input", "other", null) };
+  if (imageTypeOf(data) === null) {
+    throw new InputError(field, `carries data (base64 or a data: URL) that is not ${IMAGE_TYPES_ALLOWED}, judged by its first bytes`, `an http(s) URL, or base64 of ${IMAGE_TYPES_ALLOWED}`);
+  }
+  return { label: field, value, fact: fact(field, "input", "base64", imageSizeOfText(value)) };
 }
 
 /** References given natively in `input`, in field order; the numbering must start at `input_image` and have no gap. */
@@ -83,6 +112,9 @@ function referencesFromImages(images: NonNullable<JobRequest["images"]>): DRefer
     }
     if (!Buffer.isBuffer(image.bytes) || image.bytes.length === 0) {
       throw new InputError(label, `file ${image.fileName} is empty or was not read`, "a non-empty image file");
+    }
+    if (imageTypeOf(image.bytes) === null) {
+      throw new InputError(label, `file ${image.fileName} is not ${IMAGE_TYPES_ALLOWED} (judged by its first bytes; D does not publish the types it reads)`, `${IMAGE_TYPES_ALLOWED} file, or an http(s) URL`);
     }
     return { label: `${label} (${image.fileName})`, value: image.bytes.toString("base64"), fact: fact(field, "images", "base64", imageSizeOf(image.bytes)) };
   });

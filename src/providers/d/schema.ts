@@ -1,4 +1,5 @@
 import { InputError } from "../../core/errors.js";
+import { longPromptWarnings } from "../../core/prompt-length.js";
 import type { JobRequest, ValidatedRequest } from "../adapter.js";
 import { IMAGE_COUNT_NOTE, REFERENCE_VALUE_FORMAT, type DFacts } from "./facts.js";
 import {
@@ -125,7 +126,7 @@ function sizeWarnings(width: number, height: number, references: DReference[]): 
   }
   for (const reference of references) {
     if (reference.fact.kind === "other") {
-      warnings.push(`${reference.label} is neither an http(s) URL nor base64 PNG/JPEG data; sent as given (D's value format is not shown)`);
+      warnings.push(`${reference.label} is neither an http(s) URL nor base64 image data; sent as given (D's value format is not shown)`);
     }
   }
   return warnings;
@@ -155,6 +156,7 @@ export function validateDRequest(request: JobRequest): ValidatedRequest {
   for (const field of unchecked) body[field] = request.input[field];
 
   const warnings = [
+    ...longPromptWarnings("prompt", prompt, "D publishes no prompt length limit"),
     ...sizeWarnings(width, height, references),
     ...unchecked.map((field) => `${field} is not a field the D spec shows; sent unchanged and unchecked`),
   ];

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IMAGE_MEDIA_TYPES } from "../../core/image-type.js";
 
 /**
  * spec E submit request: the fields of expand, fill, composite and similar
@@ -12,7 +13,7 @@ export const SOURCE_IMAGE_FORMAT =
 export const UPLOAD_VALIDITY_MS = 7 * 24 * 3_600_000;
 
 /** The image types mediagate recognises and uploads with their media type; the types E accepts are not shown. */
-export const UPLOAD_MEDIA_TYPES = ["image/png", "image/jpeg", "image/webp"] as const;
+export const UPLOAD_MEDIA_TYPES = IMAGE_MEDIA_TYPES;
 export type EUploadMediaType = (typeof UPLOAD_MEDIA_TYPES)[number];
 
 /**

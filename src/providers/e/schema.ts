@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
 import { InputError } from "../../core/errors.js";
+import { imageTypeOf } from "../../core/image-type.js";
+import { longPromptWarnings } from "../../core/prompt-length.js";
 import type { JobRequest, ValidatedRequest } from "../adapter.js";
 import { SOURCE_IMAGE_FORMAT, type EFacts, type EPendingUpload, type EUploadMediaType } from "./facts.js";
 import {
@@ -63,10 +65,7 @@ function contentClassWarnings(input: Record<string, unknown>): string[] {
 
 /** The media type of the bytes by their signature, or null when mediagate does not recognise them. */
 export function mediaTypeOf(bytes: Buffer): EUploadMediaType | null {
-  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return "image/png";
-  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "image/jpeg";
-  if (bytes.length >= 12 && bytes.toString("latin1", 0, 4) === "RIFF" && bytes.toString("latin1", 8, 12) === "WEBP") return "image/webp";
-  return null;
+  return imageTypeOf(bytes);
 }
 
 /** The job's `images` as uploads for the operation's image fields. Pure: the bytes are hashed, not sent. */
@@ -110,6 +109,7 @@ export function validateERequest(request: JobRequest, pathFor: EPathFor): Valida
   const info = E_OPERATION_INFO[operation];
   checkPrompt(request.input, operation);
   const warnings = contentClassWarnings(request.input);
+  if (typeof request.input.prompt === "string") warnings.push(...longPromptWarnings("prompt", request.input.prompt, "E publishes no prompt length limit"));
   const uploads = pendingUploads(request, operation);
   const [sourceField] = info.imageFields;
   if (sourceField && uploads.length === 0 && request.input[sourceField] === undefined) {

@@ -126,8 +126,8 @@ export function createFAdapter(config: FAdapterConfig): ProviderAdapter {
     try {
       signed = await verifier.verifySignature(delivery.rawBody, delivery.headers, { jwks: () => loadJwks(context), now: () => context.clock.now() });
     } catch (error) {
-      if (error instanceof FWebhookVerificationError) return { kind: "rejected", reason: error.message };
-      return { kind: "rejected", reason: `F delivery could not be verified: ${error instanceof Error ? error.message : String(error)}` };
+      if (error instanceof FWebhookVerificationError) return { kind: "rejected", code: error.reason, reason: error.message };
+      return { kind: "rejected", code: "verification_failed", reason: `F delivery could not be verified: ${error instanceof Error ? error.message : String(error)}` };
     }
     // spec F delivery body: the header, not the body, names the generation (the pages disagree on the body's key).
     const generationId = signed.generationId;
@@ -148,6 +148,7 @@ export function createFAdapter(config: FAdapterConfig): ProviderAdapter {
     id: "f",
     displayName: "F (images, signed webhooks)",
     models: () => [...settings.models],
+    modelNaming: "an F model slug (family and major version) as F's documentation names it, e.g. img-v2 (F's spec publishes no list)",
 
     validate: (request: JobRequest): ValidatedRequest => validateFRequest(request, settings),
 

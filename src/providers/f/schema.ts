@@ -1,4 +1,5 @@
 import { InputError } from "../../core/errors.js";
+import { longPromptWarnings } from "../../core/prompt-length.js";
 import type { JobRequest, ValidatedRequest } from "../adapter.js";
 
 /** What validation needs to know beyond the request itself (from the adapter's configuration). */
@@ -164,6 +165,7 @@ export function validateFRequest(request: JobRequest, settings: FValidationSetti
   }
 
   const warnings = [
+    ...longPromptWarnings(prompt.field, prompt.value, "F publishes no prompt length limit"),
     ...(speed.warning ? [speed.warning] : []),
     ...unchecked.map((field) => `${field} is not a field the F spec shows; sent unchanged as a form field and unchecked`),
   ];

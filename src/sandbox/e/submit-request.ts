@@ -23,8 +23,7 @@ export interface EJobRequest {
   mask?: EUploadRecord;
 }
 
-/** Sandbox choices where the spec is silent. */
-const MAX_PROMPT_LENGTH = 1024;
+/** Sandbox choices where the spec is silent (no prompt length limit is shown, so any length a client sends is accepted). */
 const MAX_VARIATIONS = 4;
 const MAX_SEED = 2_147_483_647;
 const MIN_SIDE = 64;
@@ -82,7 +81,6 @@ export function parseSubmitRequest(body: unknown, operation: EOperationSpec, con
   let prompt: string | undefined;
   if (body.prompt !== undefined) {
     if (typeof body.prompt !== "string" || body.prompt.trim() === "") throw validationError("prompt", "must be a non-empty string");
-    if (body.prompt.length > MAX_PROMPT_LENGTH) throw validationError("prompt", `must be at most ${MAX_PROMPT_LENGTH} characters`);
     prompt = body.prompt;
   } else if (operation.promptRequired) {
     throw validationError("prompt", "is required");

@@ -2,6 +2,8 @@ import { migration001 } from "./001_init.js";
 import { migration002 } from "./002_webhook_deliveries.js";
 import { migration003 } from "./003_rate_answered_at.js";
 import { migration004 } from "./004_submit_sent_at.js";
+import { migration005 } from "./005_budgets_and_scope.js";
+import { migration006 } from "./006_webhook_rejections.js";
 
 export interface Migration {
   version: number;
@@ -11,4 +13,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006];

@@ -254,3 +254,13 @@ describe("A: item limits by model generation", () => {
     expect(() => adapter({ newestGeneration: "latest" })).toThrow(ConfigError);
   });
 });
+
+describe("A: prompt length", () => {
+  it("A: a prompt over 1,000 characters is sent as given with a warning that A publishes no prompt length limit", () => {
+    const fromPrompt = validate({ prompt: "x".repeat(1_001) });
+    expect(fromPrompt.warnings.join("\n")).toMatch(/prompt is 1,001 characters long; A publishes no prompt length limit/);
+    const fromContent = validate({ content: [text("y".repeat(2_000))] });
+    expect(fromContent.warnings.join("\n")).toMatch(/the text item of content is 2,000 characters long; A publishes no prompt length limit/);
+    expect(validate({ prompt: "x".repeat(1_000) }).warnings).toEqual([]);
+  });
+});

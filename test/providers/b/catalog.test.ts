@@ -179,6 +179,30 @@ describe("B validation against input_schema", () => {
     expect(notUri.reason).toContain("uri");
   });
 
+  it("B: a prompt longer than the catalog record's maxLength is refused naming prompt, and nothing is sent", async () => {
+    const bed = await startB();
+    await bed.validated(imageToVideo());
+    // The sandbox's record of this operation gives prompt maxLength 2000 (spec B: caps are in each catalog record).
+    const error = inputError(() => bed.adapter.validate({ provider: "b", ...imageToVideo({ prompt: "x".repeat(2_001) }) }));
+    expect(error.field).toBe("prompt");
+    expect(error.reason).toMatch(/must NOT have more than 2000 characters/);
+    expect(bed.requests().filter((entry) => entry.method === "POST")).toHaveLength(0);
+    expect((await bed.validated(imageToVideo({ prompt: "x".repeat(2_000) }))).warnings).toEqual([]);
+  });
+
+  it("B: a text field the catalog record gives no maxLength is sent with the long-prompt warning", async () => {
+    const bed = await startB();
+    serveRecord(bed, "vendorx/sfx/text-to-audio", {
+      api_id: "vendorx/sfx/text-to-audio",
+      availability: "available",
+      input_schema: { type: "object", properties: { prompt: { type: "string" }, source: { type: "string", format: "uri" } }, required: ["prompt"], additionalProperties: false },
+    });
+    const validated = await bed.validated({ model: "vendorx/sfx/text-to-audio", input: { prompt: "x".repeat(1_001), source: `https://a.example/${"p".repeat(1_200)}` } });
+    expect(validated.warnings).toEqual([
+      "prompt is 1,001 characters long; B's catalog record of vendorx/sfx/text-to-audio gives prompt no maxLength, so it is sent as given and may be refused or cut short (mediagate warns above 1,000)",
+    ]);
+  });
+
   it("B: every schema problem is reported at once (allErrors)", async () => {
     const bed = await startB();
     await bed.validated(imageToVideo());

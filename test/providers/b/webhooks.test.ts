@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../../../src/core/errors.js";
 import type { WebhookDelivery } from "../../../src/providers/adapter.js";
@@ -82,21 +83,21 @@ describe("B webhooks (Standard Webhooks)", () => {
     const at = rawBody.indexOf("completed");
     rawBody[at] = "C".charCodeAt(0);
     const verdict = await bed.adapter.webhooks!.verify({ ...delivery, rawBody }, bed.context);
-    expect(verdict).toMatchObject({ kind: "rejected", reason: expect.stringContaining("bad_signature") });
+    expect(verdict).toMatchObject({ kind: "rejected", code: "bad_signature" });
   });
 
   it("B: a delivery signed with another secret is refused", async () => {
     const { bed, receiver } = await startWithReceiver();
     const { delivery } = await delivered(bed, receiver);
     const stranger = createBAdapter({ baseUrl: `${bed.sandbox.url}/b`, apiKey: "sandbox-b-key", webhookSecret: OTHER_SECRET });
-    expect(await stranger.webhooks!.verify(delivery, bed.context)).toMatchObject({ kind: "rejected", reason: expect.stringContaining("bad_signature") });
+    expect(await stranger.webhooks!.verify(delivery, bed.context)).toMatchObject({ kind: "rejected", code: "bad_signature" });
   });
 
   it("B: a delivery outside the five-minute timestamp tolerance is refused, either way", async () => {
     const { bed, receiver } = await startWithReceiver();
     const { delivery } = await delivered(bed, receiver);
     bed.advance(WEBHOOK_TOLERANCE_MS + 2_000);
-    expect(await bed.adapter.webhooks!.verify(delivery, bed.context)).toMatchObject({ kind: "rejected", reason: expect.stringContaining("timestamp_too_old") });
+    expect(await bed.adapter.webhooks!.verify(delivery, bed.context)).toMatchObject({ kind: "rejected", code: "timestamp_too_old" });
     const sentAt = Number(delivery.headers["webhook-timestamp"]) * 1000;
     expect(() => verifyBWebhook(delivery.rawBody, delivery.headers, SANDBOX_B_WEBHOOK_SECRET, { nowMs: sentAt - WEBHOOK_TOLERANCE_MS - 2_000 })).toThrow(
       expect.objectContaining({ code: "timestamp_too_new" }),
@@ -108,7 +109,7 @@ describe("B webhooks (Standard Webhooks)", () => {
     const { delivery } = await delivered(bed, receiver);
     for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature"]) {
       const headers = { ...delivery.headers, [name]: undefined };
-      expect(await bed.adapter.webhooks!.verify({ ...delivery, headers }, bed.context)).toMatchObject({ kind: "rejected", reason: expect.stringContaining("missing_headers") });
+      expect(await bed.adapter.webhooks!.verify({ ...delivery, headers }, bed.context)).toMatchObject({ kind: "rejected", code: "missing_headers" });
     }
   });
 
@@ -141,15 +142,23 @@ describe("B webhooks (Standard Webhooks)", () => {
     expect(verdict).toMatchObject({ kind: "accepted", status: { kind: "failed", code: "generation_failed" } });
   });
 
-  it("B: verifyBWebhook parses only after verifying, and throws one error type", async () => {
+  it("B: verifyBWebhook parses only after verifying (a wrongly signed body that is not JSON is bad_signature, not invalid_payload), and throws one error type", async () => {
     const { bed, receiver } = await startWithReceiver();
     const { submitted, delivery } = await delivered(bed, receiver);
     const now = { nowMs: bed.sandbox.context.clock.now() };
     const event = verifyBWebhook(delivery.rawBody, delivery.headers, SANDBOX_B_WEBHOOK_SECRET, now);
     expect(event).toMatchObject({ deliveryId: delivery.headers["webhook-id"], job: { id: submitted.providerJobId, status: "completed", billing: null } });
-    const wrong = await thrown(async () => verifyBWebhook(delivery.rawBody.toString("utf8") + " ", delivery.headers, SANDBOX_B_WEBHOOK_SECRET, now));
+    // A body that is not JSON under a signature that does not match it: a parser run first would say invalid_payload.
+    const notJson = Buffer.concat([delivery.rawBody.subarray(0, delivery.rawBody.length - 1), Buffer.from("<not json")]);
+    expect(() => JSON.parse(notJson.toString("utf8"))).toThrow(SyntaxError);
+    const wrong = await thrown(async () => verifyBWebhook(notJson, delivery.headers, SANDBOX_B_WEBHOOK_SECRET, now));
     expect(wrong).toBeInstanceOf(BWebhookError);
-    expect(wrong).toMatchObject({ code: "bad_signature" });
+    expect(wrong).toMatchObject({ code: "bad_signature", deliveryId: null });
+    // The same bytes correctly signed get as far as parsing: invalid_payload, with the delivery id, since B did send it.
+    const messageId = "msg_not_json";
+    const sentAt = new Date(now.nowMs);
+    const signed = { "webhook-id": messageId, "webhook-timestamp": String(Math.floor(now.nowMs / 1000)), "webhook-signature": new Webhook(SANDBOX_B_WEBHOOK_SECRET).sign(messageId, sentAt, notJson) };
+    expect(await thrown(async () => verifyBWebhook(notJson, signed, SANDBOX_B_WEBHOOK_SECRET, now))).toMatchObject({ code: "invalid_payload", deliveryId: messageId });
   });
 
   it("B: an invalid webhook secret is a configuration error naming the variable", async () => {

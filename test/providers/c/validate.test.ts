@@ -74,3 +74,12 @@ describe("C: limits and prices", () => {
     expect(adapter().cancel).toBeUndefined();
   });
 });
+
+describe("C: prompt length", () => {
+  it("C: a prompt over 1,000 characters is sent as given with a warning that C publishes no prompt length limit", () => {
+    const validated = validate({ prompt: "x".repeat(1_001) });
+    expect(validated.body.prompt).toHaveLength(1_001);
+    expect(validated.warnings.join("\n")).toMatch(/^prompt is 1,001 characters long; C publishes no prompt length limit/);
+    expect(validate({ prompt: "x".repeat(1_000) }).warnings).toEqual([]);
+  });
+});

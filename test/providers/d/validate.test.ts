@@ -218,6 +218,28 @@ describe("D: reference images", () => {
     expect(validated.warnings.join("\n")).toMatch(/input_image is neither an http\(s\) URL nor base64/);
   });
 
+  it("D: a local reference file that is not a PNG, JPEG or WebP image by its first bytes is refused naming its images entry", () => {
+    const text = { fileName: "passwd", bytes: Buffer.from("root:x:0:0:root:/root:/bin/bash\n") };
+    const error = inputError(() => validate(base, { images: [{ fileName: "ok.png", bytes: pngHeader(64, 64) }, text] }));
+    expect(error.field).toBe("images[1]");
+    expect(error.reason).toMatch(/file passwd is not a PNG, JPEG or WebP image/);
+    expect(error.allowed).toMatch(/PNG, JPEG or WebP/);
+    const webp = { fileName: "a.webp", bytes: Buffer.from("RIFF\u0000\u0000\u0000\u0000WEBPVP8 ", "latin1") };
+    expect(validate(base, { images: [webp] }).facts.references).toMatchObject([{ kind: "base64", pixels: null }]);
+  });
+
+  it("D: a native reference carrying base64 data (bare or a data: URL) must be a PNG, JPEG or WebP image", () => {
+    const passwd = Buffer.from("root:x:0:0:root:/root:/bin/bash\n").toString("base64");
+    for (const value of [passwd, `data:text/plain;base64,${passwd}`, "data:text/plain,hello"]) {
+      const error = inputError(() => validate({ ...base, input_image: value }));
+      expect(error.field).toBe("input_image");
+      expect(error.reason).toMatch(/not a PNG, JPEG or WebP image/);
+    }
+    const png = pngHeader(512, 512).toString("base64");
+    expect(validate({ ...base, input_image: png }).facts.references).toMatchObject([{ kind: "base64", pixels: 512 * 512 }]);
+    expect(validate({ ...base, input_image: `data:image/png;base64,${png}` }).facts.references).toMatchObject([{ kind: "base64" }]);
+  });
+
   it("D: references come from input or from images, not both", () => {
     expect(inputError(() => validate({ ...base, input_image: URL_A }, { images: [URL_A] })).field).toBe("images");
   });
@@ -322,5 +344,16 @@ describe("D: reading reference sizes", () => {
     expect(imageSizeOfText(`data:image/jpeg;base64,${base64}`)).toEqual({ width: 320, height: 240 });
     expect(imageSizeOfText(URL_A)).toBeNull();
     expect(imageSizeOfText("not base64!")).toBeNull();
+  });
+});
+
+describe("D: prompt length", () => {
+  it("D: a prompt over 1,000 characters is sent as given with a warning that D publishes no prompt length limit", () => {
+    const validated = validate({ ...base, prompt: "x".repeat(100_000) });
+    expect(validated.body.prompt).toHaveLength(100_000);
+    expect(validated.warnings).toContain(
+      "prompt is 100,000 characters long; D publishes no prompt length limit, so it is sent as given and may be refused or cut short (mediagate warns above 1,000)",
+    );
+    expect(validate({ ...base, prompt: "x".repeat(1_000) }).warnings).toEqual([]);
   });
 });

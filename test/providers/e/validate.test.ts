@@ -174,3 +174,12 @@ describe("E: limits, pricing and configuration", () => {
     expect(() => createEAdapter({ ...config, cancelMethod: "PATCH" as never })).toThrow(ConfigError);
   });
 });
+
+describe("E: prompt length", () => {
+  it("E: a prompt over 1,000 characters is sent as given with a warning that E publishes no prompt length limit", () => {
+    const validated = adapter.validate(job({ prompt: "x".repeat(1_001) }));
+    expect(validated.body.prompt).toHaveLength(1_001);
+    expect(validated.warnings.join("\n")).toMatch(/prompt is 1,001 characters long; E publishes no prompt length limit/);
+    expect(adapter.validate(job({ prompt: "x".repeat(1_000) })).warnings).toEqual([]);
+  });
+});

@@ -175,3 +175,14 @@ describe("F: limits, pricing and configuration", () => {
     }
   });
 });
+
+describe("F: prompt length", () => {
+  it("F: a text_prompt or json_prompt over 1,000 characters is sent as given with a warning that F publishes no prompt length limit", () => {
+    const text = validate({ text_prompt: "x".repeat(1_001) });
+    expect(text.body.text_prompt).toHaveLength(1_001);
+    expect(text.warnings.join("\n")).toMatch(/text_prompt is 1,001 characters long; F publishes no prompt length limit/);
+    const json = validate({ json_prompt: { subject: "x".repeat(1_000) } });
+    expect(json.warnings.join("\n")).toMatch(/json_prompt is 1,014 characters long; F publishes no prompt length limit/);
+    expect(validate({ text_prompt: "x".repeat(1_000) }).warnings).toEqual([]);
+  });
+});

@@ -1,0 +1,42 @@
+import { resolve } from "node:path";
+import { formatMicroUsd } from "../core/money.js";
+import type { GlobalOptions, Runtime } from "./runtime.js";
+
+/** One argument as a POSIX shell reads it back: bare when it is plain, single-quoted otherwise. */
+export function shellQuote(argument: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(argument)) return argument;
+  return `'${argument.replace(/'/g, `'\\''`)}'`;
+}
+
+/** `sqlite:` paths made absolute, so the command resumes from any folder. */
+function storeArgument(store: string): string {
+  if (store.startsWith("sqlite:")) {
+    const path = store.slice("sqlite:".length) || "./mediagate.db";
+    return path === ":memory:" ? store : `sqlite:${resolve(path)}`;
+  }
+  return store;
+}
+
+/**
+ * The global flags that decide what a command works on, resolved: the store,
+ * the output folder, the config file and the budget (and `--json`, so the
+ * output has the same form). Printed in a resume hint, they make it the
+ * command that resumes, whatever the shell's environment is by then.
+ */
+export function globalArguments(runtime: Runtime, options: GlobalOptions): string[] {
+  const argumentsList = ["--store", storeArgument(runtime.config.store), "--output-dir", resolve(runtime.config.outputDir)];
+  if (options.config) argumentsList.push("--config", resolve(options.config));
+  if (runtime.config.budgetMicroUsd !== null) argumentsList.push("--budget-usd", formatMicroUsd(runtime.config.budgetMicroUsd).replace(/^\$/, ""));
+  if (options.json) argumentsList.push("--json");
+  return argumentsList;
+}
+
+/**
+ * The command line that resumes: `mediagate`, the global flags, the command
+ * and its own arguments, each quoted for the shell. A store address with a
+ * password is printed masked (secrets are never printed), with a note.
+ */
+export function resumeCommand(runtime: Runtime, options: GlobalOptions, command: readonly string[]): string {
+  const line = ["mediagate", ...globalArguments(runtime, options), ...command].map(shellQuote).join(" ");
+  return line;
+}

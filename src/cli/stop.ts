@@ -1,0 +1,75 @@
+import type { Command } from "commander";
+import { InputError } from "../core/errors.js";
+import { EXIT } from "./exit-codes.js";
+import { tellUser } from "./signals.js";
+
+/** Default of `--stop-timeout`: inside the 30 s that container platforms give before SIGKILL. */
+export const DEFAULT_STOP_TIMEOUT_S = 20;
+
+export type StopOutcome = { kind: "stopped" } | { kind: "failed"; message: string } | { kind: "timed_out" };
+
+/** Adds `--stop-timeout SECONDS` to a long-running command. */
+export function addStopTimeoutOption(command: Command): Command {
+  return command.option(
+    "--stop-timeout <seconds>",
+    "on SIGTERM/Ctrl-C, how long to wait for submits in flight to be recorded and leases released before exiting anyway",
+    String(DEFAULT_STOP_TIMEOUT_S),
+  );
+}
+
+/** The `--stop-timeout` value in milliseconds, or an InputError naming the flag. */
+export function stopTimeoutMs(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) throw new InputError("--stop-timeout", `"${value}" is not a number of seconds`, "a positive number, e.g. 20");
+  return Math.round(Number(value) * 1000);
+}
+
+/**
+ * Runs `stop` (the engine's stop and the store's close) for at most
+ * `timeoutMs`. While the store is unreachable, a stop can wait for it
+ * (submits recording their answer) or fail (releasing leases): neither may
+ * keep a process that was told to stop alive, or crash it. What could not be
+ * done is safe to leave: leases expire and another engine resumes the jobs.
+ */
+export async function stopWithin(stop: () => Promise<void>, timeoutMs: number): Promise<StopOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<StopOutcome>((resolve) => {
+    timer = setTimeout(() => resolve({ kind: "timed_out" }), timeoutMs);
+  });
+  const stopped = stop().then(
+    (): StopOutcome => ({ kind: "stopped" }),
+    (error: unknown): StopOutcome => ({ kind: "failed", message: error instanceof Error ? error.message : String(error) }),
+  );
+  try {
+    return await Promise.race([stopped, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One line for stderr saying what an unfinished stop leaves behind. */
+export function unfinishedStopText(command: string, outcome: Exclude<StopOutcome, { kind: "stopped" }>, timeoutMs: number): string {
+  const what = outcome.kind === "timed_out" ? `did not finish stopping within ${timeoutMs / 1000} s (the store is not answering)` : `could not release its leases (${outcome.message})`;
+  return `mediagate ${command}: ${what}; exiting anyway: its leases expire and another engine resumes the jobs (a submit whose answer could not be recorded is logged above with its provider job id; the next engine resends it under the same idempotency key where the provider has one, and otherwise marks it unknown_submission)`;
+}
+
+/**
+ * Stops a long-running command (`worker`, `serve`) within its stop timeout
+ * and says how it went; exits 130 when the stop could not finish.
+ */
+export async function finishStop(command: string, stop: () => Promise<void>, timeoutMs: number): Promise<void> {
+  const outcome = await stopWithin(stop, timeoutMs);
+  if (outcome.kind === "stopped") {
+    tellUser(`mediagate ${command}: stopped; leases released\n`);
+    return;
+  }
+  tellUser(`${unfinishedStopText(command, outcome, timeoutMs)}\n`);
+  process.exit(EXIT.interrupted);
+}
+
+/** What a second stop signal does to a long-running command: exit at once. */
+export function exitAtOnce(command: string): () => void {
+  return () => {
+    tellUser(`mediagate ${command}: second signal, exiting now; leases expire and another engine resumes the jobs\n`);
+    process.exit(EXIT.interrupted);
+  };
+}

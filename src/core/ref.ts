@@ -1,0 +1,31 @@
+import { InputError } from "./errors.js";
+import { escapeUnprintable, firstUnprintable } from "./printable.js";
+
+/**
+ * A job's ref is the user's own name for it: it is stored, looked up and
+ * printed in every listing (`jobs`, `show`, progress lines). A ref holding a
+ * control character could act on the terminal that prints it (see
+ * printable.ts), so it is refused at every entry (CLI flag, batch line,
+ * library call) rather than escaped at every print.
+ */
+export const MAX_REF_LENGTH = 200;
+
+export const REF_ALLOWED = `1 to ${MAX_REF_LENGTH} printable characters (no control characters, line or paragraph separators, or bidirectional formatting characters)`;
+
+/** What is wrong with a ref, or null when it is acceptable. */
+export function refProblem(ref: unknown): string | null {
+  if (typeof ref !== "string") return "must be a string";
+  if (ref.trim().length === 0) return "must not be empty or blank";
+  const length = [...ref].length;
+  if (length > MAX_REF_LENGTH) return `is ${length} characters long, more than ${MAX_REF_LENGTH}`;
+  const unprintable = firstUnprintable(ref);
+  if (unprintable) return `"${escapeUnprintable(ref)}" holds the unprintable character ${unprintable.codePoint} at position ${unprintable.position}`;
+  return null;
+}
+
+/** The ref, or an InputError naming `field` (`--ref`, `ref`). Nothing is stored or sent for a refused ref. */
+export function validateRef(ref: unknown, field: string): string {
+  const problem = refProblem(ref);
+  if (problem !== null) throw new InputError(field, problem, REF_ALLOWED);
+  return ref as string;
+}

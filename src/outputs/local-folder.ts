@@ -1,0 +1,116 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { MediagateError } from "../core/errors.js";
+
+/**
+ * Saving failed for a reason on this machine (a folder under a regular file,
+ * no permission, a full disk), not at the provider. The result is still
+ * there: the job is kept and saving is tried again, so a paid result is not
+ * lost to a local problem.
+ */
+export class OutputSaveError extends MediagateError {
+  constructor(
+    readonly folder: string,
+    /** The system's error code (`ENOTDIR`, `EACCES`, `ENOSPC`, …). */
+    readonly errno: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super("output_unwritable", message, options);
+  }
+}
+
+/** Where result bytes go. The engine writes through this; tests wrap it to inject a full disk. */
+export interface OutputWriter {
+  /** Creates the folder when missing and proves a file can be written in it. Called before anything is downloaded. */
+  prepare(folder: string): Promise<void>;
+  /** Writes bytes to `path` atomically: nobody ever sees a half-written file under that name. */
+  write(path: string, bytes: Buffer): Promise<void>;
+  /** Removes the temporary files a process killed mid-write left for this file stem. */
+  removeStale(folder: string, stem: string): Promise<void>;
+}
+
+function errnoOf(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return typeof code === "string" ? code : "EIO";
+}
+
+function saveError(folder: string, action: string, error: unknown): OutputSaveError {
+  const errno = errnoOf(error);
+  const why: Record<string, string> = {
+    ENOTDIR: "part of the path is a file, not a folder",
+    EEXIST: "a file of that name is in the way",
+    EACCES: "permission denied",
+    EPERM: "permission denied",
+    EROFS: "the file system is read-only",
+    ENOSPC: "the disk is full",
+    EDQUOT: "the disk quota is used up",
+  };
+  return new OutputSaveError(folder, errno, `cannot ${action} ${folder}: ${why[errno] ?? (error as Error).message} (${errno})`, { cause: error });
+}
+
+/** The local folder writer: temporary file in the same folder, flushed, renamed over. */
+export const localFolderOutputs: OutputWriter = {
+  async prepare(folder) {
+    try {
+      await mkdir(folder, { recursive: true });
+    } catch (error) {
+      throw saveError(folder, "create the output folder", error);
+    }
+    // Creating the folder is not enough (read-only mounts, permissions): write and remove a probe file.
+    const probe = join(folder, `.mediagate-write-check-${randomBytes(4).toString("hex")}`);
+    try {
+      const handle = await open(probe, "w");
+      await handle.close();
+    } catch (error) {
+      throw saveError(folder, "write in the output folder", error);
+    } finally {
+      await rm(probe, { force: true }).catch(() => undefined);
+    }
+    // A process killed during this check leaves its probe behind; the next check removes it (another
+    // process's probe removed mid-check is harmless: its own removal is forced).
+    const names = await readdir(folder).catch(() => [] as string[]);
+    for (const name of names) {
+      if (/^\.mediagate-write-check-[0-9a-f]{8}$/.test(name)) await rm(join(folder, name), { force: true }).catch(() => undefined);
+    }
+  },
+
+  async write(path, bytes) {
+    const temporary = `${path}.tmp-${randomBytes(4).toString("hex")}`;
+    try {
+      const handle = await open(temporary, "w");
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temporary, path);
+    } catch (error) {
+      await rm(temporary, { force: true }).catch(() => undefined);
+      throw saveError(path, "write", error);
+    }
+  },
+
+  async removeStale(folder, stem) {
+    const escaped = stem.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const leftover = new RegExp(`^${escaped}(-\\d+)?(\\.[a-z0-9]+)+\\.tmp-[0-9a-f]{8}$`);
+    // Best effort: a leftover temporary file is clutter, never a reason to leave a result unsaved.
+    const names = await readdir(folder).catch(() => [] as string[]);
+    for (const name of names) {
+      if (leftover.test(name)) await rm(join(folder, name), { force: true }).catch(() => undefined);
+    }
+  },
+};
+
+/** Checks a command's output folder before anything is queued or sent; null when usable, else the error. */
+export async function outputFolderProblem(folder: string, writer: OutputWriter = localFolderOutputs): Promise<OutputSaveError | null> {
+  try {
+    await writer.prepare(folder);
+    return null;
+  } catch (error) {
+    if (error instanceof OutputSaveError) return error;
+    throw error;
+  }
+}

@@ -1,0 +1,137 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { InputError } from "../../src/core/errors.js";
+import { firstUnprintable } from "../../src/core/printable.js";
+import { Mediagate } from "../../src/index.js";
+import { renderPng } from "../../src/sandbox/media/png.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { runCli } from "../helpers/cli.js";
+import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
+
+let world: DWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+const generateArgs = ["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "a lighthouse", "--width", "256", "--height", "256"];
+const RETITLE = "\u001b]0;pwned\u0007";
+
+function dRequests(world: DWorld): number {
+  return world.sandbox.context.requests.count((request) => request.provider === "d");
+}
+
+async function storedJobs(world: DWorld): Promise<number> {
+  const store = await openSqliteStore(world.env.MEDIAGATE_STORE!.slice("sqlite:".length));
+  try {
+    return (await store.listJobs({})).length;
+  } finally {
+    await store.close();
+  }
+}
+
+describe("bad input is never sent (CLI and library against the D sandbox)", () => {
+  it("generate: a --ref holding an ESC sequence is refused with exit 2 naming --ref; nothing is stored or sent, and the message is printable", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const result = await runCli([...generateArgs, "--ref", `night${RETITLE}`], { env: world.env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--ref: "night\\u001b\]0;pwned\\u0007" holds the unprintable character U\+001B at position 6/);
+    expect(firstUnprintable(result.stderr.replace(/\n/g, ""))).toBeNull();
+    expect(dRequests(world)).toBe(0);
+    expect(await storedJobs(world)).toBe(0);
+  });
+
+  it("batch: a line whose ref holds a newline or ESC is refused naming its line and the ref; nothing is sent", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const file = join(world.folder, "jobs.jsonl");
+    const line = (ref: string) => JSON.stringify({ ref, provider: "d", model: "gen-2-pro", input: { prompt: "x", width: 256, height: 256 } });
+    writeFileSync(file, [line("good"), line("two\nlines"), line(`title${RETITLE}`)].join("\n"));
+    const result = await runCli(["batch", file], { env: world.env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/line 2: ref: "two\\u000alines" holds the unprintable character U\+000A/);
+    expect(result.stderr).toMatch(/line 3: ref: "title\\u001b\]0;pwned\\u0007" holds the unprintable character U\+001B/);
+    expect(result.stderr).not.toContain("\u001b");
+    expect(dRequests(world)).toBe(0);
+    expect(await storedJobs(world)).toBe(0);
+  });
+
+  it("generate: --image of a file that is not a PNG, JPEG or WebP image by its first bytes is refused with exit 2, even when named .png; nothing is sent", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const passwords = join(world.folder, "passwd");
+    writeFileSync(passwords, "root:x:0:0:root:/root:/bin/bash\n");
+    const disguised = join(world.folder, "photo.png");
+    writeFileSync(disguised, "not really a picture");
+    for (const file of [passwords, disguised]) {
+      const result = await runCli([...generateArgs, "--image", file], { env: world.env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/--image: file .* is not a PNG, JPEG or WebP image \(judged by its first bytes, not its name\)/);
+    }
+    expect(dRequests(world)).toBe(0);
+    expect(await storedJobs(world)).toBe(0);
+  });
+
+  it("generate: --width contradicting --input's width is refused with exit 2 naming both; nothing is sent", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const result = await runCli([...generateArgs, "--input", '{"width":512}'], { env: world.env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--width: says 256 but --input sets width to 512/);
+    expect(dRequests(world)).toBe(0);
+  });
+
+  it("a refusal quoting what the user gave (a model holding ESC) is printed escaped, so it cannot act on the terminal", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const result = await runCli(["generate", "--provider", "d", "--model", `gen${RETITLE}`, "--prompt", "x", "--width", "256", "--height", "256"], { env: world.env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("gen\\u001b]0;pwned\\u0007");
+    expect(result.stderr).not.toContain("\u001b");
+    expect(dRequests(world)).toBe(0);
+  });
+
+  it("jobs: a ref stored with control characters (before the ref rule) is printed escaped, one row per job", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const store = await openSqliteStore(world.env.MEDIAGATE_STORE!.slice("sqlite:".length));
+    await store.insertJobs(
+      [
+        {
+          id: "job_old",
+          ref: `old${RETITLE}\nrow`,
+          batchId: null,
+          provider: "d",
+          model: "gen-2-pro",
+          operation: null,
+          body: { prompt: "x", width: 256, height: 256 },
+          facts: {},
+          warnings: [],
+          estimateMicroUsd: 30_000,
+          estimateSource: "test",
+          outDir: world.env.MEDIAGATE_OUTPUT_DIR!,
+        },
+      ],
+      Date.now(),
+    );
+    await store.close();
+    const result = await runCli(["jobs"], { env: world.env });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("old\\u001b]0;pwned\\u0007\\u000arow");
+    expect(result.stdout).not.toContain("\u001b");
+    expect(result.stdout.trim().split("\n")).toHaveLength(2);
+  });
+
+  it("library: Mediagate.submit refuses a ref with control characters (InputError naming ref): nothing stored, nothing sent", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const gate = await Mediagate.open({ env: world.env, runEngine: false });
+    try {
+      const request = { provider: "d" as const, model: "gen-2-pro", input: { prompt: "x", width: 256, height: 256 }, images: [{ fileName: "a.png", bytes: renderPng(64, 64, "x", 1) }] };
+      const error = await gate.submit(request, { ref: `lib${RETITLE}` }).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as InputError).field).toBe("ref");
+      expect(await gate.list()).toEqual([]);
+      const accepted = await gate.submit(request, { ref: "lib-ok" });
+      expect(accepted.ref).toBe("lib-ok");
+    } finally {
+      await gate.close();
+    }
+    expect(dRequests(world)).toBe(0);
+  });
+});

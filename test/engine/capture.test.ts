@@ -1,0 +1,162 @@
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { FaultKind } from "../../src/sandbox/faults.js";
+import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
+import type { Store } from "../../src/store/store.js";
+import { sha256File } from "../helpers/d-sandbox.js";
+import { storeFactories } from "../helpers/stores.js";
+import { startWorld, type World, worldEngine } from "../helpers/world.js";
+
+const D_POLL_PATH = /^\/d-poll\//;
+const D_RESULT_PATH = /^\/d-results\//;
+/** ProviderHttp sends an idempotent request (a poll, a download) up to this many times before the engine sees the failure. */
+const HTTP_ATTEMPTS = 4;
+const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
+
+for (const factory of storeFactories) {
+  describe(`saving results (${factory.name}, real sandbox, virtual time)`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    let world: World | undefined;
+    beforeEach(async () => {
+      ({ store, cleanup } = await factory.open());
+    });
+    afterEach(async () => {
+      await cleanup();
+      await world?.close();
+      world = undefined;
+    });
+
+    async function dWorld(options: Parameters<typeof createDEmulator>[0] = {}): Promise<{ d: DEmulator; world: World; outDir: string }> {
+      const d = createDEmulator({ renderTimeMs: 1_000, ...options });
+      world = await startWorld([d], { timeScale: 20 });
+      return { d, world, outDir: join(world.folder, "out") };
+    }
+
+    /** What the sandbox answered to each download, in order. */
+    const downloads = (world: World) => world.sandbox.context.requests.filter((request) => D_RESULT_PATH.test(request.url)).map((request) => request.statusCode);
+    const filesIn = (folder: string) => (existsSync(folder) ? readdirSync(folder).sort() : []);
+
+    /** Capture attempts before a job whose downloads keep failing is given up (src/engine/capture.ts). */
+    const CAPTURE_ATTEMPTS = 5;
+    const expiredLinks: Array<{ cause: string; fault: FaultKind | null; status: number }> = [
+      { cause: "403: its ten minutes were over before the download", fault: null, status: 403 },
+      { cause: "404 from the file host", fault: { kind: "status", status: 404, body: { code: "not_found" } }, status: 404 },
+      { cause: "410 Gone from the file host", fault: { kind: "status", status: 410, body: { code: "gone" } }, status: 410 },
+    ];
+    for (const { cause, fault, status } of expiredLinks) {
+      // A dead link is tried again (a provider that hands out a fresh link on every read, as B does, gives a working one),
+      // reading the job first each time; one that stays dead fails result_expired once the bounded attempts are spent.
+      it(`D: a result link that stays dead (${cause}) fails the job result_expired after ${CAPTURE_ATTEMPTS} attempts, each after a fresh read; nothing saved`, async () => {
+        // A link lifetime of 0 makes the link dead by the time anyone can read it: the sandbox's own 403 link_expired.
+        const { d, world, outDir } = await dWorld(fault ? {} : { sampleTtlMs: 0 });
+        if (fault) world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault });
+        const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+        const job = await enqueue(pro("a lighthouse"));
+        engine.start();
+        const [ended] = (await wait([job.id])).jobs;
+        await engine.stop();
+        expect(ended!.state).toBe("failed");
+        expect(ended!.error?.code).toBe("result_expired");
+        expect(ended!.error?.message).toMatch(new RegExp(`answered HTTP ${status}$`));
+        expect(downloads(world)).toEqual(Array(CAPTURE_ATTEMPTS).fill(status));
+        expect(d.jobs[0]!.downloads).toBe(0);
+        expect(await store.outputs(job.id)).toEqual([]);
+        expect(filesIn(outDir)).toEqual([]);
+        expect((await store.events(job.id)).map((event) => event.toState)).toEqual(["queued", "submitting", "running", "capturing", "failed"]);
+      });
+    }
+
+    // A capture that fails after the provider reported success still records what the provider charged
+    // (D bills at submit; B's charge is settled later): the ledger never under-reports what was paid.
+    it("D: a job whose result link expired is still in the ledger at D's charge (D bills at submit)", async () => {
+      const { d, world } = await dWorld({ sampleTtlMs: 0 });
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(pro("paid, never saved"));
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      expect(ended!.error?.code).toBe("result_expired");
+      expect(d.chargesMicroUsd[d.jobs[0]!.id]).toBe(30_000);
+      expect(ended!.chargeMicroUsd).toBe(30_000);
+      expect(await store.ledgerTotal()).toBe(30_000);
+    });
+
+    it("D: a download answering 503 is retried, reading the job again for a fresh link between attempts, and the job succeeds with its file matching its sha256", async () => {
+      const { d, world, outDir } = await dWorld();
+      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS + 1 });
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(pro("a lighthouse"), "lighthouse");
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      expect(ended!.state).toBe("succeeded");
+      expect(ended!.pollFailures).toBe(0);
+      expect(downloads(world)).toEqual([...Array(HTTP_ATTEMPTS + 1).fill(503), 200]);
+      // The first attempt's sends came back-to-back; the second attempt began with a read of the job.
+      const log = world.sandbox.context.requests.all();
+      const firstOfSecondAttempt = log.filter((request) => D_RESULT_PATH.test(request.url))[HTTP_ATTEMPTS]!;
+      const lastOfFirstAttempt = log.filter((request) => D_RESULT_PATH.test(request.url))[HTTP_ATTEMPTS - 1]!;
+      const between = log.slice(log.indexOf(lastOfFirstAttempt) + 1, log.indexOf(firstOfSecondAttempt));
+      expect(between.filter((request) => D_POLL_PATH.test(request.url)).length).toBeGreaterThanOrEqual(1);
+      const [output] = await store.outputs(job.id);
+      expect(output!.path).toBe(join(outDir, "lighthouse.png"));
+      expect(sha256File(output!.path)).toBe(output!.sha256);
+      expect(filesIn(outDir)).toEqual(["lighthouse.png", "lighthouse.png.json"]);
+      expect(d.jobs[0]!.downloads).toBe(1);
+      expect(await store.ledgerTotal()).toBe(30_000);
+    });
+
+    it("D: a download failing on five capture attempts in a row fails the job result_download_failed, each attempt after a fresh read; nothing is saved", async () => {
+      const { d, world, outDir } = await dWorld();
+      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 } });
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(pro("a lighthouse"));
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      expect(ended!.state).toBe("failed");
+      expect(ended!.error?.code).toBe("result_download_failed");
+      expect(ended!.error?.message).toMatch(/answered HTTP 503$/);
+      // One read that saw Ready before each of the five attempts.
+      const readyAt = d.jobs[0]!.finishesAt;
+      expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url) && request.at >= readyAt)).toBe(5);
+      expect(downloads(world).every((status) => status === 503)).toBe(true);
+      expect(await store.outputs(job.id)).toEqual([]);
+      expect(filesIn(outDir)).toEqual([]);
+    });
+
+    it("D: poll failures just before the Ready answer do not count against the capture's five attempts", async () => {
+      const { world } = await dWorld();
+      // Four polls in a row fail at the network, the fifth sees Ready; then one capture attempt fails.
+      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" }, times: 4 * HTTP_ATTEMPTS });
+      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS });
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(pro("a lighthouse"));
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      expect(ended!.state).toBe("succeeded");
+      expect(downloads(world)).toEqual([...Array(HTTP_ATTEMPTS).fill(503), 200]);
+    });
+
+    it("D: a temporary file left by a capture killed mid-write (STEM.png.tmp-XXXXXXXX) or mid folder check is removed by the job's next capture; other jobs' files stay", async () => {
+      const { world, outDir } = await dWorld();
+      mkdirSync(outDir, { recursive: true });
+      const halfWritten = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a]);
+      const leftovers = ["lighthouse.png.tmp-0123abcd", "lighthouse-2.png.tmp-89abcdef", "lighthouse.png.json.tmp-00ff00ff", ".mediagate-write-check-0123abcd"];
+      const others = ["lighthouse-old.png.tmp-0123abcd", "harbour.png.tmp-0123abcd", "lighthouse.png.tmp-keep"];
+      for (const name of [...leftovers, ...others]) writeFileSync(join(outDir, name), halfWritten);
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(pro("a lighthouse"), "lighthouse");
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      expect(ended!.state).toBe("succeeded");
+      expect(filesIn(outDir)).toEqual([...others, "lighthouse.png", "lighthouse.png.json"].sort());
+      const [output] = await store.outputs(job.id);
+      expect(sha256File(output!.path)).toBe(output!.sha256);
+    });
+  });
+}

@@ -1,0 +1,165 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { BudgetError, ConfigError, InputError, type Job, Mediagate } from "../src/index.js";
+import { type DWorld, sha256File, startDWorld } from "./helpers/d-sandbox.js";
+
+const databaseUrl = process.env.DATABASE_URL;
+
+/** Where a library instance keeps its jobs: a SQLite file, or (with DATABASE_URL) a PostgreSQL schema of its own. */
+interface StoreLocation {
+  name: string;
+  location(world: DWorld): Promise<string>;
+  cleanup(): Promise<void>;
+}
+
+function sqliteLocation(): StoreLocation {
+  return { name: "sqlite", location: async (world) => `sqlite:${join(world.folder, "library.db")}`, cleanup: async () => undefined };
+}
+
+function postgresLocation(url: string): StoreLocation {
+  const schema = `mg_test_${randomBytes(6).toString("hex")}`;
+  const run = async (statement: string) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(statement);
+    await client.end();
+  };
+  return {
+    name: "postgres",
+    async location() {
+      await run(`CREATE SCHEMA ${schema}`);
+      const located = new URL(url);
+      located.searchParams.set("options", `-c search_path=${schema}`);
+      return located.toString();
+    },
+    cleanup: () => run(`DROP SCHEMA IF EXISTS ${schema} CASCADE`),
+  };
+}
+
+const locations: Array<() => StoreLocation> = databaseUrl ? [sqliteLocation, () => postgresLocation(databaseUrl)] : [sqliteLocation];
+const pro = (prompt: string, width = 256) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width, height: 256 } });
+
+for (const makeLocation of locations) {
+  describe(`the Mediagate library (${makeLocation().name}, D sandbox over loopback)`, () => {
+    let world: DWorld | undefined;
+    let location: StoreLocation | undefined;
+    const gates: Mediagate[] = [];
+    afterEach(async () => {
+      for (const gate of gates.splice(0)) await gate.close();
+      await location?.cleanup();
+      await world?.close();
+      world = undefined;
+      location = undefined;
+    });
+
+    async function open(env: Record<string, string> = {}, options: { runEngine?: boolean } = {}): Promise<Mediagate> {
+      world ??= await startDWorld({ renderTimeMs: 400 });
+      if (!location) {
+        location = makeLocation();
+        world.env.MEDIAGATE_STORE = await location.location(world);
+      }
+      const gate = await Mediagate.open({ env: { ...world.env, ...env }, ...options });
+      gates.push(gate);
+      return gate;
+    }
+
+    it("submit then wait runs the job in the library's engine: progress sees each state in order, the PNG matches its sha256, get and list find it", async () => {
+      const gate = await open();
+      const job = await gate.submit(pro("a lighthouse"), { ref: "lighthouse" });
+      expect(job).toMatchObject({ ref: "lighthouse", state: "queued", provider: "d", estimateMicroUsd: 30_000 });
+      const seen: string[] = [];
+      const done = await gate.wait(job.id, { onProgress: (update: Job) => seen.push(update.state) });
+      expect(done.state).toBe("succeeded");
+      expect(seen.filter((state, index) => state !== seen[index - 1])).toEqual(["submitting", "running", "capturing", "succeeded"]);
+      const [output] = await gate.outputs(job.id);
+      expect(output!.path).toBe(join(world!.env.MEDIAGATE_OUTPUT_DIR!, "lighthouse.png"));
+      expect(sha256File(output!.path)).toBe(output!.sha256);
+      expect((await gate.get("lighthouse"))!.id).toBe(job.id);
+      expect((await gate.list({ states: ["succeeded"] })).map((listed) => listed.id)).toEqual([job.id]);
+      expect(await gate.list({ states: ["queued"] })).toEqual([]);
+      expect(done.chargeMicroUsd).toBe(30_000);
+      expect(world!.submits()).toBe(1);
+    });
+
+    it("submitting the same ref again returns the stored job, and it is sent once", async () => {
+      const gate = await open();
+      const first = await gate.submit(pro("once"), { ref: "once" });
+      const second = await gate.submit(pro("once"), { ref: "once" });
+      expect(second.id).toBe(first.id);
+      expect((await gate.wait(first.id)).state).toBe("succeeded");
+      expect(await gate.list()).toHaveLength(1);
+      expect(world!.submits()).toBe(1);
+    });
+
+    it("quote gives the estimate and its source without storing or sending anything", async () => {
+      const gate = await open();
+      const quote = await gate.quote(pro("just asking", 1024));
+      expect(quote.microUsd).toBe(30_000);
+      expect(quote.source).toMatch(/gen-2-pro/);
+      expect(quote.warnings).toEqual([]);
+      expect(await gate.list()).toEqual([]);
+      expect(world!.sandbox.context.requests.all()).toEqual([]);
+    });
+
+    it("submit refuses, before storing or sending anything: bad input (InputError naming the field), over budget (BudgetError), a provider not configured (ConfigError naming the variable)", async () => {
+      const gate = await open();
+      const invalid = await gate.submit(pro("bad width", 250)).catch((error: unknown) => error);
+      expect(invalid).toBeInstanceOf(InputError);
+      expect((invalid as InputError).field).toMatch(/width/);
+
+      const tight = await open({ MEDIAGATE_BUDGET_USD: "0.02" });
+      const over = await tight.submit(pro("too dear")).catch((error: unknown) => error);
+      expect(over).toBeInstanceOf(BudgetError);
+      expect(over).toMatchObject({ estimateMicroUsd: 30_000, budgetMicroUsd: 20_000 });
+
+      const keyless = await open({ MEDIAGATE_D_API_KEY: "" });
+      const unconfigured = await keyless.submit(pro("no key")).catch((error: unknown) => error);
+      expect(unconfigured).toBeInstanceOf(ConfigError);
+      expect((unconfigured as ConfigError).variable).toBe("MEDIAGATE_D_API_KEY");
+
+      expect(await gate.list()).toEqual([]);
+      expect(world!.sandbox.context.requests.all()).toEqual([]);
+    });
+
+    it("cancel ends a queued job locally and it is never sent; a job already sent (running) or finished is not cancelled and is tracked to its end", async () => {
+      world = await startDWorld({ renderTimeMs: 1_500 });
+      // No engine in this process: the jobs stay queued until another one runs them.
+      const gate = await open({}, { runEngine: false });
+      const queued = await gate.submit(pro("changed my mind"), { ref: "cancel-me" });
+      const kept = await gate.submit(pro("keep me"), { ref: "keep-me" });
+      expect(await gate.cancel(queued.id)).toBe(true);
+      expect((await gate.get(queued.id))!.state).toBe("cancelled");
+      expect(await gate.cancel(queued.id)).toBe(false);
+      expect(await gate.cancel("no-such-job")).toBe(false);
+
+      const runner = await open();
+      const sent = new AbortController();
+      await runner.wait(kept.id, { signal: sent.signal, onProgress: (update) => update.state === "running" && sent.abort() });
+      expect(await gate.cancel(kept.id)).toBe(false);
+      expect((await gate.get(kept.id))!.state).toBe("running");
+      expect((await runner.wait(kept.id)).state).toBe("succeeded");
+      expect(await gate.cancel(kept.id)).toBe(false);
+      expect((await gate.get(queued.id))!.state).toBe("cancelled");
+      expect(world!.submits()).toBe(1);
+      expect(world!.d.jobs.map((job) => job.body.prompt)).toEqual(["keep me"]);
+    });
+
+    it("close stops the engine and releases its leases: a job left running is resumed by the next instance at once and sent only once", async () => {
+      world = await startDWorld({ renderTimeMs: 2_000 });
+      const first = await open();
+      const job = await first.submit(pro("handed over"));
+      const running = new AbortController();
+      await first.wait(job.id, { signal: running.signal, onProgress: (update) => update.state === "running" && running.abort() });
+      await first.close();
+      gates.splice(gates.indexOf(first), 1);
+      const left = (await (await open({}, { runEngine: false })).get(job.id))!;
+      expect(left).toMatchObject({ state: "running", leaseOwner: null, leaseExpiresAt: null });
+
+      const second = await open();
+      expect((await second.wait(job.id)).state).toBe("succeeded");
+      expect(world.submits()).toBe(1);
+    });
+  });
+}

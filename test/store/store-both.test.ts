@@ -1,0 +1,167 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { JobState } from "../../src/core/job.js";
+import type { JobPatch, NewJob, Store } from "../../src/store/store.js";
+import { storeFactories } from "../helpers/stores.js";
+
+// The store calls the engine makes for settlement, webhooks, leases, its idle sleep and adaptive polling,
+// on SQLite and (with DATABASE_URL) PostgreSQL alike.
+
+function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
+  return {
+    id: `job_${ref}`,
+    ref,
+    batchId: null,
+    provider: "d",
+    model: "gen-2-pro",
+    operation: null,
+    body: { prompt: ref, width: 256, height: 256 },
+    facts: {},
+    warnings: [],
+    estimateMicroUsd: 30_000,
+    estimateSource: "test",
+    outDir: "/tmp/out",
+    ...overrides,
+  };
+}
+
+for (const factory of storeFactories) {
+  describe(`store (${factory.name}): settlement, deliveries, leases, due times, render samples`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    beforeEach(async () => {
+      ({ store, cleanup } = await factory.open());
+    });
+    afterEach(async () => {
+      await cleanup();
+    });
+
+    /** Inserts a job and walks it through claim and submit to `to`, owned by `owner` until it ends. */
+    async function jobIn(ref: string, to: JobState, owner: string, patch: JobPatch = {}, overrides: Partial<NewJob> = {}) {
+      await store.insertJobs([newJob(ref, overrides)], 1_000);
+      const id = `job_${ref}`;
+      if (to === "queued") return (await store.updateJob(id, { state: "queued" }, patch, 1_000))!;
+      expect((await store.claimForSubmit(id, owner, [], 1_000, 30_000)).kind).toBe("claimed");
+      if (to === "submitting") return (await store.updateJob(id, { state: "submitting" }, patch, 1_000))!;
+      await store.transition(id, { state: "submitting" }, "running", { providerJobId: `p_${ref}`, submittedAt: 2_000 }, "accepted", 2_000);
+      if (to === "running") return (await store.updateJob(id, { state: "running" }, patch, 2_000))!;
+      await store.transition(id, { state: "running" }, "capturing", {}, "done at the provider", 3_000);
+      if (to === "capturing") return (await store.updateJob(id, { state: "capturing" }, patch, 3_000))!;
+      if (to === "succeeded") return (await store.transition(id, { state: "capturing" }, "succeeded", { leaseOwner: null, leaseExpiresAt: null, ...patch }, "saved", 4_000))!;
+      return (await store.transition(id, { state: "capturing" }, to, { leaseOwner: null, leaseExpiresAt: null, error: { code: "x", message: "x" }, ...patch }, "ended", 4_000))!;
+    }
+
+    it("a settled charge is written once, with its ledger entry and an event; settling it again or settling a computed charge changes nothing", async () => {
+      await jobIn("pending", "succeeded", "o", { chargeState: "pending", chargeMicroUsd: null });
+      await jobIn("computed", "succeeded", "o", { chargeState: "computed", chargeMicroUsd: 30_000 });
+      const settled = await store.settleCharge("job_pending", { microUsd: 41_250, source: "settled by B" }, 9_000);
+      expect(settled).toMatchObject({ chargeState: "settled", chargeMicroUsd: 41_250, chargeSource: "settled by B", state: "succeeded" });
+      expect(await store.ledgerTotal()).toBe(41_250);
+      expect((await store.events("job_pending")).at(-1)).toMatchObject({ fromState: "succeeded", toState: "succeeded", at: 9_000, reason: expect.stringMatching(/charge settled: 41250 micro-USD/) });
+
+      expect(await store.settleCharge("job_pending", { microUsd: 99_999, source: "settled twice" }, 10_000)).toBeNull();
+      expect(await store.settleCharge("job_computed", { microUsd: 99_999, source: "not settling" }, 10_000)).toBeNull();
+      expect(await store.ledgerTotal()).toBe(41_250);
+      expect((await store.getJob("job_pending"))!.chargeMicroUsd).toBe(41_250);
+      expect((await store.getJob("job_computed"))!.chargeMicroUsd).toBe(30_000);
+    });
+
+    it("dueSettlements offers finished jobs whose charge is pending or unavailable once due, earliest first; never an unfinished or a settled one", async () => {
+      await jobIn("pending", "failed", "o", { chargeState: "pending", nextAttemptAt: 5_000 });
+      await jobIn("unavailable", "succeeded", "o", { chargeState: "unavailable", nextAttemptAt: 4_000 });
+      await jobIn("later", "succeeded", "o", { chargeState: "pending", nextAttemptAt: 20_000 });
+      await jobIn("running", "running", "o", { chargeState: "pending", nextAttemptAt: 1_000 });
+      await jobIn("computed", "succeeded", "o", { chargeState: "computed", nextAttemptAt: 1_000 });
+      const due = async (now: number, limit = 10) => (await store.dueSettlements(now, limit)).map((job) => job.ref);
+      expect(await due(3_999)).toEqual([]);
+      expect(await due(6_000)).toEqual(["unavailable", "pending"]);
+      expect(await due(6_000, 1)).toEqual(["unavailable"]);
+      await store.settleCharge("job_unavailable", { microUsd: 1, source: "settled" }, 6_000);
+      expect(await due(30_000)).toEqual(["pending", "later"]);
+    });
+
+    it("a webhook delivery id is recorded once per provider; the same id at another provider is its own; rejected deliveries without an id are all kept", async () => {
+      const delivery = { provider: "b" as const, deliveryId: "msg_1", jobId: "job_x", outcome: "applied" as const, reason: "verified", at: 1_000 };
+      expect(await store.recordDelivery(delivery)).toBe("recorded");
+      expect(await store.recordDelivery({ ...delivery, at: 2_000, reason: "again" })).toBe("duplicate");
+      expect(await store.recordDelivery({ ...delivery, provider: "f", at: 3_000 })).toBe("recorded");
+      const rejected = { provider: "b" as const, deliveryId: null, jobId: null, outcome: "rejected" as const, reason: "bad signature", at: 4_000 };
+      expect(await store.recordDelivery(rejected)).toBe("recorded");
+      expect(await store.recordDelivery({ ...rejected, at: 5_000 })).toBe("recorded");
+
+      expect((await store.deliveries()).map((row) => [row.provider, row.deliveryId, row.outcome, row.at])).toEqual([
+        ["b", "msg_1", "applied", 1_000],
+        ["f", "msg_1", "applied", 3_000],
+        ["b", null, "rejected", 4_000],
+        ["b", null, "rejected", 5_000],
+      ]);
+      expect((await store.deliveries({ provider: "f" })).map((row) => row.at)).toEqual([3_000]);
+      expect((await store.deliveries({ jobId: "job_x" })).map((row) => row.provider)).toEqual(["b", "f"]);
+      expect((await store.deliveries({ jobId: "job_x" }))[0]!.reason).toBe("verified");
+    });
+
+    it("renewLeases extends only this owner's unfinished jobs; releaseLeases frees them so another engine adopts them at once, before the lease would have expired", async () => {
+      await jobIn("submitting", "submitting", "one");
+      await jobIn("running", "running", "one");
+      await jobIn("capturing", "capturing", "one");
+      await jobIn("other", "running", "two");
+      await jobIn("done", "succeeded", "one", { leaseOwner: "one", leaseExpiresAt: 31_000 });
+      await store.renewLeases("one", 90_000);
+      const lease = async (ref: string) => {
+        const job = (await store.findJob(ref))!;
+        return [job.leaseOwner, job.leaseExpiresAt];
+      };
+      for (const ref of ["submitting", "running", "capturing"]) expect(await lease(ref)).toEqual(["one", 90_000]);
+      expect(await lease("other")).toEqual(["two", 31_000]);
+      expect(await lease("done")).toEqual(["one", 31_000]);
+
+      // Long before 90 s a live engine's valid lease is not taken...
+      expect(await store.adoptOrphans("three", 10_000, 30_000, () => false)).toEqual([]);
+      await store.releaseLeases("one");
+      for (const ref of ["submitting", "running", "capturing", "done"]) expect(await lease(ref)).toEqual([null, null]);
+      expect(await lease("other")).toEqual(["two", 31_000]);
+      // ...but once released, another engine takes them at the same moment.
+      const adopted = await store.adoptOrphans("three", 10_000, 30_000, () => false);
+      expect(adopted.map((job) => job.ref).sort()).toEqual(["capturing", "running", "submitting"]);
+      for (const job of adopted) expect([job.leaseOwner, job.leaseExpiresAt, job.nextAttemptAt]).toEqual(["three", 40_000, 10_000]);
+    });
+
+    it("nextDueAt is the earliest future due time of queued jobs (of providers not skipped), this owner's running or capturing jobs and settling charges", async () => {
+      expect(await store.nextDueAt("me", [], 0)).toBeNull();
+      await jobIn("queued-d", "queued", "me", { nextAttemptAt: 50_000 });
+      await jobIn("queued-c", "queued", "me", { nextAttemptAt: 8_000 }, { provider: "c", model: "m" });
+      await jobIn("mine", "running", "me", { nextAttemptAt: 40_000 });
+      await jobIn("mine-capturing", "capturing", "me", { nextAttemptAt: 30_000 });
+      await jobIn("theirs", "running", "them", { nextAttemptAt: 6_000 });
+      await jobIn("settling", "succeeded", "me", { chargeState: "pending", nextAttemptAt: 20_000 });
+      await jobIn("past", "queued", "me", { nextAttemptAt: 4_000 });
+      expect(await store.nextDueAt("me", [], 5_000)).toBe(8_000);
+      expect(await store.nextDueAt("me", ["c"], 5_000)).toBe(20_000);
+      expect(await store.nextDueAt("me", ["c"], 20_000)).toBe(30_000);
+      expect(await store.nextDueAt("me", ["c"], 30_000)).toBe(40_000);
+      expect(await store.nextDueAt("me", ["c"], 40_000)).toBe(50_000);
+      expect(await store.nextDueAt("me", ["c", "d"], 40_000)).toBeNull();
+      expect(await store.nextDueAt("them", ["c", "d"], 5_000)).toBe(6_000);
+    });
+
+    it("recentRenderSamples are this provider's and model's newest finished jobs, submit to done, with the last pending poll", async () => {
+      const finished = async (ref: string, submittedAt: number, doneAt: number, pendingMs: number | null, overrides: Partial<NewJob> = {}) => {
+        await jobIn(ref, "running", "o", {}, overrides);
+        await store.updateJob(`job_${ref}`, { state: "running" }, { submittedAt, providerDoneAt: doneAt, lastPendingElapsedMs: pendingMs }, doneAt);
+      };
+      await finished("old", 10_000, 17_000, 6_000);
+      await finished("newest", 30_000, 39_000, null);
+      await finished("middle", 20_000, 28_000, 7_500);
+      await finished("other-model", 20_000, 50_000, 1_000, { model: "gen-2-max" });
+      await finished("other-provider", 20_000, 50_000, 1_000, { provider: "c", model: "gen-2-pro" });
+      await jobIn("still-running", "running", "o");
+      expect(await store.recentRenderSamples("d", "gen-2-pro", 10)).toEqual([
+        { doneElapsedMs: 9_000, pendingElapsedMs: null },
+        { doneElapsedMs: 8_000, pendingElapsedMs: 7_500 },
+        { doneElapsedMs: 7_000, pendingElapsedMs: 6_000 },
+      ]);
+      expect(await store.recentRenderSamples("d", "gen-2-pro", 2)).toHaveLength(2);
+      expect(await store.recentRenderSamples("d", "gen-2-max", 10)).toEqual([{ doneElapsedMs: 30_000, pendingElapsedMs: 1_000 }]);
+      expect(await store.recentRenderSamples("a", "gen-2-pro", 10)).toEqual([]);
+    });
+  });
+}

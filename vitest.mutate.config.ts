@@ -1,0 +1,17 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * The tests mutation testing runs: those that run our code in this process
+ * (core, engine, store, provider clients and validators, sandbox-backed engine
+ * tests). The CLI end-to-end tests are left out: they run the code in child
+ * processes, where a mutant is not switched on, so they could not kill one.
+ */
+export default defineConfig({
+  test: {
+    include: ["test/core/**/*.test.ts", "test/engine/**/*.test.ts", "test/store/**/*.test.ts", "test/providers/**/*.test.ts", "test/library*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+    maxWorkers: 1,
+  },
+});
