@@ -229,6 +229,12 @@ export function summaryText(outcome: WaitOutcome, halts: Array<{ provider: strin
   if (open.length) parts.push(`${open.length} still in progress`);
   const lines = [`${parts.join(", ")}; charged ${formatMicroUsd(charged)}`];
   if (succeeded.length) lines.push(`  files in ${outDir}`);
+  // Accepted by the provider, never seen to end: what they cost is unknown; their estimates are the bound.
+  const possiblyCharged = failed.filter((job) => job.chargeMicroUsd === null && (job.state === "unknown_submission" || job.providerJobId !== null));
+  if (possiblyCharged.length) {
+    const bound = possiblyCharged.reduce((sum, job) => sum + (job.estimateMicroUsd ?? 0), 0);
+    lines.push(`  ${possiblyCharged.length} job(s) may have been charged by the provider (up to ${formatMicroUsd(bound)} estimated, not in the total): check them there`);
+  }
   if (awaiting.length) {
     lines.push(`  ${awaiting.length} charge(s) not settled yet by the provider (not in the total); \`mediagate worker\` or the next run reads them`);
   }

@@ -18,6 +18,13 @@ const MAX_POLL_FAILURES = 8;
 /** The longest wait between polls while the provider keeps failing. */
 const POLL_FAILURE_BACKOFF_CAP_MS = 60_000;
 
+/**
+ * The charge of a job the provider accepted but that was never seen to end:
+ * not recorded (nothing says what it cost), yet its budget keeps holding the
+ * estimate, and summaries count it apart as possibly charged.
+ */
+export const UNKNOWN_CHARGE = "unknown: the provider accepted the job and may charge it; it was not seen to finish";
+
 export function submittedOf(job: Job): Submitted {
   return { providerJobId: job.providerJobId ?? "", handles: job.handles ?? {} };
 }
@@ -33,7 +40,7 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
   if (job.state === "running" && job.trackingDeadlineAt !== null && now > job.trackingDeadlineAt) {
     const message = `still not finished ${Math.round((now - (job.submittedAt ?? now)) / 1000)} s after submit (last status ${job.providerStatus ?? "unknown"}); giving up tracking`;
     const moved = await store.transition(job.id, { state: "running", leaseOwner: owner }, "failed",
-      { error: { code: "tracking_deadline_exceeded", message }, leaseOwner: null, leaseExpiresAt: null, reason: message }, message, now);
+      { error: { code: "tracking_deadline_exceeded", message }, leaseOwner: null, leaseExpiresAt: null, reason: message, chargeSource: UNKNOWN_CHARGE }, message, now);
     if (moved) context.emit(moved);
     context.wake();
     return;
@@ -157,6 +164,7 @@ async function handlePollFailure(context: EngineContext, job: Job, error: unknow
         error: { code, message: `tracking failed after ${failures} attempts: ${message}`, ...(error instanceof ProviderError ? { detail: error.detail } : {}) },
         leaseOwner: null,
         leaseExpiresAt: null,
+        chargeSource: UNKNOWN_CHARGE,
       },
       `tracking failed: ${message}`,
       now,

@@ -4,6 +4,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createAEmulator } from "../../src/sandbox/a/index.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import type { Store } from "../../src/store/store.js";
+import { formatMicroUsd } from "../../src/core/money.js";
+import { summaryText } from "../../src/cli/run-jobs.js";
+import { UNKNOWN_CHARGE } from "../../src/engine/track.js";
 import { storeFactories } from "../helpers/stores.js";
 import { untilJob } from "../helpers/until.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
@@ -55,6 +58,29 @@ for (const factory of storeFactories) {
       expect((await store.poolStatus()).find((pool) => pool.key === "d:account")!.held).toBe(0);
       // The deadline is checked before polling: nothing was asked of D once it had passed.
       expect(pollsAt(world, deadlinePassedAt)).toBe(0);
+    });
+
+    it("D: a job given up at its tracking deadline records its charge as unknown: the budget keeps holding its estimate and the summary counts it as possibly charged", async () => {
+      const { world } = await dWorld({ renderTimeMs: 5 * 3_600_000 }, 1);
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(pro("paid, never seen done"));
+      await store.setBudget("budget_track", 1_000_000, Date.now());
+      await store.assignBudget("budget_track", [job.id], Date.now());
+      engine.start();
+      await untilJob(engine, store, job.id, (current) => current.state === "running");
+      world.sandbox.context.clock.advance(31 * 60_000);
+      const outcome = await wait([job.id]);
+      await engine.stop();
+      const ended = outcome.jobs[0]!;
+      expect(ended.error?.code).toBe("tracking_deadline_exceeded");
+      expect(ended.chargeMicroUsd).toBeNull();
+      expect(ended.chargeSource).toBe(UNKNOWN_CHARGE);
+      expect(ended.estimateMicroUsd).toBeGreaterThan(0);
+      expect(ended.budgetHeldMicroUsd).toBe(ended.estimateMicroUsd);
+      expect((await store.budget("budget_track"))!.committedMicroUsd).toBe(ended.estimateMicroUsd);
+      const summary = summaryText(outcome, [], "out");
+      expect(summary).toContain(`1 job(s) may have been charged by the provider (up to ${formatMicroUsd(ended.estimateMicroUsd!)} estimated, not in the total)`);
+      expect(summary.split("\n")[0]).toBe("0 succeeded, 1 failed, 0 never ran; charged $0.0000");
     });
 
     it("D: polls that keep failing at the network (a provider outage) never give up a paid job before its tracking deadline: it is polled with backoff and saved once D answers again", async () => {
