@@ -33,7 +33,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
     .description("run every job of a JSON-lines file within the providers' limits; re-running resumes it")
     .argument("<file>", "JSON lines: {\"ref\", \"provider\", \"model\", \"input\": {…}}")
     .option("--out <dir>", "where to save the outputs (default MEDIAGATE_OUTPUT_DIR)")
-    .option("--allow-unpriced", "run even when some jobs have no price and a budget is set")
+    .option("--allow-unpriced", "run even when some jobs have no price and a budget is set (their charges are counted once known; the budget is then no guarantee)")
     .action(async (file: string, flags: { out?: string; allowUnpriced?: boolean }) => {
       const options = globals();
       const json = Boolean(options.json);

@@ -96,7 +96,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
   addRequestFlags(program.command("generate").description("submit one job, wait for it, save its outputs"))
     .option("--ref <ref>", "your unique reference for this job (re-running with the same ref resumes it)")
     .option("--out <dir>", "where to save the outputs (default MEDIAGATE_OUTPUT_DIR)")
-    .option("--allow-unpriced", "run even when the job has no price and a budget is set")
+    .option("--allow-unpriced", "run even when the job has no price and a budget is set (its charge is counted once known; the budget is then no guarantee)")
     .action(async (flags: RequestFlags & { ref?: string; out?: string; allowUnpriced?: boolean }) => {
       const options = globals();
       const runtime = createRuntime(options);

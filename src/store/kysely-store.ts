@@ -342,7 +342,9 @@ export class KyselyStore implements Store {
         const budgetRow = await budgetQuery.executeTakeFirst();
         if (budgetRow) {
           const budget = budgetStatusOf(budgetRow);
-          if (budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd) return { kind: "over_budget", budget } as const;
+          // An unpriced job (run under --allow-unpriced) commits nothing, so it is sent only while the ceiling is not reached.
+          const reached = budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd || (job.estimateMicroUsd === null && budget.committedMicroUsd >= budget.ceilingMicroUsd);
+          if (reached) return { kind: "over_budget", budget } as const;
           await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
         }
       }

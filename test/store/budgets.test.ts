@@ -43,6 +43,18 @@ for (const factory of storeFactories) {
       expect((await store.getJob("job_a"))!.budgetHeldMicroUsd).toBe(30_000);
     });
 
+    it("an unpriced job (--allow-unpriced) commits nothing and is sent while the ceiling is not reached; once the counted charges reach it, it is held back too", async () => {
+      await store.setBudget("budget_1", 60_000, 1);
+      await store.insertJobs([newJob("a"), newJob("b"), newJob("u1", { estimateMicroUsd: null }), newJob("u2", { estimateMicroUsd: null })], 1);
+      expect((await store.claimForSubmit("job_a", "w", [], 2, 30_000)).kind).toBe("claimed");
+      expect((await store.claimForSubmit("job_u1", "w", [], 2, 30_000)).kind).toBe("claimed");
+      expect((await store.getJob("job_u1"))!.budgetHeldMicroUsd).toBe(0);
+      expect((await store.claimForSubmit("job_b", "w", [], 2, 30_000)).kind).toBe("claimed");
+      expect((await store.budget("budget_1"))!.committedMicroUsd).toBe(60_000);
+      expect((await store.claimForSubmit("job_u2", "w", [], 2, 30_000)).kind).toBe("over_budget");
+      expect((await store.getJob("job_u2"))!.state).toBe("queued");
+    });
+
     it("a submit never accepted (back to the queue, or refused) gives its estimate back; a known charge replaces it", async () => {
       await store.setBudget("budget_1", 1_000_000, 1);
       await store.insertJobs([newJob("a"), newJob("b"), newJob("c")], 1);
