@@ -7,7 +7,7 @@ import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
 import type { CallContext, ProviderAdapter, ProviderId, ProviderStatus, RateWindow, ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import type { JobScope, Store } from "../store/store.js";
+import { type JobScope, RATE_SEND_BOUND_MS, type Store } from "../store/store.js";
 import { localFolderOutputs, type OutputWriter } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
 import type { EngineContext, ProviderCounters } from "./context.js";
@@ -294,12 +294,18 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     let noted = false;
     return async () => {
       const answered = await this.rateLimiter.take(windows, signal ?? this.stopWaiting.signal, submitting ? "submit" : "read");
+      const grantedAt = this.clock.now();
       if (submitting && !noted) {
         noted = true;
-        const now = this.clock.now();
-        const ours = await this.store.updateJob(job.id, { state: "submitting", leaseOwner: this.owner }, { submitSentAt: now }, now);
+        const ours = await this.store.updateJob(job.id, { state: "submitting", leaseOwner: this.owner }, { submitSentAt: grantedAt }, this.clock.now());
         // Another engine has the job now (this one's lease lapsed): it must not be sent from here.
         if (!ours) throw new Error(`job ${job.id} is no longer this engine's to submit`);
+        const late = this.clock.now() - grantedAt;
+        if (windows.length > 0 && late > RATE_SEND_BOUND_MS) {
+          // Sent this late, a crash could leave it counted past the store's bound on unanswered requests.
+          await answered();
+          throw new Error(`the store took ${Math.round(late / 1000)} s to note the submit, longer than its rate token allows`);
+        }
       }
       return answered;
     };

@@ -23,7 +23,7 @@ import type {
   WebhookDeliveryRecord,
   WebhookRejectionCount,
 } from "./store.js";
-import { RATE_IN_FLIGHT_RECHECK_MS, RATE_UNANSWERED_EXPIRY_MS } from "./store.js";
+import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs } from "./store.js";
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -581,7 +581,7 @@ export class KyselyStore implements Store {
           .where((eb) =>
             eb.or([
               eb("answered_at", "<=", since),
-              eb.and([eb("answered_at", "is", null), eb("at", "<=", at - RATE_UNANSWERED_EXPIRY_MS)]),
+              eb.and([eb("answered_at", "is", null), eb("at", "<=", at - rateUnansweredExpiryMs(window.windowMs))]),
             ]),
           )
           .execute();

@@ -204,7 +204,7 @@ export interface Store {
    * otherwise says how many ms until one would have room. A request counts
    * from when it is sent until a full window after its answer
    * (`answerRateToken`), since the provider counted it somewhere in between;
-   * one never answered stops counting after `RATE_UNANSWERED_EXPIRY_MS`.
+   * one never answered stops counting after `rateUnansweredExpiryMs`.
    */
   takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake>;
   /** Records when a granted request's answer came back. */
@@ -264,7 +264,22 @@ export interface RateToken {
 
 export type RateTake = { granted: true; token: RateToken } | { granted: false; waitMs: number };
 
-/** A request unanswered this long (a crashed engine's, say) no longer holds its place in a window. */
-export const RATE_UNANSWERED_EXPIRY_MS = 10 * 60_000;
+/**
+ * The latest a granted request can arrive at the provider after its token:
+ * the engine sends it within `RATE_SEND_BOUND_MS` of the token or not at all,
+ * and fetch gives up 30 s after sending.
+ */
+export const RATE_ARRIVAL_BOUND_MS = 90_000;
+/** A granted request must leave within this long of its token (a slow store write before a submit), or it is not sent. */
+export const RATE_SEND_BOUND_MS = 60_000;
+/**
+ * A request never answered (its engine died) arrived at the latest
+ * `RATE_ARRIVAL_BOUND_MS` after its token, so it leaves a window of
+ * `windowMs` by then plus the window: it stops counting after that, not
+ * after a fixed ten minutes (which kept E's 4 a minute closed long after a crash).
+ */
+export function rateUnansweredExpiryMs(windowMs: number): number {
+  return RATE_ARRIVAL_BOUND_MS + windowMs;
+}
 /** When a full window's next leaver is still in flight, look again after this long. */
 export const RATE_IN_FLIGHT_RECHECK_MS = 1_000;
