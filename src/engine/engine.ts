@@ -71,6 +71,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly counters = new Map<ProviderId, ProviderCounters>();
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly submitting = new Set<string>();
+  /**
+   * Jobs whose task ended during the current tick. The rows a tick read
+   * before that end are stale (a capture's failure count, a due time now in
+   * the future): starting the job from them would repeat a step, a download
+   * or a read, so it waits for the next tick's fresh read.
+   */
+  private readonly endedThisTick = new Set<string>();
   private readonly polls: PollScheduler;
   private readonly rateLimiter: RateLimiter;
   private readonly policies = new Map<ProviderId, UrlPolicy>();
@@ -319,6 +326,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         this.log.error({ jobId: job.id, err: error instanceof Error ? error.message : String(error) }, "job step failed unexpectedly");
       })
       .finally(() => {
+        this.endedThisTick.add(job.id);
         this.inFlight.delete(job.id);
         this.submitting.delete(job.id);
         this.wake();
@@ -384,6 +392,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
 
   /** One pass: adopt orphans now and then, renew leases, claim and submit, poll what is due. Returns whether it started anything. */
   private async tick(): Promise<boolean> {
+    this.endedThisTick.clear();
     const now = this.clock.now();
     if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
     if (now - this.lastRenewAt >= this.leaseMs / 3) {
@@ -401,7 +410,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     const queued = await this.store.dueQueued(now, 128, skip, this.scope);
     for (const job of queued) {
       if (this.stopping || this.inFlight.size >= this.maxInFlight) break;
-      if (this.inFlight.has(job.id)) continue;
+      if (this.busy(job.id)) continue;
       if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.unavailableReason(job.provider));
       const reason = unavailable.get(job.provider);
       if (reason) {
@@ -430,17 +439,22 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       }
     }
     for (const job of await this.store.dueSettlements(now, 64, this.scope)) {
-      if (this.stopping || this.inFlight.has(job.id)) continue;
+      if (this.stopping || this.busy(job.id)) continue;
       started = true;
       this.spawn(job, () => settleJob(this.context, job), false);
     }
     const owned = await this.store.dueOwned(this.owner, now, 256);
     for (const job of owned) {
-      if (this.stopping || this.inFlight.has(job.id)) continue;
+      if (this.stopping || this.busy(job.id)) continue;
       started = true;
       this.spawn(job, () => trackJob(this.context, job), false);
     }
     return started;
+  }
+
+  /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
+  private busy(jobId: string): boolean {
+    return this.inFlight.has(jobId) || this.endedThisTick.has(jobId);
   }
 
   private async adoptOrphans(): Promise<void> {
