@@ -2,7 +2,7 @@ import cliProgress from "cli-progress";
 import { isTerminal, type Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { escapeUnprintable } from "../core/printable.js";
-import { unsettled, waitForJobs, waitForSettlement, type WaitOutcome } from "../engine/wait.js";
+import { unsettled, type WaitCounts, waitForJobs, waitForSettlement, type WaitOutcome } from "../engine/wait.js";
 import type { JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
 import { costText, jobJson } from "./job-json.js";
@@ -28,7 +28,6 @@ export interface RunResult {
   exitCode: number;
 }
 
-const IN_FLIGHT: ReadonlySet<string> = new Set(["submitting", "running", "capturing"]);
 const BAR_WIDTH = 20;
 
 /** `m:ss` (or `h:mm:ss`) for a duration. */
@@ -99,17 +98,9 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
 
   const total = jobIds.length;
   const startedAt = Date.now();
-  const latest = new Map<string, Job>();
-  const counts = { done: 0, total, running: 0, queued: total, failed: 0 };
-  const recount = () => {
-    counts.done = counts.running = counts.queued = counts.failed = 0;
-    for (const job of latest.values()) {
-      if (isTerminal(job.state)) counts.done++;
-      if (isTerminal(job.state) && job.state !== "succeeded") counts.failed++;
-      else if (IN_FLIGHT.has(job.state)) counts.running++;
-      else if (job.state === "queued") counts.queued++;
-    }
-  };
+  // Counts come from the waiter, kept one change at a time; only the one-job line keeps a job.
+  let counts: WaitCounts = { total, done: 0, succeeded: 0, failed: 0, running: 0, queued: total, blocked: 0 };
+  let shown: Job | undefined;
   const expected = new Map<string, number | null>();
   const expectedFor = (job: Job) => {
     const key = `${job.provider}/${job.model}`;
@@ -126,8 +117,7 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
       {
         format: () => {
           if (options.progress === "overall") return batchLine(counts, Date.now() - startedAt);
-          const job = latest.values().next().value as Job | undefined;
-          return job ? jobLine(job, Date.now(), expectedFor(job)) : "";
+          return shown ? jobLine(shown, Date.now(), expectedFor(shown)) : "";
         },
         hideCursor: true,
         clearOnComplete: false,
@@ -138,12 +128,11 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     );
     progress.start(total, 0);
   }
-  const refresh = () => {
-    recount();
+  const refresh = (job: Job, latest: WaitCounts) => {
+    counts = latest;
+    if (options.progress === "job") shown = job;
     progress?.update(counts.done);
   };
-  for (const job of await store.listJobs({ ids: jobIds })) latest.set(job.id, job);
-  refresh();
 
   engine.start();
   // JSON lines go out in completion order, each after its outputs are read (and its charge settled).
@@ -155,15 +144,25 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   };
   let outcome: WaitOutcome;
   try {
+    let storeTrouble = false;
     outcome = await waitForJobs(engine, store, jobIds, {
       signal: detach.signal,
-      onChange: (job) => {
-        latest.set(job.id, job);
-        refresh();
+      scope: options.scope,
+      onChange: (job, latest) => {
+        if (storeTrouble) {
+          storeTrouble = false;
+          tellUser("mediagate: the store answers again\n");
+        }
+        refresh(job, latest);
       },
-      onTerminal: (job) => {
-        latest.set(job.id, job);
-        refresh();
+      onStoreError: (message, retryInMs) => {
+        // The engine waits for the store too: nothing is lost, and Ctrl-C still detaches.
+        if (!storeTrouble) tellUser(`mediagate: the store is not answering (${message}); trying again every few seconds (Ctrl-C detaches)\n`);
+        storeTrouble = true;
+        void retryInMs;
+      },
+      onTerminal: (job, latest) => {
+        refresh(job, latest);
         if (options.json) {
           // A job whose charge the provider settles later (B) is printed once settled, with the charge.
           if (unsettled([job]).length) awaitingCharge.push(job.id);
@@ -174,10 +173,12 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
       },
     });
     // B bills after the end: keep the engine reading until the charges settle (bounded), so the summary is the accounting fact.
-    const settling = unsettled(await store.listJobs({ ids: jobIds }));
+    const settling = unsettled(outcome.jobs).map((job) => job.id);
     if (settling.length && !detach.signal.aborted) {
       if (!options.json) tellUser(`waiting for ${settling.length} charge(s) to settle at the provider…\n`);
-      await waitForSettlement(store, jobIds, SETTLEMENT_WAIT_MS, detach.signal);
+      await waitForSettlement(store, settling, SETTLEMENT_WAIT_MS, detach.signal);
+      const settled = new Map((await store.listJobs({ ids: settling })).map((job) => [job.id, job]));
+      outcome = { ...outcome, jobs: outcome.jobs.map((job) => settled.get(job.id) ?? job) };
     }
   } finally {
     progress?.stop();
@@ -191,7 +192,7 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     const order = (job: Job) => (unsettled([job]).length ? Number.MAX_SAFE_INTEGER : job.updatedAt);
     for (const job of finished.sort((left, right) => order(left) - order(right))) await printJson(job.id);
   }
-  const finalJobs = await store.listJobs({ ids: jobIds });
+  const finalJobs = outcome.jobs;
   const open = finalJobs.filter((job) => !isTerminal(job.state));
   const interrupted = detach.signal.aborted && open.length > 0;
   if (interrupted) {

@@ -1,5 +1,7 @@
+import { fullJitterBackoffMs } from "../core/backoff.js";
 import { isTerminal, type Job } from "../core/job.js";
-import type { Store } from "../store/store.js";
+import type { ProviderId } from "../providers/adapter.js";
+import type { JobBrief, JobScope, Store } from "../store/store.js";
 import type { Engine } from "./engine.js";
 
 export interface WaitOutcome {
@@ -12,59 +14,261 @@ export interface WaitOutcome {
   blocked: Job[];
 }
 
+/** Where the watched jobs stand, kept by counting changes (never by re-reading them). */
+export interface WaitCounts {
+  total: number;
+  /** Terminal, whatever the outcome. */
+  done: number;
+  succeeded: number;
+  /** Terminal but not succeeded (failed, cancelled, expired, unknown submission). */
+  failed: number;
+  /** Submitting, running or capturing, and not blocked. */
+  running: number;
+  /** Queued, not blocked. */
+  queued: number;
+  /** Unfinished and unable to move on by themselves (see `WaitOutcome.blocked`). */
+  blocked: number;
+}
+
+export interface WaitHandlers {
+  /** Every change seen of a watched job, in order. */
+  onChange?: (job: Job, counts: WaitCounts) => void;
+  /** Once per job as it finishes (completion order); jobs already finished when waiting starts come first. */
+  onTerminal?: (job: Job, counts: WaitCounts) => void;
+  /** The store failed; waiting goes on, trying again after `retryInMs`. */
+  onStoreError?: (message: string, retryInMs: number) => void;
+  signal?: AbortSignal;
+  /**
+   * The watched jobs as a scope, when they are a whole batch: changes made by
+   * other processes are then found through the batch's index. Defaults to the ids.
+   */
+  scope?: JobScope;
+}
+
+/** How often changes made by other processes (a worker, `mediagate cancel`) are looked for. */
+const FOLLOW_EVERY_MS = 1_000;
+/** Changes are read again this far back, for writers whose clocks run a little behind ours. */
+const FOLLOW_OVERLAP_MS = 2_000;
+/** Briefs read per look; a look that fills it looks again at once. */
+const FOLLOW_PAGE = 1_000;
+/** How often the counts kept here are checked against the store's own count of unfinished jobs. */
+const CONFIRM_EVERY_MS = 10_000;
+
+type Brief = Pick<JobBrief, "state" | "provider" | "blockedCode" | "updatedAt">;
+
 /**
- * Resolves when every job is terminal or blocked (see `WaitOutcome.blocked`).
- * `onChange` sees every update of these jobs, in order; `onTerminal` once per
- * job as it finishes (completion order).
+ * Counts of the watched jobs by what waiting needs to know, kept up to date
+ * one change at a time: O(1) per change, whatever the size of the batch.
  */
-export async function waitForJobs(
-  engine: Engine,
-  store: Store,
-  jobIds: readonly string[],
-  handlers: { onChange?: (job: Job) => void; onTerminal?: (job: Job) => void; signal?: AbortSignal } = {},
-): Promise<WaitOutcome> {
+class Tally {
+  private readonly briefs = new Map<string, Brief>();
+  private terminal = 0;
+  private succeeded = 0;
+  private active = 0;
+  private blockedCode = 0;
+  private readonly queuedBy = new Map<ProviderId, number>();
+  halted = new Set<ProviderId>();
+
+  constructor(private readonly total: number) {}
+
+  known(id: string): Brief | undefined {
+    return this.briefs.get(id);
+  }
+
+  /**
+   * Takes `brief` unless what is known is newer (`force` takes it anyway):
+   * `stale` when refused, `moved` when the job changed state or blockage,
+   * `same` otherwise.
+   */
+  apply(id: string, brief: Brief, force = false): "stale" | "same" | "moved" {
+    const before = this.briefs.get(id);
+    if (before && !force && before.updatedAt > brief.updatedAt) return "stale";
+    this.briefs.set(id, { state: brief.state, provider: brief.provider, blockedCode: brief.blockedCode, updatedAt: brief.updatedAt });
+    if (before && before.state === brief.state && before.blockedCode === brief.blockedCode) return "same";
+    if (before) this.count(before, -1);
+    this.count(brief, 1);
+    return "moved";
+  }
+
+  private count(brief: Brief, sign: 1 | -1): void {
+    if (isTerminal(brief.state)) {
+      this.terminal += sign;
+      if (brief.state === "succeeded") this.succeeded += sign;
+    } else if (brief.blockedCode !== null) this.blockedCode += sign;
+    else if (brief.state === "queued") this.queuedBy.set(brief.provider, (this.queuedBy.get(brief.provider) ?? 0) + sign);
+    else this.active += sign;
+  }
+
+  /** Jobs that can still move on by themselves (the wait ends at zero). */
+  open(): number {
+    let queued = 0;
+    for (const [provider, count] of this.queuedBy) if (!this.halted.has(provider)) queued += count;
+    return this.active + queued;
+  }
+
+  counts(): WaitCounts {
+    let queued = 0;
+    let haltedQueued = 0;
+    for (const [provider, count] of this.queuedBy) {
+      if (this.halted.has(provider)) haltedQueued += count;
+      else queued += count;
+    }
+    return {
+      total: this.total,
+      done: this.terminal,
+      succeeded: this.succeeded,
+      failed: this.terminal - this.succeeded,
+      running: this.active,
+      queued,
+      blocked: this.blockedCode + haltedQueued,
+    };
+  }
+}
+
+function briefOf(job: Job): Brief {
+  return { state: job.state, provider: job.provider, blockedCode: job.blockedCode, updatedAt: job.updatedAt };
+}
+
+function isBlocked(job: Job, halted: ReadonlySet<ProviderId>): boolean {
+  return !isTerminal(job.state) && (job.blockedCode !== null || (job.state === "queued" && halted.has(job.provider)));
+}
+
+/**
+ * Resolves when every job is terminal or blocked (see `WaitOutcome.blocked`),
+ * or when `signal` aborts. Follows the jobs by the engine's events and, for
+ * changes made elsewhere, by what changed in the store since the last look:
+ * the cost of a change does not grow with the number of jobs watched. The
+ * jobs are read whole twice: what had already finished at the start, and
+ * the outcome at the end. A store that fails is waited for, not given up on.
+ */
+export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly string[], handlers: WaitHandlers = {}): Promise<WaitOutcome> {
+  let scope: JobScope = handlers.scope ?? { jobIds };
   const watched = new Set(jobIds);
+  const tally = new Tally(watched.size);
   const reported = new Set<string>();
-  const report = (job: Job) => {
+  let wake: (() => void) | null = null;
+
+  const seen = (job: Job, force = false) => {
+    const applied = tally.apply(job.id, briefOf(job), force);
+    if (applied === "stale") return;
+    const counts = tally.counts();
+    handlers.onChange?.(job, counts);
     if (isTerminal(job.state) && !reported.has(job.id)) {
       reported.add(job.id);
-      handlers.onTerminal?.(job);
+      handlers.onTerminal?.(job, counts);
+    }
+    if (applied === "moved" && tally.open() === 0) wake?.();
+  };
+  const onJob = (job: Job) => {
+    if (watched.has(job.id)) seen(job);
+  };
+  const onIdle = () => wake?.();
+  const onAbort = () => wake?.();
+  engine.on("job", onJob);
+  engine.on("idle", onIdle);
+  handlers.signal?.addEventListener("abort", onAbort);
+
+  let failures = 0;
+  /** Runs a read of the store until it answers (or waiting is given up). */
+  const patiently = async <T>(read: () => Promise<T>): Promise<T | null> => {
+    for (;;) {
+      try {
+        const value = await read();
+        failures = 0;
+        return value;
+      } catch (error) {
+        if (handlers.signal?.aborted) return null;
+        failures++;
+        const retryInMs = fullJitterBackoffMs(failures, { baseMs: 500, capMs: 15_000 });
+        handlers.onStoreError?.(error instanceof Error ? error.message : String(error), retryInMs);
+        await pause(retryInMs);
+      }
     }
   };
-  let check: (() => void) | null = null;
-  const onJob = (job: Job) => {
-    if (!watched.has(job.id)) return;
-    handlers.onChange?.(job);
-    report(job);
-    check?.();
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      }
+      wake = done;
+    });
+
+  /**
+   * Takes in the jobs whose briefs are news, reading their full rows only for
+   * handlers that want them. `force` trusts the store over what is known here.
+   */
+  const takeIn = async (briefs: readonly JobBrief[], force = false) => {
+    const news = briefs.filter((brief) => {
+      const known = tally.known(brief.id);
+      const changed = !known || known.state !== brief.state || known.blockedCode !== brief.blockedCode;
+      return watched.has(brief.id) && changed && (force || !known || known.updatedAt <= brief.updatedAt);
+    });
+    if (news.length === 0) return;
+    if (!handlers.onChange && !handlers.onTerminal) {
+      for (const brief of news) tally.apply(brief.id, brief, force);
+      if (tally.open() === 0) wake?.();
+      return;
+    }
+    const jobs = await patiently(() => store.listJobs({ ids: news.map((brief) => brief.id) }));
+    for (const job of (jobs ?? []).sort((left, right) => left.updatedAt - right.updatedAt)) seen(job, force);
   };
-  engine.on("job", onJob);
-  const onIdle = () => check?.();
-  engine.on("idle", onIdle);
+
+  let since = 0;
+  /** The starting point (and, should the counts ever disagree with the store, a fresh one): briefs of every job. */
+  const startFrom = async (force: boolean) => {
+    const briefs = (await patiently(() => store.jobBriefs(scope))) ?? [];
+    // A batch that holds jobs not watched here (an edited file run again) is followed by its ids instead.
+    if ("batchId" in scope && briefs.some((brief) => !watched.has(brief.id))) scope = { jobIds: [...watched] };
+    for (const brief of briefs) since = Math.max(since, brief.updatedAt);
+    // Unfinished ones are counted from their brief; finished ones are read whole once, for onTerminal.
+    for (const brief of briefs) if (!isTerminal(brief.state) && watched.has(brief.id)) tally.apply(brief.id, brief, force);
+    await takeIn(briefs.filter((brief) => isTerminal(brief.state)), force);
+  };
+
   try {
-    for (;;) {
-      const jobs = await store.listJobs({ ids: [...watched] });
-      for (const job of jobs) report(job);
-      const halted = new Set((await store.halts()).map((halt) => halt.provider));
-      const blocked = jobs.filter((job) => !isTerminal(job.state) && (job.blockedCode !== null || (job.state === "queued" && halted.has(job.provider))));
-      if (jobs.every((job) => isTerminal(job.state) || blocked.includes(job))) return { jobs, blocked };
-      if (handlers.signal?.aborted) return { jobs, blocked };
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, 1_000);
-        function done() {
-          clearTimeout(timer);
-          handlers.signal?.removeEventListener("abort", done);
-          resolve();
-        }
-        check = done;
-        handlers.signal?.addEventListener("abort", done, { once: true });
-      });
-      check = null;
+    tally.halted = new Set(((await patiently(() => store.halts())) ?? []).map((halt) => halt.provider));
+    await startFrom(false);
+    let confirmedAt = Date.now();
+    while (!handlers.signal?.aborted) {
+      if (tally.open() === 0) {
+        // The counts say done: the store's own count has the last word (a change missed by a clock far behind ours).
+        const open = await patiently(() => store.openCounts(scope));
+        const stillOpen = (open ?? []).some((row) => !row.blocked && !(row.state === "queued" && tally.halted.has(row.provider)));
+        if (!stillOpen) break;
+        await startFrom(true);
+        if (tally.open() === 0) await pause(FOLLOW_EVERY_MS);
+        continue;
+      }
+      await pause(FOLLOW_EVERY_MS);
+      if (handlers.signal?.aborted) break;
+      // Changes made by other processes (and by this one: those are known already and cost only their brief).
+      for (;;) {
+        const briefs = await patiently(() => store.changedBriefs(scope, since - FOLLOW_OVERLAP_MS, FOLLOW_PAGE));
+        if (!briefs) break;
+        for (const brief of briefs) since = Math.max(since, brief.updatedAt);
+        await takeIn(briefs);
+        if (briefs.length < FOLLOW_PAGE) break;
+      }
+      const halts = await patiently(() => store.halts());
+      if (halts) tally.halted = new Set(halts.map((halt) => halt.provider));
+      if (Date.now() - confirmedAt >= CONFIRM_EVERY_MS) {
+        confirmedAt = Date.now();
+        const open = await patiently(() => store.openCounts(scope));
+        const counted = (open ?? []).reduce((sum, row) => sum + (row.blocked || (row.state === "queued" && tally.halted.has(row.provider)) ? 0 : row.count), 0);
+        if (open && counted !== tally.open()) await startFrom(true);
+      }
     }
   } finally {
     engine.off("job", onJob);
     engine.off("idle", onIdle);
+    handlers.signal?.removeEventListener("abort", onAbort);
   }
+  const jobs = (await patiently(() => store.listJobs({ ids: [...watched] }))) ?? [];
+  const halted = tally.halted;
+  return { jobs, blocked: jobs.filter((job) => isBlocked(job, halted)) };
 }
 
 /** Charges the provider settles after the end (B) that are not settled yet. */
@@ -78,9 +282,11 @@ export function unsettled(jobs: readonly Job[]): Job[] {
  */
 export async function waitForSettlement(store: Store, jobIds: readonly string[], boundMs: number, signal?: AbortSignal): Promise<Job[]> {
   const deadline = Date.now() + boundMs;
+  let open = [...jobIds];
   for (;;) {
-    const open = unsettled(await store.listJobs({ ids: [...jobIds] }));
-    if (open.length === 0 || Date.now() >= deadline || signal?.aborted) return open;
+    const jobs = unsettled(await store.listJobs({ ids: open }));
+    open = jobs.map((job) => job.id);
+    if (open.length === 0 || Date.now() >= deadline || signal?.aborted) return jobs;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }

@@ -1,17 +1,19 @@
-import { type Expression, type ExpressionBuilder, type Kysely, type SqlBool, type Transaction, sql } from "kysely";
-import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
+import { type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, sql } from "kysely";
+import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
-import type { ProviderId, RateWindow } from "../providers/adapter.js";
+import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
 import { patchToRow, rowToJob, rowToOutput } from "./rows.js";
 import type { Database } from "./schema.js";
 import type {
   BudgetStatus,
   ClaimResult,
+  JobBrief,
   JobExpectation,
   JobFilter,
   JobPatch,
   JobScope,
   NewJob,
+  OpenCount,
   PoolStatus,
   ProviderHalt,
   RateTake,
@@ -27,6 +29,15 @@ import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs } from "./store.js";
 
 type Db = Kysely<Database> | Transaction<Database>;
 
+/** Sees each statement as run: its SQL and its parameters. */
+export type QueryListener = (sql: string, parameters: readonly unknown[]) => void;
+
+/** Kysely's `log` option for a listener, or nothing. */
+export function queryLog(listener: QueryListener | undefined): { log?: (event: LogEvent) => void } {
+  if (!listener) return {};
+  return { log: (event) => listener(event.query.sql, event.query.parameters) };
+}
+
 /** Slots are held only while a submit is in flight and while the provider is generating. */
 function holdsSlots(state: JobState): boolean {
   return state === "submitting" || state === "running";
@@ -40,6 +51,29 @@ function states(expect: JobExpectation): readonly JobState[] {
 function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expression<SqlBool> {
   if ("batchId" in scope) return eb("batch_id", "=", scope.batchId);
   return scope.jobIds.length ? eb("id", "in", [...scope.jobIds]) : eb.val(false);
+}
+
+function briefOf(row: { id: string; state: string; provider: string; blocked_code: string | null; updated_at: number }): JobBrief {
+  return {
+    id: row.id,
+    state: row.state as JobState,
+    provider: row.provider as ProviderId,
+    blockedCode: row.blocked_code as BlockedCode | null,
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+const OPEN_STATES: JobState[] = ["queued", "submitting", "running", "capturing"];
+
+/** Ids per statement: well under SQLite's and PostgreSQL's limits on bound parameters. */
+const IDS_PER_STATEMENT = 1_000;
+
+/** A scope of many ids as several, each small enough for one statement. */
+function scopeParts(scope: JobScope): JobScope[] {
+  if ("batchId" in scope || scope.jobIds.length <= IDS_PER_STATEMENT) return [scope];
+  const parts: JobScope[] = [];
+  for (let start = 0; start < scope.jobIds.length; start += IDS_PER_STATEMENT) parts.push({ jobIds: scope.jobIds.slice(start, start + IDS_PER_STATEMENT) });
+  return parts;
 }
 
 /**
@@ -164,6 +198,14 @@ export class KyselyStore implements Store {
   }
 
   async listJobs(filter: JobFilter = {}): Promise<Job[]> {
+    if (filter.ids !== undefined && filter.ids.length > IDS_PER_STATEMENT) {
+      // In parts, then in the order one statement would have given.
+      const jobs: Job[] = [];
+      for (const part of scopeParts({ jobIds: filter.ids })) jobs.push(...(await this.listJobs({ ...filter, ids: "jobIds" in part ? part.jobIds : [], limit: undefined })));
+      const sign = filter.newestFirst ? -1 : 1;
+      jobs.sort((left, right) => sign * (left.createdAt - right.createdAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)));
+      return filter.limit !== undefined ? jobs.slice(0, filter.limit) : jobs;
+    }
     let query = this.db.selectFrom("jobs").selectAll();
     if (filter.batchId !== undefined) query = query.where("batch_id", "=", filter.batchId);
     if (filter.states?.length) query = query.where("state", "in", [...filter.states]);
@@ -285,15 +327,85 @@ export class KyselyStore implements Store {
     return this.getJob(jobId);
   }
 
+  async jobBriefs(scope: JobScope): Promise<JobBrief[]> {
+    const briefs: JobBrief[] = [];
+    for (const part of scopeParts(scope)) {
+      const rows = await this.db
+        .selectFrom("jobs")
+        .select(["id", "state", "provider", "blocked_code", "updated_at"])
+        .where((eb) => inScope(eb, part))
+        .execute();
+      for (const row of rows) briefs.push(briefOf(row));
+    }
+    return briefs;
+  }
+
+  async changedBriefs(scope: JobScope, since: number, limit: number): Promise<JobBrief[]> {
+    const briefs: JobBrief[] = [];
+    for (const part of scopeParts(scope)) {
+      const rows = await this.db
+        .selectFrom("jobs")
+        .select(["id", "state", "provider", "blocked_code", "updated_at"])
+        .where((eb) => inScope(eb, part))
+        .where("updated_at", ">=", since)
+        .orderBy("updated_at")
+        .limit(limit)
+        .execute();
+      for (const row of rows) briefs.push(briefOf(row));
+    }
+    return briefs.sort((left, right) => left.updatedAt - right.updatedAt).slice(0, limit);
+  }
+
+  async openCounts(scope: JobScope): Promise<OpenCount[]> {
+    const counts: OpenCount[] = [];
+    for (const part of scopeParts(scope)) {
+      const rows = await this.db
+        .selectFrom("jobs")
+        .select((eb) => ["state", "provider", eb("blocked_code", "is not", null).as("blocked"), eb.fn.countAll<number>().as("n")])
+        .where((eb) => inScope(eb, part))
+        .where("state", "in", OPEN_STATES)
+        .groupBy(["state", "provider", sql`blocked_code is not null`])
+        .execute();
+      for (const row of rows) {
+        counts.push({ state: row.state as JobState, provider: row.provider as ProviderId, blocked: Boolean(Number(row.blocked)), count: Number(row.n) });
+      }
+    }
+    return counts;
+  }
+
   async dueQueued(now: number, limit: number, skipProviders: readonly string[], scope: JobScope | null = null): Promise<Job[]> {
-    let query = this.db
-      .selectFrom("jobs")
-      .selectAll()
-      .where("state", "=", "queued")
-      .where("next_attempt_at", "<=", now);
-    if (skipProviders.length) query = query.where("provider", "not in", [...skipProviders]);
-    if (scope) query = query.where((eb) => inScope(eb, scope));
-    const rows = await query.orderBy("created_at").orderBy("id").limit(limit).execute();
+    const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
+    if (providers.length === 0) return [];
+    if (scope && "jobIds" in scope) {
+      // A command's own few jobs: read by their ids.
+      const rows = await this.db
+        .selectFrom("jobs")
+        .selectAll()
+        .where((eb) => inScope(eb, scope))
+        .where("state", "=", "queued")
+        .where("next_attempt_at", "<=", now)
+        .where("provider", "in", providers)
+        .orderBy("next_attempt_at")
+        .orderBy("id")
+        .limit(limit)
+        .execute();
+      return rows.map(rowToJob);
+    }
+    // The head of each provider's queue (jobs_queue, jobs_batch_queue: due order is index order), then
+    // the earliest of those: a halted provider's queue is never walked, and nothing is sorted but the heads.
+    const head = (provider: ProviderId) => {
+      let branch = this.db
+        .selectFrom("jobs")
+        .selectAll()
+        .where("state", "=", "queued")
+        .where("provider", "=", provider)
+        .where("next_attempt_at", "<=", now);
+      if (scope) branch = branch.where("batch_id", "=", scope.batchId);
+      return this.db.selectFrom(branch.orderBy("next_attempt_at").orderBy("id").limit(limit).as(`head_${provider}`)).selectAll();
+    };
+    let heads = head(providers[0]!);
+    for (const provider of providers.slice(1)) heads = heads.unionAll(head(provider));
+    const rows = await this.db.selectFrom(heads.as("heads")).selectAll().orderBy("next_attempt_at").orderBy("id").limit(limit).execute();
     return rows.map(rowToJob);
   }
 
@@ -482,13 +594,18 @@ export class KyselyStore implements Store {
   }
 
   async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null): Promise<number | null> {
-    let queued = this.db
-      .selectFrom("jobs")
-      .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-      .where("state", "=", "queued")
-      .where("next_attempt_at", ">", after);
-    if (skipProviders.length) queued = queued.where("provider", "not in", [...skipProviders]);
-    if (scope) queued = queued.where((eb) => inScope(eb, scope));
+    // The first entry after `after` of each provider's queue (an index seek each), then the least of them.
+    const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
+    const firstDue = (provider: ProviderId) => {
+      let branch = this.db
+        .selectFrom("jobs")
+        .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+        .where("state", "=", "queued")
+        .where("provider", "=", provider)
+        .where("next_attempt_at", ">", after);
+      if (scope) branch = branch.where((eb) => inScope(eb, scope));
+      return branch;
+    };
     const owned = this.db
       .selectFrom("jobs")
       .select((eb) => eb.fn.min("next_attempt_at").as("at"))
@@ -502,9 +619,10 @@ export class KyselyStore implements Store {
       .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
       .where("next_attempt_at", ">", after);
     if (scope) settling = settling.where((eb) => inScope(eb, scope));
-    const [a, b, c] = await Promise.all([queued.executeTakeFirst(), owned.executeTakeFirst(), settling.executeTakeFirst()]);
-    const values = [a?.at, b?.at, c?.at].filter((value) => value !== null && value !== undefined).map(Number);
-    return values.length ? Math.min(...values) : null;
+    let all = owned.unionAll(settling);
+    for (const provider of providers) all = all.unionAll(firstDue(provider));
+    const rows = await this.db.selectFrom(all.as("due")).select((eb) => eb.fn.min("at").as("at")).executeTakeFirst();
+    return rows?.at === null || rows?.at === undefined ? null : Number(rows.at);
   }
 
   async releaseSlots(jobId: string, now: number): Promise<void> {

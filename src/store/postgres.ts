@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { KyselyStore } from "./kysely-store.js";
+import { KyselyStore, type QueryListener, queryLog } from "./kysely-store.js";
 import { migrate } from "./migrate.js";
 import type { Database } from "./schema.js";
 
@@ -21,6 +21,8 @@ export interface PostgresStoreOptions {
   /** Use this schema (created if missing) instead of `public`: tests get one each. */
   schema?: string;
   maxConnections?: number;
+  /** Sees every statement the store runs (the query-plan tests read them back with EXPLAIN). */
+  onQuery?: QueryListener;
 }
 
 /**
@@ -61,7 +63,7 @@ export async function openPostgresStore(connectionString: string, options: Postg
   // the pool drops the broken connection and opens a new one for the next query.
   pool.on("error", ignoreConnectionError);
   pool.on("connect", (client) => client.on("error", ignoreConnectionError));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...queryLog(options.onQuery) });
   try {
     await migrate(db, "postgres");
   } catch (error) {

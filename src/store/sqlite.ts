@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from "kysely";
-import { KyselyStore } from "./kysely-store.js";
+import { KyselyStore, type QueryListener, queryLog } from "./kysely-store.js";
 import { migrate } from "./migrate.js";
 import type { Database } from "./schema.js";
 
@@ -12,10 +12,10 @@ import type { Database } from "./schema.js";
  * must exist: creating one for a mistyped path would quietly start a second,
  * empty queue beside the real one.
  */
-export async function openSqliteStore(path: string): Promise<KyselyStore> {
+export async function openSqliteStore(path: string, options: { onQuery?: QueryListener } = {}): Promise<KyselyStore> {
   const file = path === ":memory:" ? path : resolve(path);
   const database = new BetterSqlite3(file);
-  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }) });
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }), ...queryLog(options.onQuery) });
   try {
     // First, so that every later statement (switching to WAL included) waits for another process's lock.
     database.pragma("busy_timeout = 5000");

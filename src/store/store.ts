@@ -1,4 +1,4 @@
-import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
+import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../providers/adapter.js";
 
 /** A job as first stored: validated, estimated, queued. */
@@ -92,6 +92,23 @@ export type ClaimResult =
  */
 export type JobScope = { batchId: string } | { jobIds: readonly string[] };
 
+/** What following a job needs: its state, provider and why it is blocked, without its body or outputs. */
+export interface JobBrief {
+  id: string;
+  state: JobState;
+  provider: ProviderId;
+  blockedCode: BlockedCode | null;
+  updatedAt: number;
+}
+
+/** How many unfinished jobs of a scope are in one state at one provider, blocked or not. */
+export interface OpenCount {
+  state: JobState;
+  provider: ProviderId;
+  blocked: boolean;
+  count: number;
+}
+
 export interface BudgetStatus {
   id: string;
   ceilingMicroUsd: number;
@@ -171,7 +188,18 @@ export interface Store {
   /** Changes fields without a state change (poll bookkeeping, reasons). Null when the expectation failed. */
   updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null>;
 
-  /** Queued jobs that are due, oldest first, skipping halted providers; only those in `scope` when given. */
+  /** Every job in `scope`, briefly: where a waiting command starts from (read once). */
+  jobBriefs(scope: JobScope): Promise<JobBrief[]>;
+  /**
+   * Jobs in `scope` updated at or after `since`, earliest change first, at
+   * most `limit`: a waiting command follows changes made by other processes
+   * by what changed, not by reading its whole batch again.
+   */
+  changedBriefs(scope: JobScope, since: number, limit: number): Promise<JobBrief[]>;
+  /** Unfinished jobs in `scope`, counted by state, provider and whether blocked: an aggregate, no row leaves the store. */
+  openCounts(scope: JobScope): Promise<OpenCount[]>;
+
+  /** Queued jobs that are due, in due order, skipping halted providers; only those in `scope` when given. */
   dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null): Promise<Job[]>;
   /**
    * Takes every slot pool (all or none) and, when the job has a budget, its

@@ -4,6 +4,7 @@ import { migration003 } from "./003_rate_answered_at.js";
 import { migration004 } from "./004_submit_sent_at.js";
 import { migration005 } from "./005_budgets_and_scope.js";
 import { migration006 } from "./006_webhook_rejections.js";
+import { migration007 } from "./007_hot_path_indexes.js";
 
 export interface Migration {
   version: number;
@@ -13,4 +14,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007];

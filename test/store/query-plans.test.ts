@@ -1,0 +1,246 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import BetterSqlite3 from "better-sqlite3";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KyselyStore } from "../../src/store/kysely-store.js";
+import { openPostgresStore } from "../../src/store/postgres.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { NewJob, Store } from "../../src/store/store.js";
+
+/**
+ * Issue 10: every query the engine and a waiting command run on each step
+ * is served by an index, so none reads in proportion to the jobs in the
+ * store or the batch. Each hot store call runs once against a store holding
+ * a few thousand jobs; every statement it sent is read back with the
+ * database's own plan (SQLite `EXPLAIN QUERY PLAN`, PostgreSQL `EXPLAIN ANALYZE`
+ * with sequential scans and sorts priced out, so a plan that still needs
+ * one has no index to use, and no node may read rows only to discard them).
+ */
+
+const NOW = 10_000_000;
+/** Rows a plan node may read and throw away beyond those it keeps: far fewer than the 400 finished jobs or the 3,500 queued. */
+const MAX_DISCARDED = 50;
+const OWNER = "mg:host:1:abcdef";
+const D_POOL = [{ key: "d:account", capacity: 24 }];
+
+/** Tables that grow with the jobs (or the requests); the others hold one row per provider, pool or budget. */
+const BIG_TABLES = ["jobs", "job_events", "outputs", "ledger", "rate_events", "webhook_deliveries", "slot_holds"];
+
+/**
+ * Orderings allowed to sort, each bounded by something other than the jobs:
+ * an engine's own jobs in flight (its lease), or one rate window's requests.
+ */
+const BOUNDED_SORTS: Array<{ statement: RegExp; why: string }> = [
+  { statement: /"lease_owner" = \S+ and "state" in/, why: "an engine's own jobs in flight, bounded by its slots and in-flight limit" },
+  { statement: /from "rate_events"/, why: "the requests of one rate window, bounded by its limit" },
+  { statement: /as "head_a" union all/, why: "the heads of the providers' queues, each limited: at most six times the limit" },
+  { statement: /"charge_state" in/, why: "charges awaiting the provider's settlement (B), read through jobs_settling: never the finished jobs" },
+];
+
+function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
+  return {
+    id,
+    ref: id,
+    batchId: "batch_big",
+    provider: "d",
+    model: "gen-2-pro",
+    operation: null,
+    body: { prompt: id },
+    facts: {},
+    warnings: [],
+    estimateMicroUsd: 30_000,
+    estimateSource: "test",
+    outDir: "/tmp/out",
+    ...overrides,
+  };
+}
+
+/** A store as it looks mid-run: a big queue, a finished past, a few jobs in flight, charges settling. */
+async function fill(store: Store): Promise<void> {
+  const jobs: NewJob[] = [];
+  for (let index = 0; index < 3_000; index++) jobs.push(job(`job_q${String(index).padStart(5, "0")}`));
+  for (let index = 0; index < 500; index++) jobs.push(job(`job_o${String(index).padStart(5, "0")}`, { batchId: "batch_other", provider: "e", model: "v3" }));
+  await store.insertJobs(jobs, NOW - 60_000);
+  // 420 sent: 20 running under this engine's lease, 400 finished (5 of them with a charge still to settle).
+  for (let index = 0; index < 420; index++) {
+    const id = `job_q${String(index).padStart(5, "0")}`;
+    await store.claimForSubmit(id, OWNER, D_POOL, NOW - 50_000, 600_000);
+    await store.transition(id, { state: "submitting" }, "running", { providerJobId: `p${index}`, nextAttemptAt: NOW - 1_000 }, "accepted", NOW - 49_000);
+    if (index >= 20) {
+      await store.transition(id, { state: "running" }, "capturing", {}, "done", NOW - 48_000);
+      const charge = index >= 415 ? { chargeState: "pending" as const, chargeMicroUsd: null, nextAttemptAt: NOW - 1_000 } : { chargeState: "computed" as const, chargeMicroUsd: 30_000 };
+      await store.transition(id, { state: "capturing" }, "succeeded", { ...charge, leaseOwner: null, leaseExpiresAt: null }, "saved", NOW - 47_000);
+    }
+  }
+}
+
+/** The hot calls: what an engine runs on every tick and every job step, and what a waiting command runs every second. */
+const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }> = [
+  { name: "dueQueued, whole store", run: (store) => store.dueQueued(NOW, 128, [], null) },
+  { name: "dueQueued, one batch", run: (store) => store.dueQueued(NOW, 128, [], { batchId: "batch_big" }) },
+  { name: "dueQueued, skipping a halted provider", run: (store) => store.dueQueued(NOW, 128, ["e"], null) },
+  { name: "nextDueAt, whole store", run: (store) => store.nextDueAt(OWNER, [], NOW, null) },
+  { name: "nextDueAt, one batch", run: (store) => store.nextDueAt(OWNER, [], NOW, { batchId: "batch_big" }) },
+  { name: "claimForSubmit", run: (store) => store.claimForSubmit("job_q02000", OWNER, D_POOL, NOW, 600_000) },
+  { name: "dueOwned", run: (store) => store.dueOwned(OWNER, NOW, 256) },
+  { name: "dueSettlements, whole store", run: (store) => store.dueSettlements(NOW, 64, null) },
+  { name: "dueSettlements, one batch", run: (store) => store.dueSettlements(NOW, 64, { batchId: "batch_big" }) },
+  { name: "updateJob", run: (store) => store.updateJob("job_q00001", { state: "running", leaseOwner: OWNER }, { nextAttemptAt: NOW + 5_000 }, NOW) },
+  {
+    name: "transition running → capturing",
+    run: (store) => store.transition("job_q00002", { state: "running", leaseOwner: OWNER }, "capturing", {}, "done", NOW),
+  },
+  { name: "getJob", run: (store) => store.getJob("job_q00003") },
+  { name: "jobByProviderJobId (a webhook)", run: (store) => store.jobByProviderJobId("d", "p4") },
+  { name: "renewLeases", run: (store) => store.renewLeases(OWNER, NOW + 600_000) },
+  { name: "changedBriefs, one batch", run: (store) => store.changedBriefs({ batchId: "batch_big" }, NOW - 5_000, 1_000) },
+  { name: "openCounts, one batch", run: (store) => store.openCounts({ batchId: "batch_big" }) },
+  { name: "takeRateToken and answerRateToken", run: async (store) => {
+    const take = await store.takeRateToken([{ key: "a:standard", limit: 180, windowMs: 60_000 }], NOW);
+    if (take.granted) await store.answerRateToken(take.token, NOW + 100);
+  } },
+  { name: "releaseLeases", run: (store) => store.releaseLeases(OWNER) },
+];
+
+interface PlanProblem {
+  call: string;
+  statement: string;
+  plan: string;
+}
+
+/** Runs each hot call and collects the statements it sent. */
+async function statementsOf(store: Store, listen: (sink: Array<{ sql: string; parameters: readonly unknown[] }> | null) => void) {
+  const byCall: Array<{ call: string; statements: Array<{ sql: string; parameters: readonly unknown[] }> }> = [];
+  for (const call of HOT_CALLS) {
+    const statements: Array<{ sql: string; parameters: readonly unknown[] }> = [];
+    listen(statements);
+    await call.run(store);
+    listen(null);
+    byCall.push({ call: call.name, statements: statements.filter((statement) => !/^(begin|commit|rollback|select pg_advisory)/i.test(statement.sql.trim())) });
+  }
+  return byCall;
+}
+
+function boundedSort(sql: string): boolean {
+  return BOUNDED_SORTS.some((allowed) => allowed.statement.test(sql));
+}
+
+describe("query plans of the hot path (SQLite)", () => {
+  let folder: string;
+  let store: KyselyStore;
+  let sink: Array<{ sql: string; parameters: readonly unknown[] }> | null = null;
+  beforeAll(async () => {
+    folder = mkdtempSync(join(tmpdir(), "mediagate-plans-"));
+    store = await openSqliteStore(join(folder, "plans.db"), { onQuery: (sql, parameters) => sink?.push({ sql, parameters }) });
+    await fill(store);
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("every statement of every hot call searches an index: no table scanned, no full index walked, no ORDER BY sorted outside its bound", async () => {
+    const calls = await statementsOf(store, (next) => (sink = next));
+    // No ANALYZE: the store never runs it, so these are the plans it gets (with statistics, SQLite rightly scans a 20-row table).
+    const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
+    const problems: PlanProblem[] = [];
+    let explained = 0;
+    try {
+      for (const { call, statements } of calls) {
+        expect(statements.length, call).toBeGreaterThan(0);
+        for (const statement of statements) {
+          const rows = database.prepare(`EXPLAIN QUERY PLAN ${statement.sql}`).all(...(statement.parameters as unknown[])) as Array<{ detail: string }>;
+          explained++;
+          for (const { detail } of rows) {
+            const scanned = BIG_TABLES.find((table) => new RegExp(`^SCAN ${table}\\b`).test(detail));
+            const sorted = /USE TEMP B-TREE FOR (ORDER BY|RIGHT PART OF ORDER BY)/.test(detail) && !boundedSort(statement.sql);
+            if (scanned || sorted) problems.push({ call, statement: statement.sql, plan: rows.map((row) => row.detail).join(" | ") });
+          }
+        }
+      }
+    } finally {
+      database.close();
+    }
+    expect(problems).toEqual([]);
+    expect(explained).toBeGreaterThan(HOT_CALLS.length);
+  });
+});
+
+const databaseUrl = process.env.DATABASE_URL;
+
+describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
+  const schema = `mg_plans_${randomBytes(6).toString("hex")}`;
+  let store: KyselyStore;
+  let sink: Array<{ sql: string; parameters: readonly unknown[] }> | null = null;
+  beforeAll(async () => {
+    store = await openPostgresStore(databaseUrl!, { schema, maxConnections: 2, onQuery: (sql, parameters) => sink?.push({ sql, parameters }) });
+    await fill(store);
+  });
+  afterAll(async () => {
+    await store.close();
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await client.end();
+  });
+
+  it("every statement of every hot call is planned on an index even with sequential scans and sorts priced out", async () => {
+    const calls = await statementsOf(store, (next) => (sink = next));
+    const client = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema}` });
+    await client.connect();
+    const problems: PlanProblem[] = [];
+    let explained = 0;
+    try {
+      await client.query("ANALYZE");
+      // Priced out, not forbidden: a plan that still scans or sorts has no index that would do.
+      await client.query("SET enable_seqscan = off");
+      await client.query("SET enable_sort = off");
+      for (const { call, statements } of calls) {
+        expect(statements.length, call).toBeGreaterThan(0);
+        for (const statement of statements) {
+          // A statement that writes is explained inside a transaction that is rolled back.
+          await client.query("BEGIN");
+          try {
+            const result = await client.query<{ "QUERY PLAN": unknown }>(
+              // An insert reads nothing, and run again it would only collide with the row it made.
+              `EXPLAIN (${/^\s*insert/i.test(statement.sql) ? "" : "ANALYZE, "}FORMAT JSON) ${statement.sql}`,
+              [...statement.parameters],
+            );
+            explained++;
+            const nodes = planNodes(result.rows[0]!["QUERY PLAN"]);
+            for (const node of nodes) {
+              const scanned = node["Node Type"] === "Seq Scan" && BIG_TABLES.includes(String(node["Relation Name"]));
+              const sorted = node["Node Type"] === "Sort" && !boundedSort(statement.sql);
+              // An index that finds the rows only to throw most of them away (the finished jobs, say) is a scan by another name.
+              const thrownAway = Number(node["Rows Removed by Filter"] ?? 0) + Number(node["Rows Removed by Index Recheck"] ?? 0);
+              const discarded = thrownAway > MAX_DISCARDED && thrownAway > Number(node["Actual Rows"] ?? 0);
+              if (scanned || sorted || discarded) problems.push({ call, statement: statement.sql, plan: nodes.map((item) => `${item["Node Type"]}${item["Relation Name"] ? ` on ${item["Relation Name"]}` : ""}${item["Index Name"] ? ` using ${item["Index Name"]}` : ""}${item["Rows Removed by Filter"] ? ` (${item["Rows Removed by Filter"]} discarded)` : ""}`).join(" > ") });
+            }
+          } finally {
+            await client.query("ROLLBACK");
+          }
+        }
+      }
+    } finally {
+      await client.end();
+    }
+    expect(problems).toEqual([]);
+    expect(explained).toBeGreaterThan(HOT_CALLS.length);
+  });
+});
+
+type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
+
+function planNodes(explained: unknown): PlanNode[] {
+  const root = (explained as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  const nodes: PlanNode[] = [];
+  const visit = (node: PlanNode) => {
+    nodes.push(node);
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  visit(root);
+  return nodes;
+}
