@@ -5,11 +5,13 @@
 import { runARate } from "./a-rate.js";
 import { runCMakespan } from "./c-makespan.js";
 import { runDMakespan } from "./d-makespan.js";
+import { runDScale } from "./d-scale.js";
 import { runEQuota } from "./e-quota.js";
 import { runSoak } from "./soak.js";
 
 const benchmarks: Record<string, () => Promise<void>> = {
   "d-makespan": runDMakespan,
+  "d-scale": runDScale,
   "c-makespan": runCMakespan,
   "a-rate": runARate,
   "e-quota": runEQuota,
