@@ -54,7 +54,21 @@ async function runOne(kind: string, jobsWanted: number): Promise<Row> {
   const folder = tempFolder();
   const sandbox = await startSandboxChild({ timeScale: 1, d: { renderTimeMs: RENDER_MS } });
   const schema = `mg_bench_${randomBytes(4).toString("hex")}`;
-  const store: KyselyStore = kind === "sqlite" ? await openSqliteStore(`${folder.path}/bench.db`) : await openPostgresStore(process.env.DATABASE_URL!, { schema });
+  // BENCH_QUERY_STATS=1: time spent per statement, printed after the run.
+  const queryStats = new Map<string, { count: number; ms: number }>();
+  const onQuery = process.env.BENCH_QUERY_STATS
+    ? (sql: string, _parameters: readonly unknown[], ms: number) => {
+        const key = sql.replace(/\?(, \?)+/g, "?…").slice(0, 160);
+        const entry = queryStats.get(key) ?? { count: 0, ms: 0 };
+        entry.count++;
+        entry.ms += ms;
+        queryStats.set(key, entry);
+      }
+    : undefined;
+  const store: KyselyStore =
+    kind === "sqlite"
+      ? await openSqliteStore(`${folder.path}/bench.db`, onQuery ? { onQuery } : {})
+      : await openPostgresStore(process.env.DATABASE_URL!, { schema, ...(onQuery ? { onQuery } : {}) });
   try {
     const config = loadConfig({
       env: { MEDIAGATE_D_BASE_URL: `${sandbox.url}/d`, MEDIAGATE_D_API_KEY: "sandbox-d-key", MEDIAGATE_OUTPUT_DIR: `${folder.path}/out` },
@@ -95,12 +109,18 @@ async function runOne(kind: string, jobsWanted: number): Promise<Row> {
     const cpuBefore = process.cpuUsage();
     const started = Date.now();
     engine.start();
-    const outcome = await waitForJobs(engine, store, ids, { scope: { batchId: "bench" } });
+    // BENCH_GIVE_UP_S: stop waiting after that long (profiling a run that does not finish).
+    const giveUp = process.env.BENCH_GIVE_UP_S ? AbortSignal.timeout(Number(process.env.BENCH_GIVE_UP_S) * 1000) : undefined;
+    const outcome = await waitForJobs(engine, store, ids, { scope: { batchId: "bench" }, ...(giveUp ? { signal: giveUp } : {}) });
     const makespanMs = Date.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
     clearInterval(sampler);
     await engine.stop();
     const stats = await sandbox.stats<SandboxStats>();
+    for (const [sql, entry] of [...queryStats.entries()].sort((left, right) => right[1].ms - left[1].ms).slice(0, 25)) {
+      process.stderr.write(`  ${entry.ms.toFixed(0).padStart(6)} ms ${String(entry.count).padStart(7)}× ${sql}\n`);
+    }
+    process.stderr.write(`  engine iterations: ${engine.iterations} (${(engine.iterations / jobsWanted).toFixed(1)} per job)\n`);
     const storeBytes = await storeSize(kind, store, folder.path, schema);
     return {
       store: kind,

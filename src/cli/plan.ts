@@ -30,13 +30,17 @@ function median(values: number[]): number | null {
 /** waves = ceil(tasks / slots); wall time ≈ waves × observed render time (and never below the rate floor). */
 export async function planBatch(runtime: Runtime, store: Store, prepared: PreparedJob[]): Promise<ProviderPlan[]> {
   const groups = new Map<ProviderId, PreparedJob[]>();
-  for (const item of prepared) groups.set(item.validated.provider, [...(groups.get(item.validated.provider) ?? []), item]);
+  for (const item of prepared) {
+    const group = groups.get(item.validated.provider);
+    if (group) group.push(item);
+    else groups.set(item.validated.provider, [item]);
+  }
   const plans: ProviderPlan[] = [];
   for (const [provider, items] of groups) {
     const adapter = entryFor(runtime, provider).adapter;
     const limits = items.map((item) => adapter.limits(item.validated));
-    const capacities = limits.flatMap((limit) => limit.slotPools.map((pool) => pool.capacity));
-    const slots = capacities.length ? Math.min(...capacities) : null;
+    let slots: number | null = null;
+    for (const limit of limits) for (const pool of limit.slotPools) slots = slots === null ? pool.capacity : Math.min(slots, pool.capacity);
     const samples: number[] = [];
     for (const model of new Set(items.map((item) => item.validated.model))) {
       samples.push(...(await store.recentRenderSamples(provider, model, 50)).map((sample) => sample.doneElapsedMs));

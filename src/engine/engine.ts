@@ -55,6 +55,11 @@ const ADOPT_EVERY_MS = 5_000;
 const SLOT_RECOVERY_QUIET_MS = 30_000;
 /** A job held back by its budget is looked at again this often: a charge below its estimate, or a refused submit, frees room. */
 const BUDGET_RECHECK_MS = 5_000;
+/** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
+const QUEUE_PAGE = 16;
+const QUEUE_PAGES = 8;
+/** A pool found full is not asked again until a task here ends, or this long has passed (another engine freed a slot). */
+const FULL_POOL_RECHECK_MS = 1_000;
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -78,6 +83,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
    * or a read, so it waits for the next tick's fresh read.
    */
   private readonly endedThisTick = new Set<string>();
+  /** Slot pools a claim found full since `fullPoolsSince` (see `FULL_POOL_RECHECK_MS`). */
+  private readonly fullPools = new Set<string>();
+  private fullPoolsSince = 0;
   private readonly polls: PollScheduler;
   private readonly rateLimiter: RateLimiter;
   private readonly policies = new Map<ProviderId, UrlPolicy>();
@@ -85,6 +93,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly stopWaiting = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wakeRequested = false;
+  /** Loop iterations so far (the benchmarks report them per job). */
+  iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
   private stopping = false;
   private loopDone: Promise<void> | null = null;
@@ -362,10 +372,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
 
   private async iteration(): Promise<void> {
     this.wakeRequested = false;
-    const progressed = await this.tick();
+    const skip = await this.skippedProviders();
+    const progressed = await this.tick(skip);
     if (this.stopping) return;
     const now = this.clock.now();
-    const skip = await this.skippedProviders();
     // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
     const nextDue = await this.store.nextDueAt(this.owner, skip, now, this.scope);
     let delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
@@ -373,7 +383,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     if (delay > 0) {
       if (this.inFlight.size === 0) this.emit("idle");
       await this.nap(delay);
+    } else {
+      // An embedded store answers without I/O: without this, steps that keep finding work would run
+      // as one chain of microtasks, and no provider's answer (or signal, or timer) would ever be read.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
+    this.iterations++;
   }
 
   /** Sleeps `ms` of the engine's clock, or until woken (a freed slot, a nudge, stop). */
@@ -391,7 +406,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   }
 
   /** One pass: adopt orphans now and then, renew leases, claim and submit, poll what is due. Returns whether it started anything. */
-  private async tick(): Promise<boolean> {
+  private async tick(skip: ProviderId[]): Promise<boolean> {
+    // A task that ended may have freed a slot (here or, after a while, anywhere): pools are asked again.
+    if (this.endedThisTick.size > 0 || this.clock.now() - this.fullPoolsSince >= FULL_POOL_RECHECK_MS) {
+      this.fullPools.clear();
+      this.fullPoolsSince = this.clock.now();
+    }
     this.endedThisTick.clear();
     const now = this.clock.now();
     if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
@@ -404,39 +424,46 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       await this.recoverSlots(now);
     }
     let started = false;
-    const skip = await this.skippedProviders();
-    const fullPools = new Set<string>();
     const unavailable = new Map<ProviderId, string | null>();
-    const queued = await this.store.dueQueued(now, 128, skip, this.scope);
-    for (const job of queued) {
-      if (this.stopping || this.inFlight.size >= this.maxInFlight) break;
-      if (this.busy(job.id)) continue;
-      if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.unavailableReason(job.provider));
-      const reason = unavailable.get(job.provider);
-      if (reason) {
-        await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
-        continue;
-      }
-      const pools = limitsOf(this.context, job).slotPools;
-      const blockedPool = pools.find((pool) => fullPools.has(pool.key));
-      if (blockedPool) continue;
-      const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs);
-      if (claim.kind === "claimed") {
-        started = true;
-        this.emit("job", claim.job);
-        this.spawn(claim.job, () => submitJob(this.context, claim.job), true);
-      } else if (claim.kind === "over_budget") {
-        const { budget } = claim;
-        const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
-        const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
-        if (updated && job.reason !== reason) this.emit("job", updated);
-      } else if (claim.kind === "no_slot") {
-        fullPools.add(claim.poolKey);
-        const waiting = `waiting for a slot (${claim.poolKey})`;
-        if (job.reason !== waiting || claim.retryAt !== null) {
-          await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
+    // The queue is read a small page at a time, and only while claims succeed: a provider whose slots are
+    // all taken costs one page per tick, however long its queue (the heads of the other providers' queues
+    // are in every page).
+    let after: { nextAttemptAt: number; id: string } | null = null;
+    for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.inFlight.size < this.maxInFlight; page++) {
+      const queued = await this.store.dueQueued(now, QUEUE_PAGE, skip, this.scope, after);
+      let claimed = false;
+      for (const job of queued) {
+        if (this.stopping || this.inFlight.size >= this.maxInFlight) break;
+        if (this.busy(job.id)) continue;
+        if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.unavailableReason(job.provider));
+        const reason = unavailable.get(job.provider);
+        if (reason) {
+          await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
+          continue;
+        }
+        const pools = limitsOf(this.context, job).slotPools;
+        if (pools.some((pool) => this.fullPools.has(pool.key))) continue;
+        const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs);
+        if (claim.kind === "claimed") {
+          started = claimed = true;
+          this.emit("job", claim.job);
+          this.spawn(claim.job, () => submitJob(this.context, claim.job), true);
+        } else if (claim.kind === "over_budget") {
+          const { budget } = claim;
+          const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
+          const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
+          if (updated && job.reason !== reason) this.emit("job", updated);
+        } else if (claim.kind === "no_slot") {
+          this.fullPools.add(claim.poolKey);
+          const waiting = `waiting for a slot (${claim.poolKey})`;
+          if (job.reason !== waiting || claim.retryAt !== null) {
+            await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
+          }
         }
       }
+      if (!claimed || queued.length < QUEUE_PAGE) break;
+      const last = queued[queued.length - 1]!;
+      after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
     }
     for (const job of await this.store.dueSettlements(now, 64, this.scope)) {
       if (this.stopping || this.busy(job.id)) continue;

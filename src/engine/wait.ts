@@ -245,12 +245,16 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
       await pause(FOLLOW_EVERY_MS);
       if (handlers.signal?.aborted) break;
       // Changes made by other processes (and by this one: those are known already and cost only their brief).
+      const from = since - FOLLOW_OVERLAP_MS;
+      let after: JobBrief | null = null;
       for (;;) {
-        const briefs = await patiently(() => store.changedBriefs(scope, since - FOLLOW_OVERLAP_MS, FOLLOW_PAGE));
-        if (!briefs) break;
+        const cursor: JobBrief | null = after;
+        const briefs: JobBrief[] | null = await patiently(() => store.changedBriefs(scope, from, FOLLOW_PAGE, cursor));
+        if (!briefs || briefs.length === 0) break;
         for (const brief of briefs) since = Math.max(since, brief.updatedAt);
         await takeIn(briefs);
         if (briefs.length < FOLLOW_PAGE) break;
+        after = briefs[briefs.length - 1]!;
       }
       const halts = await patiently(() => store.halts());
       if (halts) tally.halted = new Set(halts.map((halt) => halt.provider));

@@ -30,12 +30,12 @@ import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs } from "./store.js";
 type Db = Kysely<Database> | Transaction<Database>;
 
 /** Sees each statement as run: its SQL and its parameters. */
-export type QueryListener = (sql: string, parameters: readonly unknown[]) => void;
+export type QueryListener = (sql: string, parameters: readonly unknown[], durationMs: number) => void;
 
 /** Kysely's `log` option for a listener, or nothing. */
 export function queryLog(listener: QueryListener | undefined): { log?: (event: LogEvent) => void } {
   if (!listener) return {};
-  return { log: (event) => listener(event.query.sql, event.query.parameters) };
+  return { log: (event) => listener(event.query.sql, event.query.parameters, event.queryDurationMillis) };
 }
 
 /** Slots are held only while a submit is in flight and while the provider is generating. */
@@ -50,7 +50,12 @@ function states(expect: JobExpectation): readonly JobState[] {
 /** The jobs of one command: its batch (indexed by batch, state, due time) or its few job ids. */
 function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expression<SqlBool> {
   if ("batchId" in scope) return eb("batch_id", "=", scope.batchId);
-  return scope.jobIds.length ? eb("id", "in", [...scope.jobIds]) : eb.val(false);
+  return scope.jobIds.length ? eb("id", "in", [...scope.jobIds]) : sql<SqlBool>`1 = 0`;
+}
+
+/** Queue entries after `after` in due order (`next_attempt_at`, then id): the next page of a queue. */
+function afterInQueue(eb: ExpressionBuilder<Database, "jobs">, after: { nextAttemptAt: number; id: string }): Expression<SqlBool> {
+  return eb.or([eb("next_attempt_at", ">", after.nextAttemptAt), eb.and([eb("next_attempt_at", "=", after.nextAttemptAt), eb("id", ">", after.id)])]);
 }
 
 function briefOf(row: { id: string; state: string; provider: string; blocked_code: string | null; updated_at: number }): JobBrief {
@@ -322,9 +327,8 @@ export class KyselyStore implements Store {
       .where("state", "in", [...states(expect)]);
     if (expect.leaseOwner === null) query = query.where("lease_owner", "is", null);
     else if (expect.leaseOwner !== undefined) query = query.where("lease_owner", "=", expect.leaseOwner);
-    const result = await query.executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 0) return null;
-    return this.getJob(jobId);
+    const row = await query.returningAll().executeTakeFirst();
+    return row ? rowToJob(row) : null;
   }
 
   async jobBriefs(scope: JobScope): Promise<JobBrief[]> {
@@ -340,20 +344,21 @@ export class KyselyStore implements Store {
     return briefs;
   }
 
-  async changedBriefs(scope: JobScope, since: number, limit: number): Promise<JobBrief[]> {
+  async changedBriefs(scope: JobScope, since: number, limit: number, after: { updatedAt: number; id: string } | null = null): Promise<JobBrief[]> {
     const briefs: JobBrief[] = [];
     for (const part of scopeParts(scope)) {
-      const rows = await this.db
+      let query = this.db
         .selectFrom("jobs")
         .select(["id", "state", "provider", "blocked_code", "updated_at"])
         .where((eb) => inScope(eb, part))
-        .where("updated_at", ">=", since)
-        .orderBy("updated_at")
-        .limit(limit)
-        .execute();
+        .where("updated_at", ">=", since);
+      if (after) {
+        query = query.where((eb) => eb.or([eb("updated_at", ">", after.updatedAt), eb.and([eb("updated_at", "=", after.updatedAt), eb("id", ">", after.id)])]));
+      }
+      const rows = await query.orderBy("updated_at").orderBy("id").limit(limit).execute();
       for (const row of rows) briefs.push(briefOf(row));
     }
-    return briefs.sort((left, right) => left.updatedAt - right.updatedAt).slice(0, limit);
+    return briefs.sort((left, right) => left.updatedAt - right.updatedAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)).slice(0, limit);
   }
 
   async openCounts(scope: JobScope): Promise<OpenCount[]> {
@@ -373,22 +378,26 @@ export class KyselyStore implements Store {
     return counts;
   }
 
-  async dueQueued(now: number, limit: number, skipProviders: readonly string[], scope: JobScope | null = null): Promise<Job[]> {
+  async dueQueued(
+    now: number,
+    limit: number,
+    skipProviders: readonly string[],
+    scope: JobScope | null = null,
+    after: { nextAttemptAt: number; id: string } | null = null,
+  ): Promise<Job[]> {
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
     if (providers.length === 0) return [];
     if (scope && "jobIds" in scope) {
       // A command's own few jobs: read by their ids.
-      const rows = await this.db
+      let query = this.db
         .selectFrom("jobs")
         .selectAll()
         .where((eb) => inScope(eb, scope))
         .where("state", "=", "queued")
         .where("next_attempt_at", "<=", now)
-        .where("provider", "in", providers)
-        .orderBy("next_attempt_at")
-        .orderBy("id")
-        .limit(limit)
-        .execute();
+        .where("provider", "in", providers);
+      if (after) query = query.where((eb) => afterInQueue(eb, after));
+      const rows = await query.orderBy("next_attempt_at").orderBy("id").limit(limit).execute();
       return rows.map(rowToJob);
     }
     // The head of each provider's queue (jobs_queue, jobs_batch_queue: due order is index order), then
@@ -401,6 +410,7 @@ export class KyselyStore implements Store {
         .where("provider", "=", provider)
         .where("next_attempt_at", "<=", now);
       if (scope) branch = branch.where("batch_id", "=", scope.batchId);
+      if (after) branch = branch.where((eb) => afterInQueue(eb, after));
       return this.db.selectFrom(branch.orderBy("next_attempt_at").orderBy("id").limit(limit).as(`head_${provider}`)).selectAll();
     };
     let heads = head(providers[0]!);
@@ -414,30 +424,30 @@ export class KyselyStore implements Store {
       const job = await this.lockJob(trx, jobId, { skipLocked: true });
       if (!job || job.state !== "queued") return { kind: "gone" } as const;
       for (const pool of pools) {
-        await trx
-          .insertInto("slot_pools")
-          .values({
-            pool_key: pool.key,
-            configured_capacity: pool.capacity,
-            learned_capacity: pool.capacity,
-            blocked_until: 0,
-            updated_at: now,
-          })
-          .onConflict((conflict) => conflict.column("pool_key").doNothing())
-          .execute();
-        // spec: the published capacity can change (C's tier); learned capacity never exceeds it.
-        await trx
-          .updateTable("slot_pools")
-          .set({
-            configured_capacity: pool.capacity,
-            learned_capacity: this.least(sql`learned_capacity`, pool.capacity),
-          })
-          .where("pool_key", "=", pool.key)
-          .where("configured_capacity", "<>", pool.capacity)
-          .execute();
-        let poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", pool.key);
-        if (this.dialect === "postgres") poolQuery = poolQuery.forUpdate();
-        const row = await poolQuery.executeTakeFirstOrThrow();
+        const readPool = () => {
+          let poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", pool.key);
+          if (this.dialect === "postgres") poolQuery = poolQuery.forUpdate();
+          return poolQuery.executeTakeFirst();
+        };
+        // One statement in the steady state: the pool is written only when it is new or its published capacity changed.
+        let row = await readPool();
+        if (!row) {
+          await trx
+            .insertInto("slot_pools")
+            .values({ pool_key: pool.key, configured_capacity: pool.capacity, learned_capacity: pool.capacity, blocked_until: 0, updated_at: now })
+            .onConflict((conflict) => conflict.column("pool_key").doNothing())
+            .execute();
+          row = await readPool();
+        } else if (Number(row.configured_capacity) !== pool.capacity) {
+          // spec: the published capacity can change (C's tier); learned capacity never exceeds it.
+          await trx
+            .updateTable("slot_pools")
+            .set({ configured_capacity: pool.capacity, learned_capacity: this.least(sql`learned_capacity`, pool.capacity) })
+            .where("pool_key", "=", pool.key)
+            .execute();
+          row = await readPool();
+        }
+        if (!row) throw new Error(`slot pool ${pool.key} could not be created`);
         if (Number(row.blocked_until) > now) return { kind: "no_slot", poolKey: pool.key, retryAt: Number(row.blocked_until) } as const;
         const held = await trx
           .selectFrom("slot_holds")

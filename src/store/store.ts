@@ -191,16 +191,17 @@ export interface Store {
   /** Every job in `scope`, briefly: where a waiting command starts from (read once). */
   jobBriefs(scope: JobScope): Promise<JobBrief[]>;
   /**
-   * Jobs in `scope` updated at or after `since`, earliest change first, at
-   * most `limit`: a waiting command follows changes made by other processes
+   * Jobs in `scope` updated at or after `since`, earliest change first (then
+   * by id), at most `limit`, continuing `after` the last one of a previous
+   * page: a waiting command follows changes made by other processes
    * by what changed, not by reading its whole batch again.
    */
-  changedBriefs(scope: JobScope, since: number, limit: number): Promise<JobBrief[]>;
+  changedBriefs(scope: JobScope, since: number, limit: number, after?: { updatedAt: number; id: string } | null): Promise<JobBrief[]>;
   /** Unfinished jobs in `scope`, counted by state, provider and whether blocked: an aggregate, no row leaves the store. */
   openCounts(scope: JobScope): Promise<OpenCount[]>;
 
-  /** Queued jobs that are due, in due order, skipping halted providers; only those in `scope` when given. */
-  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null): Promise<Job[]>;
+  /** Queued jobs that are due, in due order, skipping halted providers; only those in `scope` when given; after `after` for a next page. */
+  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]>;
   /**
    * Takes every slot pool (all or none) and, when the job has a budget, its
    * estimate in that budget (refused past the ceiling), and moves the job
