@@ -9,6 +9,7 @@ import { checkBudget } from "./engine/budget.js";
 import { Engine } from "./engine/engine.js";
 import { createLogger } from "./engine/logger.js";
 import { waitForJobs } from "./engine/wait.js";
+import { DEFAULT_STOP_TIMEOUT_S, stopWithin } from "./cli/stop.js";
 import type { Estimate, JobRequest } from "./providers/adapter.js";
 import { createProviderRegistry, type ProviderEntry } from "./providers/registry.js";
 import { outputFolderProblem } from "./outputs/local-folder.js";
@@ -181,8 +182,19 @@ export class Mediagate {
     return moved !== null;
   }
 
-  async close(): Promise<void> {
-    if (this.runEngine) await this.engine.stop();
-    await this.store.close();
+  /**
+   * Stops the engine (submits in flight record their answer, leases are
+   * released) and closes the store, giving up after `timeoutMs` (default
+   * 20 s) when the store does not answer: a close never hangs. What could
+   * not be done then is safe to leave (leases expire; the next engine
+   * resumes the jobs); `"timed_out"` says it happened.
+   */
+  async close(options: { timeoutMs?: number } = {}): Promise<"closed" | "timed_out"> {
+    const outcome = await stopWithin(async () => {
+      if (this.runEngine) await this.engine.stop();
+      await this.store.close();
+    }, options.timeoutMs ?? DEFAULT_STOP_TIMEOUT_S * 1000);
+    if (outcome.kind === "failed") throw new Error(`mediagate: close failed: ${outcome.message}`);
+    return outcome.kind === "stopped" ? "closed" : "timed_out";
   }
 }

@@ -4,6 +4,8 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { BudgetError, ConfigError, InputError, type Job, Mediagate } from "../src/index.js";
 import { type DWorld, sha256File, startDWorld } from "./helpers/d-sandbox.js";
+import { cliPostgresStore } from "./helpers/pg-cli-store.js";
+import { startTcpProxy } from "./helpers/tcp-proxy.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 
@@ -163,3 +165,34 @@ for (const makeLocation of locations) {
     });
   });
 }
+
+describe.runIf(databaseUrl)("closing the library while its store is away (real PostgreSQL behind a loopback proxy)", () => {
+  it("close() gives up after its timeout instead of hanging, and says so; the job it could not record is resumed by the next instance, sent once", async () => {
+    const world = await startDWorld({ renderTimeMs: 300 });
+    // Submits are answered after 400 ms, so one is in flight when the store goes away.
+    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
+    const proxy = await startTcpProxy({ host: new URL(databaseUrl!).hostname, port: Number(new URL(databaseUrl!).port || 5432) });
+    const pgStore = await cliPostgresStore(databaseUrl!, { viaPort: proxy.port });
+    try {
+      const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_STORE: pgStore.address } });
+      const job = await gate.submit(pro("cut off"), { ref: "cut-off" });
+      for (let waited = 0; world.submits() === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await proxy.cut();
+      const started = Date.now();
+      expect(await gate.close({ timeoutMs: 1_500 })).toBe("timed_out");
+      expect(Date.now() - started).toBeLessThan(3_000);
+
+      await proxy.restore();
+      const next = await Mediagate.open({ env: { ...world.env, MEDIAGATE_STORE: pgStore.address } });
+      const ended = await next.wait(job.id);
+      expect(await next.close()).toBe("closed");
+      // D has no idempotency: the answer lost with the store makes the job unknown, never sent again.
+      expect(["succeeded", "unknown_submission"]).toContain(ended.state);
+      expect(world.submits()).toBe(1);
+    } finally {
+      await pgStore.cleanup();
+      await proxy.close();
+      await world.close();
+    }
+  }, 60_000);
+});
