@@ -68,11 +68,14 @@ export const localFolderOutputs: OutputWriter = {
     } finally {
       await rm(probe, { force: true }).catch(() => undefined);
     }
-    // A process killed during this check leaves its probe behind; the next check removes it (another
-    // process's probe removed mid-check is harmless: its own removal is forced).
-    const names = await readdir(folder).catch(() => [] as string[]);
-    for (const name of names) {
-      if (/^\.mediagate-write-check-[0-9a-f]{8}$/.test(name)) await rm(join(folder, name), { force: true }).catch(() => undefined);
+    // A process killed during this check leaves its probe behind; the first check of a folder in this
+    // process removes those (another process's probe removed mid-check is harmless: its removal is forced).
+    const leftovers = await leftoversIn(folder);
+    for (const name of [...leftovers]) {
+      if (/^\.mediagate-write-check-[0-9a-f]{8}$/.test(name)) {
+        leftovers.delete(name);
+        await rm(join(folder, name), { force: true }).catch(() => undefined);
+      }
     }
   },
 
@@ -97,12 +100,33 @@ export const localFolderOutputs: OutputWriter = {
     const escaped = stem.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     const leftover = new RegExp(`^${escaped}(-\\d+)?(\\.[a-z0-9]+)+\\.tmp-[0-9a-f]{8}$`);
     // Best effort: a leftover temporary file is clutter, never a reason to leave a result unsaved.
-    const names = await readdir(folder).catch(() => [] as string[]);
-    for (const name of names) {
-      if (leftover.test(name)) await rm(join(folder, name), { force: true }).catch(() => undefined);
+    const leftovers = await leftoversIn(folder);
+    for (const name of [...leftovers]) {
+      if (!leftover.test(name)) continue;
+      leftovers.delete(name);
+      await rm(join(folder, name), { force: true }).catch(() => undefined);
     }
   },
 };
+
+/**
+ * Leftovers of killed processes (temporary files, folder probes) in each
+ * output folder, listed once per folder by this process and forgotten as
+ * they are removed: listing the folder at every capture read every saved
+ * file again for each new one (20,000 results, 20,000 listings).
+ */
+const leftoversByFolder = new Map<string, Promise<Set<string>>>();
+
+function leftoversIn(folder: string): Promise<Set<string>> {
+  let leftovers = leftoversByFolder.get(folder);
+  if (!leftovers) {
+    leftovers = readdir(folder)
+      .catch(() => [] as string[])
+      .then((names) => new Set(names.filter((name) => /\.tmp-[0-9a-f]{8}$|^\.mediagate-write-check-[0-9a-f]{8}$/.test(name))));
+    leftoversByFolder.set(folder, leftovers);
+  }
+  return leftovers;
+}
 
 /** Checks a command's output folder before anything is queued or sent; null when usable, else the error. */
 export async function outputFolderProblem(folder: string, writer: OutputWriter = localFolderOutputs): Promise<OutputSaveError | null> {
