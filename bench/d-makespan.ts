@@ -10,7 +10,7 @@ import { Engine } from "../src/engine/engine.js";
 import { waitForJobs } from "../src/engine/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
-import { recordResult, startSandboxChild, tempFolder } from "./harness.js";
+import { dBenchJobs, recordResult, startSandboxChild, tempFolder } from "./harness.js";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 200);
 const RENDER_MS = Number(process.env.BENCH_RENDER_MS ?? 6_000);
@@ -38,25 +38,7 @@ export async function runDMakespan(): Promise<void> {
     const providers = createProviderRegistry(config);
     const adapter = providers.get("d")!.adapter!;
     const now = Date.now();
-    const jobs = [];
-    for (let index = 0; index < JOBS; index++) {
-      const validated = adapter.validate({ provider: "d", model: "gen-2-pro", input: { prompt: `bench image ${index}`, width: 256, height: 256, seed: index } });
-      const estimate = await adapter.estimate(validated);
-      jobs.push({
-        id: `job_bench_${String(index).padStart(4, "0")}`,
-        ref: `bench-${index}`,
-        batchId: "bench",
-        provider: "d" as const,
-        model: validated.model,
-        operation: null,
-        body: validated.body,
-        facts: validated.facts,
-        warnings: validated.warnings,
-        estimateMicroUsd: estimate.microUsd,
-        estimateSource: estimate.source,
-        outDir: config.outputDir,
-      });
-    }
+    const jobs = await dBenchJobs(adapter, JOBS, { idPrefix: "job_bench_", refPrefix: "bench-", prompt: "bench image", batchId: "bench", outDir: config.outputDir, idDigits: 4 });
     await store.insertJobs(jobs, now);
     const engine = new Engine({ store, providers, secrets: () => ["sandbox-d-key"] });
     const cpuBefore = process.cpuUsage();

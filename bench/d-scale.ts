@@ -23,7 +23,7 @@ import type { KyselyStore } from "../src/store/kysely-store.js";
 import { openPostgresStore } from "../src/store/postgres.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import type { NewJob } from "../src/store/store.js";
-import { recordResult, startSandboxChild, tempFolder } from "./harness.js";
+import { dBenchJobs, recordResult, startSandboxChild, tempFolder } from "./harness.js";
 
 const SIZES = (process.env.BENCH_SIZES ?? "200,2000,20000").split(",").map(Number);
 const STORES = (process.env.BENCH_STORES ?? "sqlite,postgres").split(",").filter((kind) => kind !== "postgres" || process.env.DATABASE_URL);
@@ -76,25 +76,14 @@ async function runOne(kind: string, jobsWanted: number): Promise<Row> {
     });
     const providers = createProviderRegistry(config);
     const adapter = providers.get("d")!.adapter!;
-    let jobs: NewJob[] = [];
-    for (let index = 0; index < jobsWanted; index++) {
-      const validated = adapter.validate({ provider: "d", model: "gen-2-pro", input: { prompt: `scale image ${index}`, width: 256, height: 256, seed: index } });
-      const estimate = await adapter.estimate(validated);
-      jobs.push({
-        id: `job_scale_${String(index).padStart(6, "0")}`,
-        ref: `scale-${index}`,
-        batchId: "bench",
-        provider: "d",
-        model: validated.model,
-        operation: null,
-        body: validated.body,
-        facts: validated.facts,
-        warnings: validated.warnings,
-        estimateMicroUsd: estimate.microUsd,
-        estimateSource: estimate.source,
-        outDir: config.outputDir,
-      });
-    }
+    let jobs: NewJob[] = await dBenchJobs(adapter, jobsWanted, {
+      idPrefix: "job_scale_",
+      refPrefix: "scale-",
+      prompt: "scale image",
+      batchId: "bench",
+      outDir: config.outputDir,
+      idDigits: 6,
+    });
     await store.insertJobs(jobs, Date.now());
     const ids = jobs.map((job) => job.id);
     jobs = [];

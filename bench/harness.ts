@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { ProviderAdapter } from "../src/providers/adapter.js";
+import type { NewJob } from "../src/store/store.js";
 
 export interface SandboxChild {
   url: string;
@@ -78,4 +80,32 @@ export function busiestWindow(times: number[], windowMs: number): { count: numbe
 
 export function mean(values: number[]): number {
   return values.length ? values.reduce((sum, value) => sum + value, 0) / values.length : 0;
+}
+
+/** N D jobs of gen-2-pro at 256×256, validated and priced by the adapter, as the store takes them. */
+export async function dBenchJobs(
+  adapter: ProviderAdapter,
+  count: number,
+  options: { idPrefix: string; refPrefix: string; prompt: string; batchId: string; outDir: string; idDigits: number },
+): Promise<NewJob[]> {
+  const jobs: NewJob[] = [];
+  for (let index = 0; index < count; index++) {
+    const validated = adapter.validate({ provider: "d", model: "gen-2-pro", input: { prompt: `${options.prompt} ${index}`, width: 256, height: 256, seed: index } });
+    const estimate = await adapter.estimate(validated);
+    jobs.push({
+      id: `${options.idPrefix}${String(index).padStart(options.idDigits, "0")}`,
+      ref: `${options.refPrefix}${index}`,
+      batchId: options.batchId,
+      provider: "d",
+      model: validated.model,
+      operation: null,
+      body: validated.body,
+      facts: validated.facts,
+      warnings: validated.warnings,
+      estimateMicroUsd: estimate.microUsd,
+      estimateSource: estimate.source,
+      outDir: options.outDir,
+    });
+  }
+  return jobs;
 }

@@ -155,11 +155,10 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
         }
         refresh(job, latest);
       },
-      onStoreError: (message, retryInMs) => {
+      onStoreError: (message) => {
         // The engine waits for the store too: nothing is lost, and Ctrl-C still detaches.
         if (!storeTrouble) tellUser(`mediagate: the store is not answering (${message}); trying again every few seconds (Ctrl-C detaches)\n`);
         storeTrouble = true;
-        void retryInMs;
       },
       onTerminal: (job, latest) => {
         refresh(job, latest);
