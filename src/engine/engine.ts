@@ -4,11 +4,11 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
 import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
-import type { CallContext, ProviderAdapter, ProviderId, ProviderStatus, RateWindow, ValidatedRequest } from "../providers/adapter.js";
+import { type CallContext, PROVIDER_IDS, type ProviderAdapter, type ProviderId, type ProviderStatus, type RateWindow, type ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import { type JobScope, RATE_SEND_BOUND_MS, type Store } from "../store/store.js";
-import { localFolderOutputs, type OutputWriter } from "../outputs/local-folder.js";
+import { localFolderOutputs, type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
 import type { EngineContext, ProviderCounters } from "./context.js";
 import { limitsOf } from "./context.js";
@@ -58,8 +58,15 @@ const BUDGET_RECHECK_MS = 5_000;
 /** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
 const QUEUE_PAGE = 16;
 const QUEUE_PAGES = 8;
-/** A pool found full is not asked again until a task here ends, or this long has passed (another engine freed a slot). */
+/** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
 const FULL_POOL_RECHECK_MS = 1_000;
+/**
+ * A provider whose due queue a read found empty is not read again for this
+ * long while the loop is busy (a nap, or a job queued here, ends it sooner).
+ */
+const EMPTY_QUEUE_TRUST_MS = 250;
+/** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
+const SETTLEMENT_READ_EVERY_MS = 500;
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -86,6 +93,19 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** Slot pools a claim found full since `fullPoolsSince` (see `FULL_POOL_RECHECK_MS`). */
   private readonly fullPools = new Set<string>();
   private fullPoolsSince = 0;
+  /** The store's `slotReleases` when `fullPools` was last cleared. */
+  private fullPoolsReleases = -1;
+  /**
+   * Providers whose queue head was all held back by full pools: their queue
+   * is not read again until `fullPools` is cleared (the head would be the same).
+   */
+  private readonly blockedProviders = new Set<ProviderId>();
+  /** The store's `slotReleases` at the last queue read: a page holds about as many jobs as slots freed since. */
+  private releasesAtQueueRead: number | null = null;
+  private readonly busyIds = { has: (id: string) => this.busy(id) };
+  /** Providers whose due queue was last read empty, and until when that is trusted (`EMPTY_QUEUE_TRUST_MS`). */
+  private readonly emptyQueues = new Map<ProviderId, number>();
+  private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
   private readonly polls: PollScheduler;
   private readonly rateLimiter: RateLimiter;
   private readonly policies = new Map<ProviderId, UrlPolicy>();
@@ -125,12 +145,16 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       leaseMs: this.leaseMs,
       log: this.log,
       polls: this.polls,
-      outputs: options.outputs ?? localFolderOutputs,
+      outputs: rememberingFolderChecks(options.outputs ?? localFolderOutputs, () => this.clock.now()),
       adapter: (provider) => this.adapter(provider),
       callContext: (job, request, callOptions) => this.callContext(job, request, callOptions?.rateLimited ?? true),
       counters: (provider) => this.countersFor(provider),
-      emit: (job) => this.emit("job", job),
-      wake: () => this.wake(),
+      emit: (job) => {
+        // A job back in the queue (a submit that was not sent) makes its provider's queue worth reading.
+        if (job.state === "queued") this.emptyQueues.delete(job.provider);
+        this.emit("job", job);
+      },
+      wake: () => this.wakeLoop(),
       takeKnownStatus: (jobId) => {
         const status = this.knownStatuses.get(jobId);
         this.knownStatuses.delete(jobId);
@@ -226,6 +250,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
 
   /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
   wake(): void {
+    this.emptyQueues.clear();
+    this.wakeLoop();
+  }
+
+  /** Ends the loop's nap (a task here ended: a slot may be free, a job due). */
+  private wakeLoop(): void {
     // Remembered when the loop is busy, so a slot freed mid-tick is not missed until the next idle tick.
     this.wakeRequested = true;
     const wakeUp = this.wakeUp;
@@ -339,7 +369,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         this.endedThisTick.add(job.id);
         this.inFlight.delete(job.id);
         this.submitting.delete(job.id);
-        this.wake();
+        this.wakeLoop();
       });
     this.inFlight.set(job.id, task);
   }
@@ -375,14 +405,21 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     const skip = await this.skippedProviders();
     const progressed = await this.tick(skip);
     if (this.stopping) return;
-    const now = this.clock.now();
-    // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
-    const nextDue = await this.store.nextDueAt(this.owner, skip, now, this.scope);
-    let delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
-    if (progressed || this.wakeRequested) delay = 0;
+    let delay = 0;
+    if (!progressed && !this.wakeRequested) {
+      const now = this.clock.now();
+      // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
+      const nextDue = await this.store.nextDueAt(this.owner, skip, now, this.scope);
+      delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
+      // A wake while the store answered (a freed slot, a nudge) must not wait out the nap.
+      if (this.wakeRequested) delay = 0;
+    }
     if (delay > 0) {
       if (this.inFlight.size === 0) this.emit("idle");
       await this.nap(delay);
+      // After a nap everything is read again: queues filled meanwhile, settlements came due.
+      this.emptyQueues.clear();
+      this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
     } else {
       // An embedded store answers without I/O: without this, steps that keep finding work would run
       // as one chain of microtasks, and no provider's answer (or signal, or timer) would ever be read.
@@ -408,9 +445,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** One pass: adopt orphans now and then, renew leases, claim and submit, poll what is due. Returns whether it started anything. */
   private async tick(skip: ProviderId[]): Promise<boolean> {
     // A task that ended may have freed a slot (here or, after a while, anywhere): pools are asked again.
-    if (this.endedThisTick.size > 0 || this.clock.now() - this.fullPoolsSince >= FULL_POOL_RECHECK_MS) {
+    if (this.store.slotReleases !== this.fullPoolsReleases || this.clock.now() - this.fullPoolsSince >= FULL_POOL_RECHECK_MS) {
       this.fullPools.clear();
+      this.blockedProviders.clear();
       this.fullPoolsSince = this.clock.now();
+      this.fullPoolsReleases = this.store.slotReleases;
     }
     this.endedThisTick.clear();
     const now = this.clock.now();
@@ -429,9 +468,19 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     // all taken costs one page per tick, however long its queue (the heads of the other providers' queues
     // are in every page).
     let after: { nextAttemptAt: number; id: string } | null = null;
+    const freed = this.releasesAtQueueRead === null ? QUEUE_PAGE : this.store.slotReleases - this.releasesAtQueueRead;
+    const pageSize = Math.min(QUEUE_PAGE, Math.max(4, freed + 2));
     for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.inFlight.size < this.maxInFlight; page++) {
-      const queued = await this.store.dueQueued(now, QUEUE_PAGE, skip, this.scope, after);
+      this.releasesAtQueueRead = this.store.slotReleases;
+      const queueSkip = [...new Set([...skip, ...this.blockedProviders, ...this.trustedEmptyQueues(now)])];
+      const queued = await this.store.dueQueued(now, pageSize, queueSkip, this.scope, after);
+      if (queued.length < pageSize) {
+        // Every provider read has fewer due jobs than the page: those with none are not read again for a while.
+        const present = new Set(queued.map((job) => job.provider));
+        for (const provider of PROVIDER_IDS) if (!queueSkip.includes(provider) && !present.has(provider)) this.emptyQueues.set(provider, now + EMPTY_QUEUE_TRUST_MS);
+      }
       let claimed = false;
+      const heldBack = new Set<ProviderId>();
       for (const job of queued) {
         if (this.stopping || this.inFlight.size >= this.maxInFlight) break;
         if (this.busy(job.id)) continue;
@@ -442,7 +491,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
           continue;
         }
         const pools = limitsOf(this.context, job).slotPools;
-        if (pools.some((pool) => this.fullPools.has(pool.key))) continue;
+        if (pools.some((pool) => this.fullPools.has(pool.key))) {
+          heldBack.add(job.provider);
+          continue;
+        }
         const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs);
         if (claim.kind === "claimed") {
           started = claimed = true;
@@ -454,6 +506,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
           const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
           if (updated && job.reason !== reason) this.emit("job", updated);
         } else if (claim.kind === "no_slot") {
+          heldBack.add(job.provider);
           this.fullPools.add(claim.poolKey);
           const waiting = `waiting for a slot (${claim.poolKey})`;
           if (job.reason !== waiting || claim.retryAt !== null) {
@@ -461,16 +514,22 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
           }
         }
       }
-      if (!claimed || queued.length < QUEUE_PAGE) break;
+      // A provider with a job held back by a full pool is not read again until a slot is released (or a
+      // second passes): its next jobs would mostly wait for the same pool. Only the others are read on.
+      for (const provider of heldBack) this.blockedProviders.add(provider);
+      if (!claimed || queued.length < pageSize || heldBack.size > 0) break;
       const last = queued[queued.length - 1]!;
       after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
     }
-    for (const job of await this.store.dueSettlements(now, 64, this.scope)) {
-      if (this.stopping || this.busy(job.id)) continue;
-      started = true;
-      this.spawn(job, () => settleJob(this.context, job), false);
+    if (now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
+      this.lastSettlementReadAt = now;
+      for (const job of await this.store.dueSettlements(now, 64, this.scope)) {
+        if (this.stopping || this.busy(job.id)) continue;
+        started = true;
+        this.spawn(job, () => settleJob(this.context, job), false);
+      }
     }
-    const owned = await this.store.dueOwned(this.owner, now, 256);
+    const owned = await this.store.dueOwned(this.owner, now, 256, this.busyIds);
     for (const job of owned) {
       if (this.stopping || this.busy(job.id)) continue;
       started = true;
@@ -480,6 +539,15 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   }
 
   /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
+  private trustedEmptyQueues(now: number): ProviderId[] {
+    const empty: ProviderId[] = [];
+    for (const [provider, until] of this.emptyQueues) {
+      if (until > now) empty.push(provider);
+      else this.emptyQueues.delete(provider);
+    }
+    return empty;
+  }
+
   private busy(jobId: string): boolean {
     return this.inFlight.has(jobId) || this.endedThisTick.has(jobId);
   }

@@ -3,6 +3,36 @@ import type { ProviderLimits } from "../providers/adapter.js";
 import type { RenderSample, Store } from "../store/store.js";
 
 const SAMPLE_LIMIT = 50;
+/** The first poll of a model nothing is known of yet: no image is ready sooner. */
+const UNKNOWN_FIRST_POLL_MS = 500;
+/** While probing, one first poll in this many is a probe. */
+const PROBE_EVERY = 8;
+/** After probing has settled, probe again after this many first polls (render times drift). */
+const REPROBE_AFTER = 256;
+/** Plans of jobs whose first poll was never answered (cancelled, taken over) are dropped past this many. */
+const PLAN_LIMIT = 10_000;
+
+type PlanKind = "unknown" | "spread" | "safe" | "probe";
+
+interface FirstPollPlan {
+  key: string;
+  kind: PlanKind;
+  delayMs: number;
+}
+
+/**
+ * What is known of one provider and model: its finished jobs, and the first
+ * poll's "safe" delay — the shortest after which first polls have found jobs
+ * done, lowered by probes and raised whenever a first poll there finds one
+ * still pending.
+ */
+interface ModelState {
+  samples: RenderSample[];
+  safeMs: number | null;
+  probeGapMs: number | null;
+  firstPollsSinceProbe: number;
+  probeOut: boolean;
+}
 
 function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return 0;
@@ -19,13 +49,47 @@ function finishEstimate(sample: RenderSample): number {
 }
 
 /**
- * Adaptive polling: learns the render-time distribution per provider and
- * model from finished jobs and polls near the expected finish, inside the
- * provider's pace. Unknown models are polled on a slowly growing interval.
+ * The first-poll delay that costs least in expected detection lag, for jobs
+ * that take `sortedEstimates`: a job done before the poll waits for it, a job
+ * not yet done waits half a `cadenceMs` on average for a later poll.
+ */
+function leastLagDelay(sortedEstimates: number[], cadenceMs: number): number {
+  let best = sortedEstimates[0]!;
+  let bestCost = Infinity;
+  let doneSum = 0;
+  for (let index = 0; index < sortedEstimates.length; index++) {
+    const at = sortedEstimates[index]!;
+    doneSum += at;
+    const done = index + 1;
+    const cost = done * at - doneSum + (sortedEstimates.length - done) * (cadenceMs / 2);
+    if (cost < bestCost) {
+      bestCost = cost;
+      best = at;
+    }
+  }
+  return best;
+}
+
+/**
+ * Adaptive polling: learns render times per provider and model and places
+ * the first poll where it finds most jobs just done.
+ *
+ * Two schedules, the cheaper in expected lag wins. Where render times spread
+ * wider than the provider's poll pace, the first poll comes where the learned
+ * distribution makes the expected lag least, then polls follow at the pace.
+ * Where they are tight (a fixed render time), the first poll comes at the
+ * "safe" delay: a poll there finds the job done, and a job found still pending
+ * raises it. A safe delay only learned from first polls that found jobs done
+ * could never come down to the true render time, so while it is not settled
+ * one first poll in PROBE_EVERY probes a little earlier: done, the safe delay
+ * comes down to it and the next probe reaches further; pending, the next probe
+ * stays closer. One probe found pending costs that one job a poll interval.
  */
 export class PollScheduler {
-  private readonly estimates = new Map<string, number[]>();
-  private readonly loaded = new Set<string>();
+  private readonly models = new Map<string, ModelState>();
+  private readonly plans = new Map<string, FirstPollPlan>();
+  /** Samples recorded before the store's were loaded, kept until they are. */
+  private readonly early = new Map<string, RenderSample[]>();
 
   /** `fixedIntervalMs` replaces the learned schedule by a fixed pace (still within the provider's bounds). */
   constructor(
@@ -35,48 +99,136 @@ export class PollScheduler {
 
   /** Records a finished job so the next schedules use it. */
   record(provider: string, model: string, sample: RenderSample): void {
-    const key = `${provider}\u0000${model}`;
-    const list = this.estimates.get(key) ?? [];
-    list.push(finishEstimate(sample));
-    if (list.length > SAMPLE_LIMIT) list.shift();
-    this.estimates.set(key, list);
+    const state = this.models.get(keyOf(provider, model));
+    const samples = state ? state.samples : this.pendingSamples(keyOf(provider, model));
+    samples.push(sample);
+    if (samples.length > SAMPLE_LIMIT) samples.shift();
   }
 
-  /** Milliseconds from now until the next poll of `job`, which has been running `elapsedMs`. */
+  /** Milliseconds from the submit's answer until the first poll of `job`. */
+  async firstDelay(job: Pick<Job, "id" | "provider" | "model">, limits: ProviderLimits): Promise<number> {
+    const { minIntervalMs } = limits.poll;
+    if (this.fixedIntervalMs !== null) return this.clamp(this.fixedIntervalMs, limits);
+    const key = keyOf(job.provider, job.model);
+    const state = await this.state(job.provider, job.model);
+    const plan = this.planFirstPoll(key, state, limits);
+    if (this.plans.size >= PLAN_LIMIT) this.plans.clear();
+    this.plans.set(job.id, plan);
+    return Math.round(Math.max(minIntervalMs, plan.delayMs));
+  }
+
+  /**
+   * The answer to a job's poll, sent `sentElapsedMs` after its submit was
+   * answered (the first answer is the one that teaches the first-poll
+   * schedule; later ones are ignored). What is learned is when the poll was
+   * sent, not when it was planned: a busy loop sends late, and a probe that
+   * found a job done only because it went out late must not pull the safe
+   * delay below what the render takes.
+   */
+  answered(jobId: string, pending: boolean, sentElapsedMs: number): void {
+    const plan = this.plans.get(jobId);
+    if (!plan) return;
+    this.plans.delete(jobId);
+    const state = this.models.get(plan.key);
+    if (!state || state.safeMs === null) return;
+    const step = Math.max(2, state.safeMs * 0.01);
+    const sent = Math.max(plan.delayMs, sentElapsedMs);
+    if (pending) {
+      // Too early for this job: the safe delay must be later than this poll.
+      if (plan.kind !== "probe" && plan.kind !== "unknown") state.safeMs = Math.max(state.safeMs, sent + step);
+    } else if (plan.kind !== "safe") {
+      // Done earlier than the safe delay. (A job planned at an older, lower safe delay and found done says
+      // nothing new: other jobs found pending there are why it was raised.)
+      state.safeMs = Math.min(state.safeMs, sent);
+    }
+    if (plan.kind === "probe") {
+      state.probeOut = false;
+      state.firstPollsSinceProbe = 0;
+      state.probeGapMs = pending ? state.probeGapMs! / 2 : Math.min(state.safeMs * 0.25, state.probeGapMs! * 1.5);
+    }
+  }
+
+  /** Milliseconds from now until the next poll of `job`, which was seen pending `elapsedMs` after its submit. */
   async nextDelay(job: Pick<Job, "provider" | "model">, elapsedMs: number, limits: ProviderLimits): Promise<number> {
-    const { minIntervalMs, maxIntervalMs } = limits.poll;
-    if (this.fixedIntervalMs !== null) return Math.min(maxIntervalMs, Math.max(minIntervalMs, this.fixedIntervalMs));
-    const sorted = [...(await this.samples(job.provider, job.model))].sort((a, b) => a - b);
+    if (this.fixedIntervalMs !== null) return this.clamp(this.fixedIntervalMs, limits);
+    const sorted = estimatesOf((await this.state(job.provider, job.model)).samples);
     let delay: number;
     if (sorted.length === 0) {
-      // Nothing learned yet: start after a second, then stretch the interval slowly as the job ages
-      // (a first wave detected late delays every later wave, so early lateness costs more than a few polls).
-      delay = Math.max(1_000, elapsedMs * 0.15);
+      // Nothing learned yet: stretch the interval slowly as the job ages (a first wave detected late
+      // delays every later wave, so early lateness costs more than a few polls).
+      delay = elapsedMs * 0.15;
     } else {
       const early = quantile(sorted, 0.1) * 0.95;
-      const median = quantile(sorted, 0.5);
       const late = quantile(sorted, 0.9);
       if (elapsedMs < early) delay = early - elapsedMs;
-      else if (elapsedMs < late * 1.5 + 1_000) delay = median * 0.04;
+      else if (elapsedMs < late * 1.5 + 1_000) delay = cadenceOf(sorted);
       else delay = elapsedMs * 0.2;
     }
-    return Math.round(Math.min(maxIntervalMs, Math.max(minIntervalMs, delay)));
+    return this.clamp(delay, limits);
   }
 
   /** The median render time learned for this provider and model, or null before any job of it finished. */
   async expectedRenderMs(provider: string, model: string): Promise<number | null> {
-    const sorted = [...(await this.samples(provider, model))].sort((a, b) => a - b);
+    const sorted = estimatesOf((await this.state(provider, model)).samples);
     return sorted.length ? Math.round(quantile(sorted, 0.5)) : null;
   }
 
-  private async samples(provider: string, model: string): Promise<number[]> {
-    const key = `${provider}\u0000${model}`;
-    if (!this.loaded.has(key)) {
-      this.loaded.add(key);
-      const stored = await this.store.recentRenderSamples(provider, model, SAMPLE_LIMIT);
-      const known = this.estimates.get(key) ?? [];
-      this.estimates.set(key, [...stored.reverse().map(finishEstimate), ...known].slice(-SAMPLE_LIMIT));
+  private planFirstPoll(key: string, state: ModelState, limits: ProviderLimits): FirstPollPlan {
+    if (state.samples.length === 0) return { key, kind: "unknown", delayMs: Math.max(UNKNOWN_FIRST_POLL_MS, limits.poll.minIntervalMs) };
+    const sorted = estimatesOf(state.samples);
+    const cadence = Math.max(limits.poll.minIntervalMs, cadenceOf(sorted));
+    const spread = leastLagDelay(sorted, cadence);
+    if (state.safeMs === null) state.safeMs = quantile(state.samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b), 0.9);
+    const safe = state.safeMs;
+    if (spread < safe - cadence / 2) return { key, kind: "spread", delayMs: spread };
+    state.firstPollsSinceProbe++;
+    if (state.probeGapMs === null || state.firstPollsSinceProbe > REPROBE_AFTER) {
+      state.probeGapMs = safe * 0.05;
+      state.firstPollsSinceProbe = PROBE_EVERY;
     }
-    return this.estimates.get(key) ?? [];
+    const settled = state.probeGapMs < Math.max(2, safe * 0.005);
+    if (!settled && !state.probeOut && state.firstPollsSinceProbe >= PROBE_EVERY) {
+      state.probeOut = true;
+      return { key, kind: "probe", delayMs: Math.max(0, safe - state.probeGapMs) };
+    }
+    return { key, kind: "safe", delayMs: safe };
   }
+
+  private clamp(delay: number, limits: ProviderLimits): number {
+    const { minIntervalMs, maxIntervalMs } = limits.poll;
+    return Math.round(Math.min(maxIntervalMs, Math.max(minIntervalMs, delay)));
+  }
+
+  private pendingSamples(key: string): RenderSample[] {
+    const list = this.early.get(key) ?? [];
+    this.early.set(key, list);
+    return list;
+  }
+
+  private async state(provider: string, model: string): Promise<ModelState> {
+    const key = keyOf(provider, model);
+    const known = this.models.get(key);
+    if (known) return known;
+    const stored = await this.store.recentRenderSamples(provider, model, SAMPLE_LIMIT);
+    const raced = this.models.get(key);
+    if (raced) return raced;
+    const samples = [...stored.reverse(), ...(this.early.get(key) ?? [])].slice(-SAMPLE_LIMIT);
+    this.early.delete(key);
+    const state: ModelState = { samples, safeMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false };
+    this.models.set(key, state);
+    return state;
+  }
+}
+
+function keyOf(provider: string, model: string): string {
+  return `${provider}\u0000${model}`;
+}
+
+function estimatesOf(samples: RenderSample[]): number[] {
+  return samples.map(finishEstimate).sort((a, b) => a - b);
+}
+
+/** Polls through the expected window come this often (before the provider's pace is applied). */
+function cadenceOf(sortedEstimates: number[]): number {
+  return quantile(sortedEstimates, 0.5) * 0.04;
 }

@@ -49,7 +49,7 @@ async function recordAccepted(context: EngineContext, job: Job, submitted: Submi
   const now = clock.now();
   let firstPoll: number;
   try {
-    firstPoll = await context.polls.nextDelay(job, 0, limits);
+    firstPoll = await context.polls.firstDelay(job, limits);
   } catch {
     // The learned render times live in the store; without them, the provider's own pace will do.
     firstPoll = limits.poll.minIntervalMs;

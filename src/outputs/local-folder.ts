@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { MediagateError } from "../core/errors.js";
 
 /**
@@ -137,4 +137,36 @@ export async function outputFolderProblem(folder: string, writer: OutputWriter =
     if (error instanceof OutputSaveError) return error;
     throw error;
   }
+}
+
+/** A folder proved writable is not proved again for this long, unless a write in it fails. */
+const FOLDER_CHECK_VALID_MS = 1_000;
+
+/**
+ * `writer` with its folder checks remembered: the engine checks the folder
+ * before every capture (a result downloaded into a folder that cannot take it
+ * must be downloaded again), and a probe file created and removed for each of
+ * thousands of results cost more than the download. A folder is checked again
+ * a second later, or at once after a write in it failed.
+ */
+export function rememberingFolderChecks(writer: OutputWriter, now: () => number): OutputWriter {
+  const checkedAt = new Map<string, number>();
+  return {
+    async prepare(folder) {
+      const key = resolve(folder);
+      const at = checkedAt.get(key);
+      if (at !== undefined && now() - at < FOLDER_CHECK_VALID_MS) return;
+      await writer.prepare(folder);
+      checkedAt.set(key, now());
+    },
+    async write(path, bytes) {
+      try {
+        await writer.write(path, bytes);
+      } catch (error) {
+        checkedAt.delete(resolve(dirname(path)));
+        throw error;
+      }
+    },
+    removeStale: (folder, stem) => writer.removeStale(folder, stem),
+  };
 }

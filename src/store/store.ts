@@ -156,6 +156,12 @@ export interface WebhookDeliveryRecord {
 
 export interface Store {
   readonly dialect: "sqlite" | "postgres";
+  /**
+   * How many times this store object released slot holds or recovered pool
+   * capacity: an engine that found a pool full asks again only after it
+   * changed (or after a while, for releases by other processes).
+   */
+  readonly slotReleases: number;
   close(): Promise<void>;
 
   /** Inserts jobs whose ref is new; for a ref that exists, returns the stored job with `created: false`. One transaction. */
@@ -208,8 +214,8 @@ export interface Store {
    * queued → submitting under a lease, counting the attempt. One transaction.
    */
   claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult>;
-  /** Jobs held by this owner that are due for work (polls, captures, settlement). */
-  dueOwned(owner: string, now: number, limit: number): Promise<Job[]>;
+  /** Jobs held by this owner that are due for work (polls, captures, settlement), but for those in `busy` (whose rows are not read). */
+  dueOwned(owner: string, now: number, limit: number, busy?: { has(id: string): boolean }): Promise<Job[]>;
   /**
    * Takes over non-terminal, non-queued jobs whose lease expired or whose
    * owner is known dead. Returns them with the new lease.

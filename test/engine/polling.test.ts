@@ -22,48 +22,99 @@ for (const factory of storeFactories) {
       await cleanup();
     });
 
-    it("with nothing learned, the first poll comes after a second and the interval stretches slowly with the job's age, within the provider's pace", async () => {
+    it("with nothing learned, the first poll comes after half a second, then the interval stretches slowly with the job's age, within the provider's pace", async () => {
       const polls = new PollScheduler(store);
-      expect(await polls.nextDelay(job, 0, wide)).toBe(1_000);
+      expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(500);
+      expect(await polls.nextDelay(job, 500, wide)).toBe(250);
       expect(await polls.nextDelay(job, 20_000, wide)).toBe(3_000);
       expect(await polls.nextDelay(job, 100_000, wide)).toBe(15_000);
       // C's pace: every 3 to 5 s, whatever the age.
-      expect(await polls.nextDelay(job, 0, pace(3_000, 5_000))).toBe(3_000);
+      expect(await polls.firstDelay({ ...job, id: "job_2" }, pace(3_000, 5_000))).toBe(3_000);
       expect(await polls.nextDelay(job, 100_000, pace(3_000, 5_000))).toBe(5_000);
     });
 
-    it("with render times learned, the first poll lands just before the earliest expected finish, polls come often through the expected window, then back off", async () => {
+    it("with render times spread wider than the poll pace, the first poll lands where the expected lag is least, polls come often through the expected window, then back off", async () => {
       const polls = new PollScheduler(store);
-      // Ten jobs seen done at 10 s … 19 s: the 10th percentile is 10.9 s, the median 14.5 s, the 90th 18.1 s.
+      // Ten jobs seen done at 10 s … 19 s: polling every 580 ms (4% of the 14.5 s median), the least lag is a first poll at 10 s.
       for (let second = 10; second < 20; second++) polls.record("d", "gen-2-pro", { doneElapsedMs: second * 1_000, pendingElapsedMs: null });
-      expect(await polls.nextDelay(job, 0, wide)).toBe(Math.round(10_900 * 0.95));
+      expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(10_000);
       expect(await polls.nextDelay(job, 4_000, wide)).toBe(Math.round(10_900 * 0.95) - 4_000);
       expect(await polls.nextDelay(job, 12_000, wide)).toBe(580);
       expect(await polls.nextDelay(job, 28_000, wide)).toBe(580);
       expect(await polls.nextDelay(job, 30_000, wide)).toBe(6_000);
       // Never outside the provider's pace.
-      expect(await polls.nextDelay(job, 0, pace(1_000, 5_000))).toBe(5_000);
+      expect(await polls.firstDelay({ ...job, id: "job_2" }, pace(1_000, 5_000))).toBe(10_000);
       expect(await polls.nextDelay(job, 12_000, pace(1_000, 5_000))).toBe(1_000);
       // Another model has learned nothing.
-      expect(await polls.nextDelay({ provider: "d", model: "gen-2-max" }, 0, wide)).toBe(1_000);
+      expect(await polls.firstDelay({ provider: "d", model: "gen-2-max", id: "job_3" }, wide)).toBe(500);
     });
 
-    it("a finished job's render time is taken as the middle of its last pending poll and the poll that saw it done", async () => {
+    it("with a fixed render time, the first poll comes where jobs were found done; probes find how much earlier it can come, and a job found pending there moves it later", async () => {
       const polls = new PollScheduler(store);
-      polls.record("d", "gen-2-pro", { doneElapsedMs: 12_000, pendingElapsedMs: 8_000 });
-      expect(await polls.nextDelay(job, 0, wide)).toBe(9_500);
-      const unbracketed = new PollScheduler(store);
-      // A pending poll later than the done one cannot bracket anything: the done time is used.
-      unbracketed.record("d", "gen-2-pro", { doneElapsedMs: 12_000, pendingElapsedMs: 13_000 });
-      expect(await unbracketed.nextDelay(job, 0, wide)).toBe(11_400);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      const first = async (id: string) => polls.firstDelay({ ...job, id }, wide);
+      // The first planned poll probes 5% earlier; the others wait at the safe 6 s until it is answered.
+      expect(await first("probe_1")).toBe(5_700);
+      expect(await first("job_1")).toBe(6_000);
+      // Done at 5.7 s: that is the safe delay now, and the next probe reaches 1.5 times further.
+      polls.answered("probe_1", false, 0);
+      for (let index = 2; index < 9; index++) expect(await first(`job_${index}`)).toBe(5_700);
+      expect(await first("probe_2")).toBe(5_700 - 450);
+      // Pending at 5.25 s: the safe delay stays, the next probe comes half as far below it.
+      polls.answered("probe_2", true, 0);
+      for (let index = 9; index < 16; index++) expect(await first(`job_${index}`)).toBe(5_700);
+      expect(await first("probe_3")).toBe(5_700 - 225);
+      // A job planned at the safe delay found pending: the safe delay moves past that poll (by 1%).
+      polls.answered("job_9", true, 0);
+      expect(await first("job_16")).toBe(5_757);
+      // Later answers of a job teach nothing more (only its first poll was planned).
+      polls.answered("job_9", false, 0);
+      expect(await first("job_17")).toBe(5_757);
+    });
+
+    it("what is learned is when a poll went out: a probe that left late lowers the first poll only to its send time, and a job planned before a raise teaches nothing when done", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      const first = async (id: string) => polls.firstDelay({ ...job, id }, wide);
+      expect(await first("probe_1")).toBe(5_700);
+      expect(await first("old_plan")).toBe(6_000);
+      // Planned at 5.7 s, sent at 5.9 s by a busy loop, found done: only 5.9 s is known to be enough.
+      polls.answered("probe_1", false, 5_900);
+      expect(await first("job_1")).toBe(5_900);
+      polls.answered("job_1", true, 5_900);
+      expect(await first("job_2")).toBe(5_959);
+      // Planned at 6 s before the safe delay came down and went up again: its answer changes nothing.
+      polls.answered("old_plan", false, 6_000);
+      expect(await first("job_3")).toBe(5_959);
+    });
+
+    it("probing stops once a probe would move the first poll by less than 0.5%, and starts again after 256 first polls", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 1_000, pendingElapsedMs: null });
+      let probes = 0;
+      for (let index = 0; index < 200; index++) {
+        const id = `job_${index}`;
+        const delay = await polls.firstDelay({ ...job, id }, pace(0, 5_000));
+        if (delay < 1_000) probes++;
+        // Every probe finds the job pending: the gap halves from 50 ms until it is under 5 ms.
+        polls.answered(id, delay < 1_000, 0);
+      }
+      expect(probes).toBe(4);
+      for (let index = 200; index < 400; index++) {
+        const id = `job_${index}`;
+        const delay = await polls.firstDelay({ ...job, id }, pace(0, 5_000));
+        if (delay < 1_000) probes++;
+        polls.answered(id, delay < 1_000, 0);
+      }
+      expect(probes).toBe(8);
     });
 
     it("only the 50 most recent render times count", async () => {
       const polls = new PollScheduler(store);
-      for (let index = 0; index < 50; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 100_000, pendingElapsedMs: null });
-      expect(await polls.nextDelay(job, 0, wide)).toBe(95_000);
+      for (let index = 0; index < 50; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 100_000, pendingElapsedMs: 10_000 });
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(55_000);
       for (let index = 0; index < 50; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000, pendingElapsedMs: null });
-      expect(await polls.nextDelay(job, 0, wide)).toBe(9_500);
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(10_000);
       // No 100 s job is left among the latest: at 17 s the job is late and polled less often.
       expect(await polls.nextDelay(job, 17_000, wide)).toBe(3_400);
     });
@@ -83,15 +134,16 @@ for (const factory of storeFactories) {
       }
       const polls = new PollScheduler(store);
       // Both gen-2-pro jobs took 19 s (the middle of 18 s pending and 20 s done).
-      expect(await polls.nextDelay(job, 0, wide)).toBe(Math.round(19_000 * 0.95));
-      expect(await polls.nextDelay({ provider: "d", model: "gen-2-max" }, 0, wide)).toBe(2_850);
-      expect(await polls.nextDelay({ provider: "c", model: "gen-2-pro" }, 0, wide)).toBe(1_000);
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(19_000);
+      expect(await polls.expectedRenderMs("d", "gen-2-max")).toBe(3_000);
+      expect(await polls.expectedRenderMs("c", "gen-2-pro")).toBeNull();
+      expect(await polls.firstDelay({ provider: "c", model: "gen-2-pro", id: "job_x" }, wide)).toBe(500);
     });
 
     it("a fixed interval replaces the learned schedule, still within the provider's pace", async () => {
       const polls = new PollScheduler(store, 2_000);
       polls.record("d", "gen-2-pro", { doneElapsedMs: 60_000, pendingElapsedMs: null });
-      expect(await polls.nextDelay(job, 0, wide)).toBe(2_000);
+      expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(2_000);
       expect(await polls.nextDelay(job, 500_000, wide)).toBe(2_000);
       expect(await polls.nextDelay(job, 0, pace(3_000, 5_000))).toBe(3_000);
       expect(await new PollScheduler(store, 10_000).nextDelay(job, 0, pace(3_000, 5_000))).toBe(5_000);
