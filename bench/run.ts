@@ -5,6 +5,7 @@
 import { runARate } from "./a-rate.js";
 import { runCMakespan } from "./c-makespan.js";
 import { runDMakespan } from "./d-makespan.js";
+import { runDPeer } from "./d-peer.js";
 import { runDScale } from "./d-scale.js";
 import { runEQuota } from "./e-quota.js";
 import { runSoak } from "./soak.js";
@@ -12,6 +13,7 @@ import { runSoak } from "./soak.js";
 const benchmarks: Record<string, () => Promise<void>> = {
   "d-makespan": runDMakespan,
   "d-scale": runDScale,
+  "d-peer": runDPeer,
   "c-makespan": runCMakespan,
   "a-rate": runARate,
   "e-quota": runEQuota,
