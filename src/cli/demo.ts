@@ -5,9 +5,6 @@ import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { maskStoreAddress } from "../core/store-address.js";
 import type { JobRequest } from "../providers/adapter.js";
-import { createAllEmulators, sandboxEnvironment } from "../sandbox/all.js";
-import { renderPng } from "../sandbox/media/png.js";
-import { startSandbox } from "../sandbox/server.js";
 import { EXIT } from "./exit-codes.js";
 import { enqueue, prepareJob, type PreparedJob } from "./prepare.js";
 import { runJobs, summaryText } from "./run-jobs.js";
@@ -55,6 +52,9 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
       const options = globals();
       const json = Boolean(options.json);
       // Render times in virtual time (÷ DEMO_TIME_SCALE for real seconds).
+      const { createAllEmulators, sandboxEnvironment } = await import("../sandbox/all.js");
+      const { renderPng } = await import("../sandbox/media/png.js");
+      const { startSandbox } = await import("../sandbox/server.js");
       const emulators = createAllEmulators({
         a: { queueMs: 2_000, renderMs: { min: 15_000, max: 30_000 } },
         b: { queueTimeMs: 2_000, renderTimeMs: { minMs: 15_000, maxMs: 30_000 } },

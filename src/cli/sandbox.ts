@@ -1,7 +1,5 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
-import { createAllEmulators, sandboxEnvironment } from "../sandbox/all.js";
-import { startSandbox } from "../sandbox/server.js";
 import type { GlobalOptions } from "./runtime.js";
 
 export function registerSandbox(program: Command, globals: () => GlobalOptions): void {
@@ -16,6 +14,9 @@ export function registerSandbox(program: Command, globals: () => GlobalOptions):
       if (!/^\d+$/.test(flags.port) || Number(flags.port) > 65535) throw new InputError("--port", `"${flags.port}" is not a port`, "0 to 65535");
       const timeScale = Number(flags.timeScale);
       if (!(timeScale > 0)) throw new InputError("--time-scale", `"${flags.timeScale}" is not a positive number`, "a number > 0, e.g. 60");
+      // Loaded here, not at start-up: every other command starts faster without the emulators and their server.
+      const { createAllEmulators, sandboxEnvironment } = await import("../sandbox/all.js");
+      const { startSandbox } = await import("../sandbox/server.js");
       const emulators = createAllEmulators();
       const sandbox = await startSandbox({ port: Number(flags.port), timeScale, seed: Number(flags.seed), emulators: emulators.list });
       const environment = sandboxEnvironment(sandbox.url, emulators.list.map((emulator) => emulator.id));

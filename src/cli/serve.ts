@@ -3,7 +3,6 @@ import { onStopRequests } from "./signals.js";
 import { InputError } from "../core/errors.js";
 import { maskStoreAddress } from "../core/store-address.js";
 import { createLogger } from "../engine/logger.js";
-import { buildServer } from "../server/app.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 import { addStopTimeoutOption, exitAtOnce, finishStop, stopTimeoutMs } from "./stop.js";
 
@@ -22,6 +21,7 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
     const engine = await runtime.engine();
     const store = await runtime.store();
     const log = createLogger({ level: runtime.config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets: runtime.secrets });
+    const { buildServer } = await import("../server/app.js");
     const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() });
     // Listening for signals before announcing: a SIGTERM right after the start line must stop gracefully, not kill.
     const stopRequested = new Promise<void>((resolve) => {

@@ -3,8 +3,6 @@ import { dirname, resolve } from "node:path";
 import { ConfigError } from "../core/errors.js";
 import { redactSecrets } from "../core/redact.js";
 import { maskStoreAddress, parseStoreAddress, STORE_SETTING, type StoreAddress, storeSecrets } from "../core/store-address.js";
-import { openPostgresStore } from "./postgres.js";
-import { openSqliteStore } from "./sqlite.js";
 import type { Store } from "./store.js";
 
 /**
@@ -16,7 +14,9 @@ import type { Store } from "./store.js";
 export async function openStore(location: string): Promise<Store> {
   const address = parseStoreAddress(location);
   try {
-    return address.kind === "sqlite" ? await openSqliteStore(address.path) : await openPostgresStore(address.connectionString);
+    // Each driver is loaded when its store is opened: a command on SQLite never loads pg, and the reverse.
+    if (address.kind === "sqlite") return await (await import("./sqlite.js")).openSqliteStore(address.path);
+    return await (await import("./postgres.js")).openPostgresStore(address.connectionString);
   } catch (error) {
     const why = redactSecrets(whyNotOpened(address, error), storeSecrets(location));
     throw new ConfigError("MEDIAGATE_STORE", `${STORE_SETTING} ${maskStoreAddress(location)} cannot be opened: ${why}`, "store_unreachable");
