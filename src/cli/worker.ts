@@ -29,6 +29,16 @@ export function registerWorker(program: Command, globals: () => GlobalOptions): 
       engine.start();
       process.stderr.write(`mediagate worker ${engine.owner} started on ${maskStoreAddress(runtime.config.store)}\n`);
     });
-    await finishStop("worker", () => runtime.close(), timeoutMs);
+    await finishStop(
+      "worker",
+      async () => {
+        await runtime.close();
+        const counters = Object.values(engine.stats());
+        const sum = (key: "claims" | "claimsLost") => counters.reduce((total, counter) => total + counter[key], 0);
+        // Claims lost are jobs another worker on the same store took first: a measure of how much the workers get in each other's way.
+        tellUser(`mediagate worker ${engine.owner} stopped; claims: ${sum("claims")} won, ${sum("claimsLost")} lost to another worker\n`);
+      },
+      timeoutMs,
+    );
   });
 }

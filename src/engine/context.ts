@@ -16,6 +16,9 @@ export interface ProviderCounters {
   submits: number;
   polls: number;
   downloads: number;
+  /** Queued jobs this engine claimed, and claims it lost because another engine took the job first. */
+  claims: number;
+  claimsLost: number;
 }
 
 /** What the engine's steps (submit, track, capture) share. */

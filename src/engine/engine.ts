@@ -106,6 +106,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** Providers whose due queue was last read empty, and until when that is trusted (`EMPTY_QUEUE_TRUST_MS`). */
   private readonly emptyQueues = new Map<ProviderId, number>();
   private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
+  private stopListening: () => void = () => undefined;
   private readonly polls: PollScheduler;
   private readonly rateLimiter: RateLimiter;
   private readonly policies = new Map<ProviderId, UrlPolicy>();
@@ -187,6 +188,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** Starts the loop in the background. */
   start(): void {
     if (this.loopDone) return;
+    // Another process queued jobs or received a webhook for one of ours: look now, not at the next idle tick.
+    this.stopListening = this.store.onWork(() => this.wake());
     this.loopDone = this.loop().catch((error: unknown) => {
       this.log.error({ err: error instanceof Error ? error.message : String(error) }, "engine loop stopped by an error");
       throw error;
@@ -200,6 +203,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopListening();
     // Submits still waiting for a rate token were never sent: they go back to the queue now.
     this.stopWaiting.abort(new Error("engine stopping"));
     this.wake();
@@ -222,6 +226,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     const updated = await this.store.updateJob(job.id, { state: "running" }, { nextAttemptAt: now }, now);
     if (!updated) return false;
     if (status && updated.leaseOwner === this.owner) this.knownStatuses.set(job.id, status);
+    // Another engine owns it: tell that engine's process (it reads the job at once rather than at its due time).
+    if (updated.leaseOwner !== null && updated.leaseOwner !== this.owner) await this.store.announceWork().catch(() => undefined);
     this.wake();
     return true;
   }
@@ -285,7 +291,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private countersFor(provider: ProviderId): ProviderCounters {
     let counters = this.counters.get(provider);
     if (!counters) {
-      counters = { requests: 0, status429: 0, backpressure: 0, submits: 0, polls: 0, downloads: 0 };
+      counters = { requests: 0, status429: 0, backpressure: 0, submits: 0, polls: 0, downloads: 0, claims: 0, claimsLost: 0 };
       this.counters.set(provider, counters);
     }
     return counters;
@@ -496,7 +502,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
           continue;
         }
         const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs);
+        if (claim.kind === "gone") this.countersFor(job.provider).claimsLost++;
         if (claim.kind === "claimed") {
+          this.countersFor(job.provider).claims++;
           started = claimed = true;
           this.emit("job", claim.job);
           this.spawn(claim.job, () => submitJob(this.context, claim.job), true);

@@ -201,40 +201,54 @@ export class ProviderHttp {
         const reason = error instanceof Error ? error.message : String(error);
         throw new RequestNotSentError(this.provider, this.redact(`request to ${safeForDisplay(url)} not sent: ${reason}`), { cause: error });
       }
-      const timeout = AbortSignal.timeout(request.timeoutMs ?? this.options.defaultTimeoutMs ?? 30_000);
-      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+      // One controller per attempt, its timer cleared and its listener removed once the body is read:
+      // AbortSignal.timeout and AbortSignal.any keep every request's timer (up to two minutes) and a weak
+      // link on the engine's long-lived signal alive after it ends, and at a few hundred requests a second
+      // that held hundreds of megabytes.
+      const limitMs = request.timeoutMs ?? this.options.defaultTimeoutMs ?? 30_000;
+      const attempt = new AbortController();
+      const timer = setTimeout(() => attempt.abort(new DOMException(`no answer within ${limitMs} ms`, "TimeoutError")), limitMs);
+      timer.unref();
+      const stop = () => attempt.abort(signal?.reason);
+      if (signal?.aborted) stop();
+      else signal?.addEventListener("abort", stop, { once: true });
       let response: Response;
-      try {
-        response = await this.fetchImpl(url, {
-          method,
-          headers,
-          ...(body.payload !== undefined ? { body: body.payload } : {}),
-          redirect: "manual",
-          signal: combined,
-        });
-      } catch (error) {
-        await noteAnswered(answered);
-        if (signal?.aborted) throw signal.reason;
-        throw this.transportError(url, error);
-      }
-      await noteAnswered(answered);
-      this.options.afterResponse?.({ status: response.status, url });
-      if (response.status >= 300 && response.status < 400 && response.headers.has("location") && hop < MAX_REDIRECTS) {
-        await response.arrayBuffer().catch(() => undefined);
-        url = new URL(response.headers.get("location")!, url).toString();
-        if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
-          method = "GET";
-          body = { payload: undefined, contentType: undefined };
-          delete headers["content-type"];
-        }
-        continue;
-      }
       let bytes: Buffer;
       try {
-        bytes = Buffer.from(await response.arrayBuffer());
-      } catch (error) {
-        if (signal?.aborted) throw signal.reason;
-        throw this.transportError(url, error);
+        try {
+          response = await this.fetchImpl(url, {
+            method,
+            headers,
+            ...(body.payload !== undefined ? { body: body.payload } : {}),
+            redirect: "manual",
+            signal: attempt.signal,
+          });
+        } catch (error) {
+          await noteAnswered(answered);
+          if (signal?.aborted) throw signal.reason;
+          throw this.transportError(url, error);
+        }
+        await noteAnswered(answered);
+        this.options.afterResponse?.({ status: response.status, url });
+        if (response.status >= 300 && response.status < 400 && response.headers.has("location") && hop < MAX_REDIRECTS) {
+          await response.arrayBuffer().catch(() => undefined);
+          url = new URL(response.headers.get("location")!, url).toString();
+          if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
+            method = "GET";
+            body = { payload: undefined, contentType: undefined };
+            delete headers["content-type"];
+          }
+          continue;
+        }
+        try {
+          bytes = Buffer.from(await response.arrayBuffer());
+        } catch (error) {
+          if (signal?.aborted) throw signal.reason;
+          throw this.transportError(url, error);
+        }
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", stop);
       }
       return makeResponse(this, response.status, response.headers, bytes, url);
     }

@@ -4,6 +4,7 @@ import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
 import { patchToRow, rowToJob, rowToOutput } from "./rows.js";
 import type { Database } from "./schema.js";
+import type { WorkSignals } from "./work-signals.js";
 import type {
   BudgetStatus,
   ClaimResult,
@@ -98,6 +99,56 @@ function budgetStatusOf(row: { id: string; ceiling_micro_usd: number; committed_
   return { id: row.id, ceilingMicroUsd: Number(row.ceiling_micro_usd), committedMicroUsd: Number(row.committed_micro_usd) };
 }
 
+/** New jobs inserted per statement: about 40 columns each, far inside SQLite's and PostgreSQL's parameter limits. */
+const INSERT_CHUNK = 500;
+
+/** The row of a job just validated and queued. */
+function newJobRow(job: NewJob, now: number) {
+  return {
+    id: job.id,
+    ref: job.ref,
+    batch_id: job.batchId,
+    provider: job.provider,
+    model: job.model,
+    operation: job.operation,
+    body_json: JSON.stringify(job.body),
+    facts_json: JSON.stringify(job.facts),
+    warnings_json: JSON.stringify(job.warnings),
+    state: "queued" as const,
+    reason: null,
+    attempts: 0,
+    idempotency_key: null,
+    provider_job_id: null,
+    handles_json: null,
+    provider_status: null,
+    estimate_micro_usd: job.estimateMicroUsd,
+    estimate_source: job.estimateSource,
+    charge_micro_usd: null,
+    charge_source: null,
+    charge_state: "none" as const,
+    error_code: null,
+    error_message: null,
+    error_detail_json: null,
+    out_dir: job.outDir,
+    lease_owner: null,
+    lease_expires_at: null,
+    next_attempt_at: now,
+    created_at: now,
+    updated_at: now,
+    submitted_at: null,
+    submit_sent_at: null,
+    provider_done_at: null,
+    finished_at: null,
+    tracking_deadline_at: null,
+    slots_held_json: "[]",
+    last_pending_elapsed_ms: null,
+    poll_failures: 0,
+    budget_id: job.budgetId ?? null,
+    budget_held_micro_usd: 0,
+    blocked_code: null,
+  };
+}
+
 /**
  * A hot query's row limit, written into the statement: SQLite plans a bound
  * `LIMIT ?` inside a subquery without it (six times slower for the queue's
@@ -122,74 +173,77 @@ export class KyselyStore implements Store {
     readonly db: Kysely<Database>,
     readonly dialect: "sqlite" | "postgres",
     private readonly onClose: () => Promise<void> = async () => db.destroy(),
+    /** Other processes told of new work (PostgreSQL's LISTEN/NOTIFY); none for an embedded store. */
+    private readonly signals: WorkSignals | null = null,
   ) {}
 
   async close(): Promise<void> {
+    await this.signals?.close();
     await this.onClose();
+  }
+
+  onWork(listener: () => void): () => void {
+    return this.signals ? this.signals.subscribe(listener) : () => undefined;
+  }
+
+  async announceWork(): Promise<void> {
+    await this.announce(this.db);
+  }
+
+  /** Sent when `db`'s transaction commits (at once outside one). */
+  private async announce(db: Db): Promise<void> {
+    if (this.signals) await sql`select pg_notify(${this.signals.channel}, ${this.signals.sender})`.execute(db);
   }
 
   async insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
     return this.db.transaction().execute(async (trx) => {
       const results: Array<{ job: Job; created: boolean }> = [];
-      for (const job of jobs) {
-        const existing = await trx.selectFrom("jobs").selectAll().where("ref", "=", job.ref).executeTakeFirst();
-        if (existing) {
-          results.push({ job: rowToJob(existing), created: false });
-          continue;
+      // A ref given twice in one call is created once; the second gets the first's job, as a ref stored before would.
+      const createdHere = new Map<string, Job>();
+      // A few hundred jobs per statement (a 20,000-line batch is queued in seconds, not one statement per column of work).
+      for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
+        const chunk = jobs.slice(start, start + INSERT_CHUNK);
+        const stored = new Map(
+          (await trx.selectFrom("jobs").selectAll().where("ref", "in", [...new Set(chunk.map((job) => job.ref))]).execute()).map((row) => [row.ref, rowToJob(row)]),
+        );
+        const fresh: NewJob[] = [];
+        const pendingRefs = new Set<string>();
+        for (const job of chunk) {
+          if (stored.has(job.ref) || createdHere.has(job.ref) || pendingRefs.has(job.ref)) continue;
+          pendingRefs.add(job.ref);
+          fresh.push(job);
         }
-        await trx
-          .insertInto("jobs")
-          .values({
-            id: job.id,
-            ref: job.ref,
-            batch_id: job.batchId,
-            provider: job.provider,
-            model: job.model,
-            operation: job.operation,
-            body_json: JSON.stringify(job.body),
-            facts_json: JSON.stringify(job.facts),
-            warnings_json: JSON.stringify(job.warnings),
-            state: "queued",
-            reason: null,
-            attempts: 0,
-            idempotency_key: null,
-            provider_job_id: null,
-            handles_json: null,
-            provider_status: null,
-            estimate_micro_usd: job.estimateMicroUsd,
-            estimate_source: job.estimateSource,
-            charge_micro_usd: null,
-            charge_source: null,
-            charge_state: "none",
-            error_code: null,
-            error_message: null,
-            error_detail_json: null,
-            out_dir: job.outDir,
-            lease_owner: null,
-            lease_expires_at: null,
-            next_attempt_at: now,
-            created_at: now,
-            updated_at: now,
-            submitted_at: null,
-            submit_sent_at: null,
-            provider_done_at: null,
-            finished_at: null,
-            tracking_deadline_at: null,
-            slots_held_json: "[]",
-            last_pending_elapsed_ms: null,
-            poll_failures: 0,
-            budget_id: job.budgetId ?? null,
-            budget_held_micro_usd: 0,
-            blocked_code: null,
-          })
-          .execute();
-        await this.appendEvent(trx, job.id, now, null, "queued", "validated, estimated and queued", {
-          estimateMicroUsd: job.estimateMicroUsd,
-          estimateSource: job.estimateSource,
-        });
-        const row = await trx.selectFrom("jobs").selectAll().where("id", "=", job.id).executeTakeFirstOrThrow();
-        results.push({ job: rowToJob(row), created: true });
+        if (fresh.length > 0) {
+          const rows = await trx.insertInto("jobs").values(fresh.map((job) => newJobRow(job, now))).returningAll().execute();
+          for (const row of rows) createdHere.set(row.ref, rowToJob(row));
+          await trx
+            .insertInto("job_events")
+            .values(
+              fresh.map((job) => ({
+                job_id: job.id,
+                at: now,
+                from_state: null,
+                to_state: "queued" as const,
+                reason: "validated, estimated and queued",
+                detail_json: JSON.stringify({ estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
+              })),
+            )
+            .execute();
+        }
+        const reported = new Set<string>();
+        for (const job of chunk) {
+          const existing = stored.get(job.ref);
+          if (existing) results.push({ job: existing, created: false });
+          else {
+            const created = createdHere.get(job.ref)!;
+            // The first mention of a ref created here is its creation; a repeat is an existing job.
+            const first = job.id === created.id && !reported.has(job.ref);
+            reported.add(job.ref);
+            results.push({ job: created, created: first });
+          }
+        }
       }
+      if (results.some((result) => result.created)) await this.announce(trx);
       return results;
     });
   }

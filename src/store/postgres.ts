@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { KyselyStore, type QueryListener, queryLog } from "./kysely-store.js";
 import { migrate } from "./migrate.js";
+import { postgresWorkSignals } from "./work-signals.js";
 import type { Database } from "./schema.js";
 
 /** BIGINT columns hold milliseconds and micro-USD, all far below 2^53: read them as numbers. */
@@ -71,5 +72,5 @@ export async function openPostgresStore(connectionString: string, options: Postg
     await db.destroy().catch(() => undefined);
     throw error;
   }
-  return new KyselyStore(db, "postgres");
+  return new KyselyStore(db, "postgres", async () => db.destroy(), postgresWorkSignals(connectionString, schema, CONNECT_TIMEOUT_MS));
 }

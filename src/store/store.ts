@@ -162,6 +162,14 @@ export interface Store {
    * changed (or after a while, for releases by other processes).
    */
   readonly slotReleases: number;
+  /**
+   * Calls `listener` when another process sharing this store announces work
+   * (jobs queued, a webhook for a job this process owns): PostgreSQL's
+   * LISTEN/NOTIFY. An embedded store never calls it. Returns the unsubscriber.
+   */
+  onWork(listener: () => void): () => void;
+  /** Tells the other processes' engines to look at the store now (a webhook nudged a job one of them owns). */
+  announceWork(): Promise<void>;
   close(): Promise<void>;
 
   /** Inserts jobs whose ref is new; for a ref that exists, returns the stored job with `created: false`. One transaction. */

@@ -12,6 +12,7 @@ import { REJECTION_BUCKET_MS } from "../../src/server/rejection-tally.js";
 import type { Store } from "../../src/store/store.js";
 import { storeFactories, type StoreFactory } from "../helpers/stores.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
+import { until } from "../helpers/until.js";
 
 let world: World | undefined;
 let server: FastifyInstance | undefined;
@@ -83,13 +84,6 @@ async function inParallel<T>(count: number, send: (index: number) => Promise<T>,
   return answers;
 }
 
-async function until(condition: () => boolean | Promise<boolean>, what: string, boundMs = 10_000): Promise<void> {
-  const deadline = Date.now() + boundMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** A POST from a chosen loopback address (127.0.0.0/8 is all ours), so tests can be several sources. */
 function fromAddress(localAddress: string) {

@@ -5,6 +5,7 @@ import type { Store } from "../../src/store/store.js";
 import { busiestWindow } from "../../bench/harness.js";
 import { sqliteFactory } from "../helpers/stores.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
+import { until } from "../helpers/until.js";
 
 let world: World | undefined;
 let store: Store;
@@ -24,13 +25,6 @@ async function eWorld(options: Parameters<typeof createEEmulator>[0], scale: num
   return { e, world };
 }
 
-async function until(condition: () => Promise<boolean>, what: string, boundMs = 10_000): Promise<void> {
-  const deadline = Date.now() + boundMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe("engine on E (in-process, real sandbox and SQLite, virtual time)", () => {
   it("E: 6 jobs share 4 requests a minute with their polls: no 60 s window above 4, no 429, seeds and alt text kept beside each image", async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { busiestWindow } from "../../bench/harness.js";
+import { ScaledClock } from "../../src/core/clock.js";
 import { waitForJobs } from "../../src/engine/wait.js";
 import { createEEmulator } from "../../src/sandbox/e/index.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
@@ -9,6 +10,7 @@ import type { Store } from "../../src/store/store.js";
 import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
+import { until } from "../helpers/until.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 
@@ -52,6 +54,28 @@ describe.runIf(databaseUrl)("two engines on one PostgreSQL store (real sandbox o
     expect(world.d.rejected429Count).toBe(0);
   }, 60_000);
 
+  it("an idle engine hears of work another process queued, and of a webhook another process received for its job, at once (LISTEN/NOTIFY), not at its next look", async () => {
+    const world = await startDWorld({ renderTimeMs: 60_000 });
+    worlds.push(world);
+    // A thousand times slower than real time: its naps (half a second between looks at the store, its first
+    // poll) last minutes, so within this test only a notification can make it act. (An hour ahead, so that
+    // what the other process queues at its real now is due.)
+    const idle = engineFor(world, stores[0]!, { clock: new ScaledClock(0.001, Date.now() + 3_600_000) });
+    const elsewhere = engineFor(world, stores[1]!);
+    const napping = new Promise<void>((resolve) => idle.engine.once("idle", () => resolve()));
+    idle.engine.start();
+    await napping;
+    const job = await elsewhere.enqueue({ model: "gen-2-pro", input: { prompt: "heard at once", width: 256, height: 256 } });
+    await until(async () => (await stores[1]!.getJob(job.id))!.state === "running", "the idle engine to submit the job queued elsewhere");
+    expect(world.submits()).toBe(1);
+    const polls = () => world.sandbox.context.requests.count((request) => request.method === "GET" && request.url.startsWith("/d-poll/v1/get_result"));
+    expect(polls()).toBe(0);
+    // The other process's server verified a webhook for it: its engine nudges the job, the owner polls it now.
+    expect(await elsewhere.engine.nudge((await stores[1]!.getJob(job.id))!)).toBe(true);
+    await until(async () => polls() > 0, "the owner to poll the nudged job");
+    await idle.engine.stop();
+  }, 60_000);
+
   it("E: they share 4 requests a minute through the store: no 60 s window above 4 at E, no 429", async () => {
     const e = createEEmulator({ renderMs: { min: 20_000, max: 40_000 } });
     const world = await startWorld([e], { timeScale: 20 });
@@ -70,3 +94,4 @@ describe.runIf(databaseUrl)("two engines on one PostgreSQL store (real sandbox o
     expect(e.jobs()).toHaveLength(6);
   }, 90_000);
 });
+

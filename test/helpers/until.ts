@@ -27,3 +27,12 @@ export function untilJob(engine: Engine, store: Store, jobId: string, predicate:
     );
   });
 }
+
+/** Waits, checking every 10 ms, until `condition` holds; fails naming `what` after `boundMs`. */
+export async function until(condition: () => boolean | Promise<boolean>, what: string, boundMs = 10_000): Promise<void> {
+  const deadline = Date.now() + boundMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

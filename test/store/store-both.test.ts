@@ -50,6 +50,22 @@ for (const factory of storeFactories) {
       return (await store.transition(id, { state: "capturing" }, to, { leaseOwner: null, leaseExpiresAt: null, error: { code: "x", message: "x" }, ...patch }, "ended", 4_000))!;
     }
 
+    it("insertJobs queues a large batch in chunks: each new ref once with its event, a ref already stored or given twice returns the existing job, in the order given", async () => {
+      await store.insertJobs([newJob("r-5")], 500);
+      const refs = [...Array.from({ length: 1_200 }, (_, index) => `r-${index}`), "r-7"];
+      const jobs = refs.map((ref, index) => newJob(ref, { id: `job_call_${index}` }));
+      const results = await store.insertJobs(jobs, 1_000);
+      expect(results.map((result) => result.job.ref)).toEqual(refs);
+      expect(results.filter((result) => result.created)).toHaveLength(1_199);
+      // Stored before: the earlier job, not created.
+      expect(results[5]).toMatchObject({ created: false, job: { id: "job_r-5", createdAt: 500 } });
+      // Given twice: created once, the repeat is that same job.
+      expect(results[7]).toMatchObject({ created: true, job: { id: "job_call_7", state: "queued", createdAt: 1_000, nextAttemptAt: 1_000 } });
+      expect(results[1_200]).toMatchObject({ created: false, job: { id: "job_call_7" } });
+      expect(await store.events("job_call_1199")).toMatchObject([{ fromState: null, toState: "queued", reason: "validated, estimated and queued" }]);
+      expect(await store.listJobs({ ids: ["job_call_7", "job_call_1199", "job_r-5"] })).toHaveLength(3);
+    });
+
     it("a settled charge is written once, with its ledger entry and an event; settling it again or settling a computed charge changes nothing", async () => {
       await jobIn("pending", "succeeded", "o", { chargeState: "pending", chargeMicroUsd: null });
       await jobIn("computed", "succeeded", "o", { chargeState: "computed", chargeMicroUsd: 30_000 });
