@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createBlackForestLabs } from "@ai-sdk/black-forest-labs";
 import { APICallError, generateImage, RetryError } from "ai";
-import { mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
+import { checkBuiltCli, cliEnvironment, mean, recordResult, runCli, startSandboxChild, tempFolder } from "./harness.js";
 
 const SIZES = (process.env.BENCH_PEER_SIZES ?? "200,2000").split(",").map((size) => Number(size.trim()));
 /** Images sent all at once without a limit; 0 skips that run. */
@@ -36,8 +36,6 @@ const MODEL = "gen-2-pro";
 /** The sandbox's D key (src/sandbox/d/options.ts). */
 const SANDBOX_D_KEY = "sandbox-d-key";
 
-const CLI = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
-const SOURCES = fileURLToPath(new URL("../src/", import.meta.url));
 
 type ImageModel = Parameters<typeof generateImage>[0]["model"];
 
@@ -168,48 +166,11 @@ async function runSdkLoop(sandboxUrl: string, images: number, limit: number | nu
   return { startedAt, wallMs, succeeded: settled.length - rejected.length, failures: countBy(rejected.map((result) => failureReason(result.reason))), storeBytes: null };
 }
 
-/** The bench measures the built CLI; a dist/ older than src/ would measure other code than the one under review. */
-function checkBuiltCli(): void {
-  if (!existsSync(CLI)) throw new Error("dist/cli/main.js is missing: run `npm run build` first");
-  const builtAt = statSync(CLI).mtimeMs;
-  const newer = readdirSync(SOURCES, { recursive: true, encoding: "utf8" }).find((file) => file.endsWith(".ts") && statSync(join(SOURCES, file)).mtimeMs > builtAt);
-  if (newer) throw new Error(`src/${newer} is newer than dist/: run \`npm run build\` first, so the CLI measured is the code in src/`);
-}
-
 function batchFile(images: number): string {
   const lines = Array.from({ length: images }, (_, index) =>
     JSON.stringify({ ref: `peer-${index}`, provider: "d", model: MODEL, input: { prompt: prompt(index), width: IMAGE_SIDE, height: IMAGE_SIDE, seed: index } }),
   );
   return `${lines.join("\n")}\n`;
-}
-
-/** Only the sandbox's D: no MEDIAGATE_* setting of the caller's shell (another store, a budget) leaks into the run. */
-function cliEnvironment(sandboxUrl: string, outputDir: string): NodeJS.ProcessEnv {
-  const inherited = Object.entries(process.env).filter(([name]) => !name.startsWith("MEDIAGATE_"));
-  return { ...Object.fromEntries(inherited), MEDIAGATE_D_BASE_URL: `${sandboxUrl}/d`, MEDIAGATE_D_API_KEY: SANDBOX_D_KEY, MEDIAGATE_OUTPUT_DIR: outputDir };
-}
-
-interface CliExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runCli(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; deadlineMs: number }): Promise<CliExit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill("SIGKILL"), options.deadlineMs);
-    child.once("error", reject);
-    child.once("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
 }
 
 /** `batch --json` prints one line per job; a job counts when it succeeded with a non-empty file. */

@@ -1,5 +1,5 @@
-import { fork, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { fork, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -108,4 +108,59 @@ export async function dBenchJobs(
     });
   }
   return jobs;
+}
+
+const CLI = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+const SOURCES = fileURLToPath(new URL("../src/", import.meta.url));
+const USAGE_REPORT = fileURLToPath(new URL("./usage-report.mjs", import.meta.url));
+
+/** Benchmarks that run the built CLI refuse a dist/ older than src/: it would measure other code than the one under review. */
+export function checkBuiltCli(): void {
+  if (!existsSync(CLI)) throw new Error("dist/cli/main.js is missing: run `npm run build` first");
+  const builtAt = statSync(CLI).mtimeMs;
+  const newer = readdirSync(SOURCES, { recursive: true, encoding: "utf8" }).find((file) => file.endsWith(".ts") && statSync(join(SOURCES, file)).mtimeMs > builtAt);
+  if (newer) throw new Error(`src/${newer} is newer than dist/: run \`npm run build\` first, so the CLI measured is the code in src/`);
+}
+
+/** Only the sandbox's D: no MEDIAGATE_* setting of the caller's shell (another store, a budget) leaks into the run. */
+export function cliEnvironment(sandboxUrl: string, outputDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const inherited = Object.entries(process.env).filter(([name]) => !name.startsWith("MEDIAGATE_"));
+  return { ...Object.fromEntries(inherited), MEDIAGATE_D_BASE_URL: `${sandboxUrl}/d`, MEDIAGATE_D_API_KEY: "sandbox-d-key", MEDIAGATE_OUTPUT_DIR: outputDir, ...extra };
+}
+
+export interface CliExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** The CLI process's own CPU time and peak RSS (from its exit), when it exited normally. */
+  usage: { cpuMs: number; maxRssMb: number; peakHeapMb: number } | null;
+}
+
+/** Runs the built CLI as a user would, killed at `deadlineMs`; its own CPU time and peak RSS come back with its exit. */
+export function runCli(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; deadlineMs: number }): Promise<CliExit> {
+  const usageFile = join(options.cwd, `.usage-${process.pid}-${Date.now()}.json`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", USAGE_REPORT, CLI, ...args], {
+      cwd: options.cwd,
+      env: { ...options.env, BENCH_USAGE_FILE: usageFile },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.deadlineMs);
+    child.once("error", reject);
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      let usage: CliExit["usage"] = null;
+      if (existsSync(usageFile)) {
+        const raw = JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number; maxRssKb: number; peakHeapBytes: number };
+        usage = { cpuMs: raw.userMs + raw.systemMs, maxRssMb: (raw.maxRssKb * 1024) / 1e6, peakHeapMb: raw.peakHeapBytes / 1e6 };
+        rmSync(usageFile, { force: true });
+      }
+      resolve({ code, signal, stdout, stderr, usage });
+    });
+  });
 }

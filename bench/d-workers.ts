@@ -1,0 +1,197 @@
+/**
+ * Issue 10's scale-out: 1, 2 and 4 `mediagate worker` processes (the built
+ * CLI, each its own process) on one PostgreSQL store, against sandbox D with
+ * its real 24-slot cap and a fixed 500 ms render. N jobs are queued through
+ * the store first (no engine), then the workers start.
+ *
+ * Reports per worker count: jobs per second and D's span ÷ the bound
+ * ceil(N/24) × T (target ≤ 1.05), peak tasks at D (≤ 24), submits and
+ * downloads per job (each exactly 1: no job claimed twice, no result fetched
+ * twice), CPU per job summed over the workers and per worker, claims lost to
+ * another worker (target < 5% of claims). Then, with the workers idle, jobs
+ * queued one at a time from this process: the time from queueing to D
+ * receiving the submit, p50 / p99 (target ≤ 100 ms, by LISTEN/NOTIFY).
+ *
+ * BENCH_WORKERS (default 1,2,4), BENCH_JOBS (1200), BENCH_LATENCY_SAMPLES (20).
+ * Needs DATABASE_URL and `npm run build`.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { loadConfig } from "../src/core/config.js";
+import { createProviderRegistry } from "../src/providers/registry.js";
+import { openPostgresStore } from "../src/store/postgres.js";
+import { checkBuiltCli, cliEnvironment, dBenchJobs, recordResult, startSandboxChild, tempFolder } from "./harness.js";
+
+const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2,4").split(",").map(Number);
+const JOBS = Number(process.env.BENCH_JOBS ?? 1_200);
+const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20);
+const RENDER_MS = 500;
+const SLOTS = 24;
+const CLI = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+const USAGE_REPORT = fileURLToPath(new URL("./usage-report.mjs", import.meta.url));
+
+interface Row {
+  workers: number;
+  succeeded: number;
+  spanMs: number;
+  jobsPerSecond: number;
+  peakActive: number;
+  rejected429: number;
+  submitsPerJob: number;
+  downloadsPerJob: number;
+  mostDownloadsOfOneResult: number;
+  cpuMsPerJob: number;
+  cpuMsPerJobByWorker: number[];
+  claimsWon: number;
+  claimsLost: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+}
+
+interface SandboxStats {
+  requests: Array<{ provider: string | null; method: string; url: string; realAt: number }>;
+  d: { rejected429: number; peakActive: number };
+}
+
+interface Worker {
+  stop(): Promise<{ cpuMs: number; stderr: string }>;
+}
+
+function startWorker(store: string, env: NodeJS.ProcessEnv, cwd: string, index: number): Worker {
+  const usageFile = join(cwd, `usage-${index}.json`);
+  const child = spawn(process.execPath, ["--import", USAGE_REPORT, CLI, "--store", store, "worker"], { cwd, env: { ...env, BENCH_USAGE_FILE: usageFile }, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  return {
+    async stop() {
+      child.kill("SIGTERM");
+      const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      await exited;
+      clearTimeout(killer);
+      const usage = existsSync(usageFile) ? (JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number }) : null;
+      rmSync(usageFile, { force: true });
+      return { cpuMs: usage ? usage.userMs + usage.systemMs : Number.NaN, stderr };
+    },
+  };
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+async function runOne(workers: number): Promise<Row> {
+  const folder = tempFolder();
+  const sandbox = await startSandboxChild({ timeScale: 1, d: { renderTimeMs: RENDER_MS } });
+  const name = `mg_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const address = new URL(process.env.DATABASE_URL!);
+  address.pathname = `/${name}`;
+  const store = await openPostgresStore(address.toString(), { maxConnections: 2 });
+  try {
+    const env = cliEnvironment(sandbox.url, join(folder.path, "out"));
+    const config = loadConfig({ env: env as Record<string, string>, cwd: folder.path });
+    const adapter = createProviderRegistry(config).get("d")!.adapter!;
+    const options = { idPrefix: "job_w_", refPrefix: "w-", prompt: "worker image", batchId: "workers", outDir: config.outputDir, idDigits: 6 };
+    await store.insertJobs(await dBenchJobs(adapter, JOBS, options), Date.now());
+    const running = Array.from({ length: workers }, (_, index) => startWorker(address.toString(), env, folder.path, index));
+    // Wait for the backlog to end (read by this process, every 200 ms: the bench's own look, not the workers').
+    const reader = new pg.Client({ connectionString: address.toString() });
+    await reader.connect();
+    const unfinished = async () => Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state not in ('succeeded','failed','cancelled','expired','unknown_submission')")).rows[0]!.n);
+    const deadline = Date.now() + 120_000 + JOBS * 100;
+    while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    const backlog = await sandbox.stats<SandboxStats>();
+    // Start latency: the workers are idle now; one job at a time, each after the last was submitted.
+    const latencies: number[] = [];
+    const more = await dBenchJobs(adapter, LATENCY_SAMPLES, { ...options, idPrefix: "job_l_", refPrefix: "l-", prompt: "latency image" });
+    let seenPosts = backlog.requests.filter((request) => request.provider === "d" && request.method === "POST").length;
+    for (const job of more) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const queuedAt = Date.now();
+      await store.insertJobs([job], queuedAt);
+      for (;;) {
+        const stats = await sandbox.stats<SandboxStats>();
+        const posts = stats.requests.filter((request) => request.provider === "d" && request.method === "POST");
+        if (posts.length > seenPosts) {
+          latencies.push(posts[seenPosts]!.realAt - queuedAt);
+          seenPosts = posts.length;
+          break;
+        }
+        if (Date.now() - queuedAt > 10_000) {
+          latencies.push(Number.POSITIVE_INFINITY);
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+    while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    const stopped = await Promise.all(running.map((worker) => worker.stop()));
+    const succeeded = Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state = 'succeeded'")).rows[0]!.n);
+    await reader.end();
+    const requests = backlog.requests.filter((request) => request.provider === "d");
+    const posts = requests.filter((request) => request.method === "POST" && request.url.startsWith("/d/v1/"));
+    const downloads = requests.filter((request) => request.url.startsWith("/d-results/"));
+    const perResult = new Map<string, number>();
+    for (const download of downloads) perResult.set(download.url.split("?")[0]!, (perResult.get(download.url.split("?")[0]!) ?? 0) + 1);
+    const spanMs = Math.max(...requests.map((request) => request.realAt)) - Math.min(...requests.map((request) => request.realAt));
+    const claims = stopped.map((worker) => /claims: (\d+) won, (\d+) lost/.exec(worker.stderr)).map((match) => (match ? [Number(match[1]), Number(match[2])] : [Number.NaN, Number.NaN]));
+    const sortedLatencies = [...latencies].sort((left, right) => left - right);
+    return {
+      workers,
+      succeeded,
+      spanMs,
+      jobsPerSecond: JOBS / (spanMs / 1000),
+      peakActive: backlog.d.peakActive,
+      rejected429: backlog.d.rejected429,
+      submitsPerJob: posts.length / JOBS,
+      downloadsPerJob: downloads.length / JOBS,
+      mostDownloadsOfOneResult: Math.max(0, ...perResult.values()),
+      cpuMsPerJob: stopped.reduce((sum, worker) => sum + worker.cpuMs, 0) / (JOBS + LATENCY_SAMPLES),
+      cpuMsPerJobByWorker: stopped.map((worker) => worker.cpuMs / (JOBS + LATENCY_SAMPLES)),
+      claimsWon: claims.reduce((sum, [won]) => sum + won!, 0),
+      claimsLost: claims.reduce((sum, [, lost]) => sum + lost!, 0),
+      latencyP50Ms: quantile(sortedLatencies, 0.5),
+      latencyP99Ms: quantile(sortedLatencies, 0.99),
+    };
+  } finally {
+    await store.close();
+    await sandbox.stop();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+    folder.remove();
+  }
+}
+
+export async function runDWorkers(): Promise<void> {
+  if (!process.env.DATABASE_URL) throw new Error("d-workers needs DATABASE_URL (PostgreSQL)");
+  checkBuiltCli();
+  const rows: Row[] = [];
+  for (const workers of WORKER_COUNTS) {
+    process.stderr.write(`d-workers: ${workers} worker(s)…\n`);
+    const row = await runOne(workers);
+    process.stderr.write(`  ${JSON.stringify(row)}\n`);
+    rows.push(row);
+  }
+  const lines = [
+    `## D on several workers: 1, 2 and 4 \`mediagate worker\` processes on one PostgreSQL store (issue 10)`,
+    ``,
+    `Run ${new Date().toISOString()} on ${process.version}; ${JOBS} D jobs queued through the store, then the workers started; sandbox D in a child process, its real ${SLOTS}-slot cap, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU is each worker process's own, read at its exit. Start latency: with the workers idle, ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit.`,
+    ``,
+    `| workers | succeeded | jobs/s | span ÷ bound (≤ 1.05) | peak at D (≤ 24) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers | CPU per job by worker | claims won / lost to another worker | start latency p50 / p99 (≤ 100 ms) |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|---|`,
+    ...rows.map(
+      (row) =>
+        `| ${row.workers} | ${row.succeeded} / ${JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.claimsWon} / ${row.claimsLost} | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms |`,
+    ),
+  ];
+  const markdown = lines.join("\n");
+  process.stdout.write(`${markdown}\n`);
+  recordResult("d-workers", markdown);
+}
