@@ -19,6 +19,7 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
     const timeoutMs = stopTimeoutMs(flags.stopTimeout);
     const runtime = createRuntime(options);
     const engine = await runtime.engine();
+    engine.listenForWork();
     const store = await runtime.store();
     const log = createLogger({ level: runtime.config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets: runtime.secrets });
     const { buildServer } = await import("../server/app.js");

@@ -15,6 +15,7 @@ export function registerWorker(program: Command, globals: () => GlobalOptions): 
     const timeoutMs = stopTimeoutMs(flags.stopTimeout);
     const runtime = createRuntime(options);
     const engine = await runtime.engine();
+    engine.listenForWork();
     const onJob = (job: Job) => {
       if (options.json) process.stdout.write(`${JSON.stringify({ id: job.id, ref: job.ref, provider: job.provider, state: job.state, reason: job.reason })}\n`);
       else process.stderr.write(`${new Date().toISOString()} ${job.id} ${job.ref} ${job.state}${job.reason ? ` (${job.reason})` : ""}\n`);

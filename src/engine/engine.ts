@@ -107,6 +107,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly emptyQueues = new Map<ProviderId, number>();
   private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
   private stopListening: () => void = () => undefined;
+  private listening = false;
   private readonly polls: PollScheduler;
   private readonly rateLimiter: RateLimiter;
   private readonly policies = new Map<ProviderId, UrlPolicy>();
@@ -185,11 +186,22 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.scope = scope;
   }
 
+  /**
+   * Makes the loop look at the store as soon as another process announces
+   * work (PostgreSQL's LISTEN/NOTIFY: jobs queued, a webhook for a job this
+   * engine owns), on a connection of its own. For engines that serve every
+   * job of a store and stay up (`mediagate worker`, `serve`); a command that
+   * works on its own jobs learns of them itself. Call before `start`.
+   */
+  listenForWork(): void {
+    this.listening = true;
+  }
+
   /** Starts the loop in the background. */
   start(): void {
     if (this.loopDone) return;
     // Another process queued jobs or received a webhook for one of ours: look now, not at the next idle tick.
-    this.stopListening = this.store.onWork(() => this.wake());
+    if (this.listening) this.stopListening = this.store.onWork(() => this.wake());
     this.loopDone = this.loop().catch((error: unknown) => {
       this.log.error({ err: error instanceof Error ? error.message : String(error) }, "engine loop stopped by an error");
       throw error;

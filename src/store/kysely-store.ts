@@ -292,6 +292,16 @@ export class KyselyStore implements Store {
     return (await query.execute()).map(rowToJob);
   }
 
+  async jobsByRefs(refs: readonly string[]): Promise<Job[]> {
+    const unique = [...new Set(refs)];
+    const jobs: Job[] = [];
+    for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
+      const rows = await this.db.selectFrom("jobs").selectAll().where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();
+      jobs.push(...rows.map(rowToJob));
+    }
+    return jobs;
+  }
+
   async events(jobId: string): Promise<JobEvent[]> {
     const rows = await this.db.selectFrom("job_events").selectAll().where("job_id", "=", jobId).orderBy("id").execute();
     return rows.map((row) => ({

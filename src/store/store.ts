@@ -180,6 +180,8 @@ export interface Store {
   listJobs(filter?: JobFilter): Promise<Job[]>;
   /** The job a provider knows by `providerJobId` (webhooks are matched by it). */
   jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null>;
+  /** The stored jobs with these refs (in no particular order); a few statements for any number of refs. */
+  jobsByRefs(refs: readonly string[]): Promise<Job[]>;
   events(jobId: string): Promise<JobEvent[]>;
   outputs(jobId: string): Promise<JobOutput[]>;
 

@@ -63,6 +63,7 @@ describe.runIf(databaseUrl)("two engines on one PostgreSQL store (real sandbox o
     const idle = engineFor(world, stores[0]!, { clock: new ScaledClock(0.001, Date.now() + 3_600_000) });
     const elsewhere = engineFor(world, stores[1]!);
     const napping = new Promise<void>((resolve) => idle.engine.once("idle", () => resolve()));
+    idle.engine.listenForWork();
     idle.engine.start();
     await napping;
     const job = await elsewhere.enqueue({ model: "gen-2-pro", input: { prompt: "heard at once", width: 256, height: 256 } });
