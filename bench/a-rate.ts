@@ -12,7 +12,7 @@ import { Engine } from "../src/engine/engine.js";
 import { waitForJobs } from "../src/engine/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
-import { busiestWindow, mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
+import { benchJobs, busiestWindow, mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 300);
 const SCALE = Number(process.env.BENCH_TIME_SCALE ?? 10);
@@ -35,25 +35,13 @@ export async function runARate(): Promise<void> {
     });
     const providers = createProviderRegistry(config);
     const adapter = providers.get("a")!.adapter!;
-    const jobs = [];
-    for (let index = 0; index < JOBS; index++) {
-      const validated = adapter.validate({ provider: "a", model: "vidgen-2-0-250601", input: { prompt: `bench video ${index}`, duration: 5, resolution: "480p", seed: index } });
-      const estimate = await adapter.estimate(validated);
-      jobs.push({
-        id: `job_a_${String(index).padStart(4, "0")}`,
-        ref: `bench-a-${index}`,
-        batchId: "bench",
-        provider: "a" as const,
-        model: validated.model,
-        operation: null,
-        body: validated.body,
-        facts: validated.facts,
-        warnings: validated.warnings,
-        estimateMicroUsd: estimate.microUsd,
-        estimateSource: estimate.source,
-        outDir: config.outputDir,
-      });
-    }
+    const jobs = await benchJobs(adapter, JOBS, (index) => ({ provider: "a", model: "vidgen-2-0-250601", input: { prompt: `bench video ${index}`, duration: 5, resolution: "480p", seed: index } }), {
+      idPrefix: "job_a_",
+      refPrefix: "bench-a-",
+      batchId: "bench",
+      outDir: config.outputDir,
+      idDigits: 4,
+    });
     await store.insertJobs(jobs, clock.now());
     // The times our limiter stamped on the requests it let through, to compare with when A counted them.
     const stamps: number[] = [];

@@ -13,7 +13,7 @@ import { Engine } from "../src/engine/engine.js";
 import { waitForJobs } from "../src/engine/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
-import { mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
+import { benchJobs, mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 60);
 const RENDER_MS = Number(process.env.BENCH_RENDER_MS ?? 60_000);
@@ -40,25 +40,13 @@ export async function runCMakespan(): Promise<void> {
     });
     const providers = createProviderRegistry(config);
     const adapter = providers.get("c")!.adapter!;
-    const jobs = [];
-    for (let index = 0; index < JOBS; index++) {
-      const validated = adapter.validate({ provider: "c", model: "v6", input: { prompt: `bench video ${index}`, seed: index } });
-      const estimate = await adapter.estimate(validated);
-      jobs.push({
-        id: `job_c_${String(index).padStart(4, "0")}`,
-        ref: `bench-c-${index}`,
-        batchId: "bench",
-        provider: "c" as const,
-        model: validated.model,
-        operation: null,
-        body: validated.body,
-        facts: validated.facts,
-        warnings: validated.warnings,
-        estimateMicroUsd: estimate.microUsd,
-        estimateSource: estimate.source,
-        outDir: config.outputDir,
-      });
-    }
+    const jobs = await benchJobs(adapter, JOBS, (index) => ({ provider: "c", model: "v6", input: { prompt: `bench video ${index}`, seed: index } }), {
+      idPrefix: "job_c_",
+      refPrefix: "bench-c-",
+      batchId: "bench",
+      outDir: config.outputDir,
+      idDigits: 4,
+    });
     await store.insertJobs(jobs, clock.now());
     const engine = new Engine({ store, providers, clock, secrets: () => ["sandbox-c-key"] });
     const cpuBefore = process.cpuUsage();

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createBlackForestLabs } from "@ai-sdk/black-forest-labs";
 import { APICallError, generateImage, RetryError } from "ai";
-import { checkBuiltCli, cliEnvironment, mean, recordResult, runCli, startSandboxChild, tempFolder } from "./harness.js";
+import { checkBuiltCli, cliEnvironment, dBatchFile, mean, recordResult, runCli, startSandboxChild, tempFolder } from "./harness.js";
 
 const SIZES = (process.env.BENCH_PEER_SIZES ?? "200,2000").split(",").map((size) => Number(size.trim()));
 /** Images sent all at once without a limit; 0 skips that run. */
@@ -166,13 +166,6 @@ async function runSdkLoop(sandboxUrl: string, images: number, limit: number | nu
   return { startedAt, wallMs, succeeded: settled.length - rejected.length, failures: countBy(rejected.map((result) => failureReason(result.reason))), storeBytes: null };
 }
 
-function batchFile(images: number): string {
-  const lines = Array.from({ length: images }, (_, index) =>
-    JSON.stringify({ ref: `peer-${index}`, provider: "d", model: MODEL, input: { prompt: prompt(index), width: IMAGE_SIDE, height: IMAGE_SIDE, seed: index } }),
-  );
-  return `${lines.join("\n")}\n`;
-}
-
 /** `batch --json` prints one line per job; a job counts when it succeeded with a non-empty file. */
 function savedJobs(stdout: string): { succeeded: number; failures: Map<string, number> } {
   const jobs = stdout
@@ -188,7 +181,7 @@ async function runMediagateBatch(sandboxUrl: string, images: number): Promise<Cl
   try {
     const file = join(folder.path, "peer.jsonl");
     const outputDir = join(folder.path, "out");
-    writeFileSync(file, batchFile(images));
+    writeFileSync(file, dBatchFile(images, { refPrefix: "peer-", prompt, side: IMAGE_SIDE }));
     const startedAt = Date.now();
     const started = performance.now();
     const exit = await runCli(["--json", "--store", `sqlite:${join(folder.path, "mediagate.db")}`, "batch", file], {

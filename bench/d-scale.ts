@@ -17,10 +17,8 @@
  * BENCH_RENDER_MS (500). Needs `npm run build` first.
  */
 import { readdirSync, statSync, writeFileSync } from "node:fs";
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import pg from "pg";
-import { checkBuiltCli, cliEnvironment, recordResult, runCli, startSandboxChild, tempFolder } from "./harness.js";
+import { checkBuiltCli, cliEnvironment, dBatchFile, recordResult, runCli, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
 
 const SIZES = (process.env.BENCH_SIZES ?? "200,2000,20000").split(",").map(Number);
 const STORES = (process.env.BENCH_STORES ?? "sqlite,postgres").split(",").filter((kind) => kind !== "postgres" || process.env.DATABASE_URL);
@@ -49,39 +47,12 @@ interface SandboxStats {
   d: { rejected429: number; peakActive: number };
 }
 
-function batchFile(jobs: number): string {
-  const lines = Array.from({ length: jobs }, (_, index) =>
-    JSON.stringify({ ref: `scale-${index}`, provider: "d", model: "gen-2-pro", input: { prompt: `scale image ${index}`, width: 256, height: 256, seed: index } }),
-  );
-  return `${lines.join("\n")}\n`;
-}
-
-/** A PostgreSQL database of its own for one run (its size is the store's), dropped afterwards. */
-async function withDatabase<T>(run: (address: string) => Promise<T>, sizeOut: (bytes: number) => void): Promise<T> {
-  const name = `mg_bench_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-    const address = new URL(process.env.DATABASE_URL!);
-    address.pathname = `/${name}`;
-    const result = await run(address.toString());
-    const size = await admin.query<{ bytes: string }>("select pg_database_size($1) as bytes", [name]);
-    const empty = await admin.query<{ bytes: string }>("select pg_database_size('template1') as bytes");
-    sizeOut(Number(size.rows[0]!.bytes) - Number(empty.rows[0]!.bytes));
-    return result;
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
-  }
-}
-
 async function runOne(kind: string, jobs: number): Promise<Row> {
   const folder = tempFolder();
   const sandbox = await startSandboxChild({ timeScale: 1, d: { renderTimeMs: RENDER_MS } });
   try {
     const file = join(folder.path, "scale.jsonl");
-    writeFileSync(file, batchFile(jobs));
+    writeFileSync(file, dBatchFile(jobs, { refPrefix: "scale-", prompt: (index) => `scale image ${index}`, side: 256 }));
     const env = cliEnvironment(sandbox.url, join(folder.path, "out"));
     // BENCH_GIVE_UP_S: kill a run that does not finish (profiling).
     const deadlineMs = Number(process.env.BENCH_GIVE_UP_S ?? 120 + jobs * 0.1) * 1000;

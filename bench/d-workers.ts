@@ -16,7 +16,6 @@
  * Needs DATABASE_URL and `npm run build`.
  */
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,7 +23,7 @@ import pg from "pg";
 import { loadConfig } from "../src/core/config.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openPostgresStore } from "../src/store/postgres.js";
-import { checkBuiltCli, cliEnvironment, dBenchJobs, recordResult, startSandboxChild, tempFolder } from "./harness.js";
+import { checkBuiltCli, cliEnvironment, dBenchJobs, recordResult, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
 
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2,4").split(",").map(Number);
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_200);
@@ -84,15 +83,13 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
-async function runOne(workers: number): Promise<Row> {
+function runOne(workers: number): Promise<Row> {
+  return withDatabase((databaseUrl) => runOnDatabase(workers, new URL(databaseUrl)));
+}
+
+async function runOnDatabase(workers: number, address: URL): Promise<Row> {
   const folder = tempFolder();
   const sandbox = await startSandboxChild({ timeScale: 1, d: { renderTimeMs: RENDER_MS } });
-  const name = `mg_bench_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const address = new URL(process.env.DATABASE_URL!);
-  address.pathname = `/${name}`;
   const store = await openPostgresStore(address.toString(), { maxConnections: 2 });
   try {
     const env = cliEnvironment(sandbox.url, join(folder.path, "out"));
@@ -163,8 +160,6 @@ async function runOne(workers: number): Promise<Row> {
   } finally {
     await store.close();
     await sandbox.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
     folder.remove();
   }
 }

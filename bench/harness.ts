@@ -1,9 +1,11 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ProviderAdapter } from "../src/providers/adapter.js";
+import pg from "pg";
+import type { JobRequest, ProviderAdapter } from "../src/providers/adapter.js";
 import type { NewJob } from "../src/store/store.js";
 
 export interface SandboxChild {
@@ -82,21 +84,22 @@ export function mean(values: number[]): number {
   return values.length ? values.reduce((sum, value) => sum + value, 0) / values.length : 0;
 }
 
-/** N D jobs of gen-2-pro at 256×256, validated and priced by the adapter, as the store takes them. */
-export async function dBenchJobs(
+/** `count` jobs of `request(index)`, validated and priced by the adapter, as the store takes them. */
+export async function benchJobs(
   adapter: ProviderAdapter,
   count: number,
-  options: { idPrefix: string; refPrefix: string; prompt: string; batchId: string; outDir: string; idDigits: number },
+  request: (index: number) => JobRequest,
+  options: { idPrefix: string; refPrefix: string; batchId: string; outDir: string; idDigits: number },
 ): Promise<NewJob[]> {
   const jobs: NewJob[] = [];
   for (let index = 0; index < count; index++) {
-    const validated = adapter.validate({ provider: "d", model: "gen-2-pro", input: { prompt: `${options.prompt} ${index}`, width: 256, height: 256, seed: index } });
+    const validated = adapter.validate(request(index));
     const estimate = await adapter.estimate(validated);
     jobs.push({
       id: `${options.idPrefix}${String(index).padStart(options.idDigits, "0")}`,
       ref: `${options.refPrefix}${index}`,
       batchId: options.batchId,
-      provider: "d",
+      provider: validated.provider,
       model: validated.model,
       operation: null,
       body: validated.body,
@@ -108,6 +111,15 @@ export async function dBenchJobs(
     });
   }
   return jobs;
+}
+
+/** N D jobs of gen-2-pro at 256×256 (see `benchJobs`). */
+export function dBenchJobs(
+  adapter: ProviderAdapter,
+  count: number,
+  options: { idPrefix: string; refPrefix: string; prompt: string; batchId: string; outDir: string; idDigits: number },
+): Promise<NewJob[]> {
+  return benchJobs(adapter, count, (index) => ({ provider: "d", model: "gen-2-pro", input: { prompt: `${options.prompt} ${index}`, width: 256, height: 256, seed: index } }), options);
 }
 
 const CLI = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
@@ -163,4 +175,34 @@ export function runCli(args: string[], options: { cwd: string; env: NodeJS.Proce
       resolve({ code, signal, stdout, stderr, usage });
     });
   });
+}
+
+/** A PostgreSQL database of its own (from DATABASE_URL) for one run, dropped afterwards; `sizeOut` gets the bytes it grew by. */
+export async function withDatabase<T>(run: (address: string) => Promise<T>, sizeOut?: (bytes: number) => void): Promise<T> {
+  const name = `mg_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+    const address = new URL(process.env.DATABASE_URL!);
+    address.pathname = `/${name}`;
+    const result = await run(address.toString());
+    if (sizeOut) {
+      const size = await admin.query<{ bytes: string }>("select pg_database_size($1) as bytes", [name]);
+      const empty = await admin.query<{ bytes: string }>("select pg_database_size('template1') as bytes");
+      sizeOut(Number(size.rows[0]!.bytes) - Number(empty.rows[0]!.bytes));
+    }
+    return result;
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+  }
+}
+
+/** A batch file of `count` D jobs on gen-2-pro, square images of `side` pixels, as a user writes one for `mediagate batch`. */
+export function dBatchFile(count: number, options: { refPrefix: string; prompt: (index: number) => string; side: number }): string {
+  const lines = Array.from({ length: count }, (_, index) =>
+    JSON.stringify({ ref: `${options.refPrefix}${index}`, provider: "d", model: "gen-2-pro", input: { prompt: options.prompt(index), width: options.side, height: options.side, seed: index } }),
+  );
+  return `${lines.join("\n")}\n`;
 }
