@@ -1,8 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PollScheduler } from "../../src/engine/polling.js";
 import type { ProviderLimits } from "../../src/providers/adapter.js";
 import type { Store } from "../../src/store/store.js";
-import { storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
 
 const job = { provider: "d" as const, model: "gen-2-pro" };
 /** Only the poll pace matters to the scheduler. */
@@ -14,13 +14,7 @@ const wide = pace(250, 120_000);
 for (const factory of storeFactories) {
   describe(`adaptive polling (${factory.name})`, () => {
     let store: Store;
-    let cleanup: () => Promise<void>;
-    beforeEach(async () => {
-      ({ store, cleanup } = await factory.open());
-    });
-    afterEach(async () => {
-      await cleanup();
-    });
+    freshStoreEachTest(factory, (opened) => (store = opened));
 
     it("with nothing learned, the first poll comes after half a second, then the interval stretches slowly with the job's age, within the provider's pace", async () => {
       const polls = new PollScheduler(store);

@@ -1,11 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config.js";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
 import { type WaitCounts, waitForJobs } from "../../src/engine/wait.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { NewJob, Store } from "../../src/store/store.js";
-import { storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
 
 /** More than one page of what a waiting command reads per look (src/engine/wait.ts). */
 const JOBS = 1_200;
@@ -35,13 +35,7 @@ function idleEngine(store: Store): Engine {
 for (const factory of storeFactories) {
   describe(`waiting for a batch (${factory.name})`, () => {
     let store: Store;
-    let cleanup: () => Promise<void>;
-    beforeEach(async () => {
-      ({ store, cleanup } = await factory.open());
-    });
-    afterEach(async () => {
-      await cleanup();
-    });
+    freshStoreEachTest(factory, (opened) => (store = opened));
 
     it("follows changes made by another process, more than a page of them stamped in the same millisecond, and ends when they are all terminal", async () => {
       const jobs = Array.from({ length: JOBS }, (_, index) => queuedJob(index, "batch_w"));

@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -61,4 +62,21 @@ export const storeFactories: StoreFactory[] = databaseUrl ? [sqliteFactory, post
 export function tempDir(prefix = "mediagate-test-"): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * Opens a fresh store from `factory` before each test of the enclosing
+ * describe and closes it after; `use` receives it (tests keep it in a local).
+ */
+export function freshStoreEachTest(factory: StoreFactory, use: (store: Store) => void): void {
+  let cleanup: (() => Promise<void>) | undefined;
+  beforeEach(async () => {
+    const opened = await factory.open();
+    cleanup = opened.cleanup;
+    use(opened.store);
+  });
+  afterEach(async () => {
+    await cleanup?.();
+    cleanup = undefined;
+  });
 }

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { NewJob, Store } from "../../src/store/store.js";
-import { storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
 
 function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
   return {
@@ -24,13 +24,7 @@ function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
 for (const factory of storeFactories) {
   describe(`budgets held in the store (${factory.name})`, () => {
     let store: Store;
-    let cleanup: () => Promise<void>;
-    beforeEach(async () => {
-      ({ store, cleanup } = await factory.open());
-    });
-    afterEach(async () => {
-      await cleanup();
-    });
+    freshStoreEachTest(factory, (opened) => (store = opened));
 
     it("a claim that would commit more than the budget's ceiling is refused, and the job stays queued and unsent", async () => {
       await store.setBudget("budget_1", 70_000, 1);

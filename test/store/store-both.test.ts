@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { JobState } from "../../src/core/job.js";
 import type { JobPatch, NewJob, Store } from "../../src/store/store.js";
-import { storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
 
 // The store calls the engine makes for settlement, webhooks, leases, its idle sleep and adaptive polling,
 // on SQLite and (with DATABASE_URL) PostgreSQL alike.
@@ -27,13 +27,7 @@ function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
 for (const factory of storeFactories) {
   describe(`store (${factory.name}): settlement, deliveries, leases, due times, render samples`, () => {
     let store: Store;
-    let cleanup: () => Promise<void>;
-    beforeEach(async () => {
-      ({ store, cleanup } = await factory.open());
-    });
-    afterEach(async () => {
-      await cleanup();
-    });
+    freshStoreEachTest(factory, (opened) => (store = opened));
 
     /** Inserts a job and walks it through claim and submit to `to`, owned by `owner` until it ends. */
     async function jobIn(ref: string, to: JobState, owner: string, patch: JobPatch = {}, overrides: Partial<NewJob> = {}) {

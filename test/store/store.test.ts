@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs, type RateTake, type Store, type NewJob } from "../../src/store/store.js";
 import { MIGRATIONS } from "../../src/store/migrations/index.js";
-import { storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
 
 function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
   return {
@@ -24,13 +24,7 @@ function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
 for (const factory of storeFactories) {
   describe(`store (${factory.name})`, () => {
     let store: Store;
-    let cleanup: () => Promise<void>;
-    beforeEach(async () => {
-      ({ store, cleanup } = await factory.open());
-    });
-    afterEach(async () => {
-      await cleanup();
-    });
+    freshStoreEachTest(factory, (opened) => (store = opened));
 
     it("a ref is unique: inserting it again returns the stored job instead of a second one", async () => {
       const [first] = await store.insertJobs([newJob("a")], 1_000);
