@@ -462,7 +462,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
 
   /** One pass: adopt orphans now and then, renew leases, claim and submit, poll what is due. Returns whether it started anything. */
   private async tick(skip: ProviderId[]): Promise<boolean> {
-    // A task that ended may have freed a slot (here or, after a while, anywhere): pools are asked again.
+    // A slot released through this store (at once) or anywhere (after a while): full pools are asked again.
     if (this.store.slotReleases !== this.fullPoolsReleases || this.clock.now() - this.fullPoolsSince >= FULL_POOL_RECHECK_MS) {
       this.fullPools.clear();
       this.blockedProviders.clear();
@@ -558,7 +558,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     return started;
   }
 
-  /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
+  /** Providers whose due queue was read empty less than `EMPTY_QUEUE_TRUST_MS` ago (expired entries dropped). */
   private trustedEmptyQueues(now: number): ProviderId[] {
     const empty: ProviderId[] = [];
     for (const [provider, until] of this.emptyQueues) {
@@ -568,6 +568,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     return empty;
   }
 
+  /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
   private busy(jobId: string): boolean {
     return this.inFlight.has(jobId) || this.endedThisTick.has(jobId);
   }

@@ -102,6 +102,11 @@ function budgetStatusOf(row: { id: string; ceiling_micro_usd: number; committed_
 /** New jobs inserted per statement: about 40 columns each, far inside SQLite's and PostgreSQL's parameter limits. */
 const INSERT_CHUNK = 500;
 
+/** One line of a job's event log. */
+function eventRow(jobId: string, at: number, fromState: JobState | null, toState: JobState, reason: string, detail?: unknown) {
+  return { job_id: jobId, at, from_state: fromState, to_state: toState, reason, detail_json: detail === undefined ? null : JSON.stringify(detail) };
+}
+
 /** The row of a job just validated and queued. */
 function newJobRow(job: NewJob, now: number) {
   return {
@@ -203,9 +208,7 @@ export class KyselyStore implements Store {
       // A few hundred jobs per statement (a 20,000-line batch is queued in seconds, not one statement per column of work).
       for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
         const chunk = jobs.slice(start, start + INSERT_CHUNK);
-        const stored = new Map(
-          (await trx.selectFrom("jobs").selectAll().where("ref", "in", [...new Set(chunk.map((job) => job.ref))]).execute()).map((row) => [row.ref, rowToJob(row)]),
-        );
+        const stored = new Map((await this.jobsWithRefs(trx, chunk.map((job) => job.ref))).map((job) => [job.ref, job]));
         const fresh: NewJob[] = [];
         const pendingRefs = new Set<string>();
         for (const job of chunk) {
@@ -219,14 +222,9 @@ export class KyselyStore implements Store {
           await trx
             .insertInto("job_events")
             .values(
-              fresh.map((job) => ({
-                job_id: job.id,
-                at: now,
-                from_state: null,
-                to_state: "queued" as const,
-                reason: "validated, estimated and queued",
-                detail_json: JSON.stringify({ estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
-              })),
+              fresh.map((job) =>
+                eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
+              ),
             )
             .execute();
         }
@@ -293,10 +291,14 @@ export class KyselyStore implements Store {
   }
 
   async jobsByRefs(refs: readonly string[]): Promise<Job[]> {
+    return this.jobsWithRefs(this.db, refs);
+  }
+
+  private async jobsWithRefs(db: Db, refs: readonly string[]): Promise<Job[]> {
     const unique = [...new Set(refs)];
     const jobs: Job[] = [];
     for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
-      const rows = await this.db.selectFrom("jobs").selectAll().where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();
+      const rows = await db.selectFrom("jobs").selectAll().where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();
       jobs.push(...rows.map(rowToJob));
     }
     return jobs;
@@ -994,17 +996,7 @@ export class KyselyStore implements Store {
     reason: string,
     detail?: unknown,
   ): Promise<void> {
-    await trx
-      .insertInto("job_events")
-      .values({
-        job_id: jobId,
-        at,
-        from_state: fromState,
-        to_state: toState,
-        reason,
-        detail_json: detail === undefined ? null : JSON.stringify(detail),
-      })
-      .execute();
+    await trx.insertInto("job_events").values(eventRow(jobId, at, fromState, toState, reason, detail)).execute();
   }
 
   // Refused webhook deliveries, counted rather than stored one by one (migration 6).

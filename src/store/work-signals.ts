@@ -10,8 +10,9 @@ import { fullJitterBackoffMs } from "../core/backoff.js";
 export interface WorkSignals {
   /** Calls `listener` whenever another store object on the same database announces work. Returns the unsubscriber. */
   subscribe(listener: () => void): () => void;
-  /** The statement (channel and payload) that announces work; run inside the transaction that made it, it is sent at commit. */
+  /** Where work is announced (`pg_notify(channel, sender)`, sent at the commit of the transaction that made it). */
   readonly channel: string;
+  /** This store object's own mark, so that it does not wake itself. */
   readonly sender: string;
   close(): Promise<void>;
 }
