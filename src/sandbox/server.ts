@@ -83,7 +83,10 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     random,
   };
 
-  const app = Fastify({ logger: false, bodyLimit: 64 * 1024 * 1024 });
+  // Closing the sandbox ends every connection at once: a client's socket opened as its request was
+  // aborted (sent nothing yet, so not "idle" to Node's server) would otherwise hold the close for
+  // the server's headers timeout, a minute.
+  const app = Fastify({ logger: false, bodyLimit: 64 * 1024 * 1024, forceCloseConnections: true });
 
   app.addHook("onRequest", async (request, reply) => {
     const path = request.url.split("?")[0] ?? "";

@@ -6,6 +6,9 @@ import { receiveWebhook, type WebhookIngressDeps, type WebhookRefusal } from "./
 /** Deliveries larger than this are refused before verification (no provider sends more). */
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
 
+/** How long closing the server waits for the requests it is handling before it ends their connections. */
+const CLOSE_GRACE_MS = 5_000;
+
 /**
  * The HTTP server of `mediagate serve`. Webhook routes get the raw body as
  * bytes (signatures cover the exact bytes, so nothing is parsed first).
@@ -16,6 +19,16 @@ export async function buildServer(deps: WebhookIngressDeps): Promise<FastifyInst
   const app = Fastify({ logger: false, bodyLimit: MAX_WEBHOOK_BYTES });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+
+  // Closing waits for the requests being handled, at most CLOSE_GRACE_MS, then ends every connection: one
+  // opened but silent (a client that gave up while connecting) is not "idle" to Node's server and would
+  // otherwise hold the close for its headers timeout, a minute.
+  let forceClose: NodeJS.Timeout | undefined;
+  app.addHook("preClose", async () => {
+    forceClose = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
+    forceClose.unref();
+  });
+  app.addHook("onClose", async () => clearTimeout(forceClose));
 
   // The store is read when a count is written, not now: `deps` may be completed after the server is built.
   const refusals = new WebhookRefusals({ countWebhookRejections: (counts) => deps.store.countWebhookRejections(counts) }, deps.log, () => deps.now());

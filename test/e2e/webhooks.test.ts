@@ -1,17 +1,18 @@
 import type { FastifyInstance } from "fastify";
+import { once } from "node:events";
+import { connect } from "node:net";
 import { Agent, request as undiciRequest } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/engine/logger.js";
 import { Webhook } from "standardwebhooks";
 import { createAEmulator, type AEmulator } from "../../src/sandbox/a/index.js";
 import { createBEmulator, type BEmulator } from "../../src/sandbox/b/index.js";
 import { createFEmulator, type FEmulator } from "../../src/sandbox/f/index.js";
-import { buildServer } from "../../src/server/app.js";
 import { REFUSAL_BURST, REFUSAL_REFILL_MS } from "../../src/server/refusal-limiter.js";
 import { REJECTION_BUCKET_MS } from "../../src/server/rejection-tally.js";
 import type { Store } from "../../src/store/store.js";
-import { storeFactories, type StoreFactory } from "../helpers/stores.js";
-import { startWorld, type World, worldEngine } from "../helpers/world.js";
+import { sqliteFactory, storeFactories, type StoreFactory } from "../helpers/stores.js";
+import { startWorld, type World } from "../helpers/world.js";
+import { servedEngine } from "../helpers/webhook-server.js";
 import { until } from "../helpers/until.js";
 
 let world: World | undefined;
@@ -40,27 +41,9 @@ afterEach(async () => {
 async function served(factory: StoreFactory, emulator: AEmulator | BEmulator | FEmulator, options: { now?: () => number; timeScale?: number } = {}) {
   ({ store, cleanup } = await factory.open());
   world = await startWorld([emulator], options.timeScale ? { timeScale: options.timeScale } : {});
-  const now = options.now ?? (() => Date.now());
-  // The server must listen before the engine exists (its address is the public URL), so bind first and attach after.
-  let ingress: Parameters<typeof buildServer>[0] | undefined;
-  const app = await buildServer({
-    get store() {
-      return ingress!.store;
-    },
-    get engine() {
-      return ingress!.engine;
-    },
-    get providers() {
-      return ingress!.providers;
-    },
-    log: silentLogger,
-    now,
-  } as Parameters<typeof buildServer>[0]);
-  const address = await app.listen({ port: 0, host: "127.0.0.1" });
-  server = app;
-  const built = worldEngine(world, store, { publicUrl: address, ...(options.timeScale ? { virtualTime: true } : {}) });
-  ingress = { store, engine: built.engine, providers: built.providers, log: silentLogger, now };
-  return { ...built, address };
+  const built = await servedEngine(world, store, { now: options.now ?? (() => Date.now()), ...(options.timeScale ? { virtualTime: true } : {}) });
+  server = built.server;
+  return built;
 }
 
 /** Closes the server, which writes the refusal counts it still holds to the store. */
@@ -97,6 +80,18 @@ function fromAddress(localAddress: string) {
 }
 
 const bClip = { provider: "b" as const, model: "vendorx/video-2.5", operation: "image-to-video", input: { image: "https://images.example/k.png", resolution: "720p", duration_s: 5 } };
+
+describe("closing `mediagate serve`'s server", () => {
+  it("ends a connection that was opened but never sent a request after the grace for requests being handled, instead of waiting a minute for it", async () => {
+    const { address } = await served(sqliteFactory, createBEmulator({}));
+    const silent = connect(Number(new URL(address).port), "127.0.0.1");
+    await once(silent, "connect");
+    const ended = once(silent, "close");
+    await closeServer();
+    await ended;
+    expect(silent.destroyed).toBe(true);
+  });
+});
 
 for (const factory of storeFactories) {
   describe(`webhooks through \`mediagate serve\` (real server, real sandbox deliveries, ${factory.name})`, () => {

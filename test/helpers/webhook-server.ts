@@ -9,8 +9,13 @@ import { type World, worldEngine } from "./world.js";
  * loopback as its public URL, so B and F deliveries (and A callbacks) arrive
  * through the same route as in production.
  */
-export async function servedEngine(world: World, store: Store, options: Omit<NonNullable<Parameters<typeof worldEngine>[2]>, "publicUrl"> = {}) {
-  const now = options.virtualTime ? () => world.sandbox.context.clock.now() : () => Date.now();
+export async function servedEngine(
+  world: World,
+  store: Store,
+  options: Omit<NonNullable<Parameters<typeof worldEngine>[2]>, "publicUrl"> & { /** The ingress clock (the per-source bound, the counters' hours). */ now?: () => number } = {},
+) {
+  const { now: ingressNow, ...engineOptions } = options;
+  const now = ingressNow ?? (options.virtualTime ? () => world.sandbox.context.clock.now() : () => Date.now());
   // The server must listen before the engine exists (its address is the public URL), so bind first and attach after.
   let ingress: Parameters<typeof buildServer>[0] | undefined;
   const server: FastifyInstance = await buildServer({
@@ -27,7 +32,7 @@ export async function servedEngine(world: World, store: Store, options: Omit<Non
     now,
   } as Parameters<typeof buildServer>[0]);
   const address = await server.listen({ port: 0, host: "127.0.0.1" });
-  const built = worldEngine(world, store, { ...options, publicUrl: address });
+  const built = worldEngine(world, store, { ...engineOptions, publicUrl: address });
   ingress = { store, engine: built.engine, providers: built.providers, log: silentLogger, now };
   return { ...built, address, server };
 }

@@ -19,7 +19,11 @@ let hookServer: Server | undefined;
 afterEach(async () => {
   await sandbox?.close();
   sandbox = undefined;
-  await new Promise<void>((resolve) => (hookServer ? hookServer.close(() => resolve()) : resolve()));
+  await new Promise<void>((resolve) => {
+    if (!hookServer) return resolve();
+    hookServer.close(() => resolve());
+    hookServer.closeAllConnections();
+  });
   hookServer = undefined;
 });
 

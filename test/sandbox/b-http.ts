@@ -80,6 +80,11 @@ export async function startReceiver(statuses: number[] = [200]): Promise<Receive
   return {
     url: `http://127.0.0.1:${port}/hooks/b`,
     received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // A sender's connection that is silent (not "idle" to Node) would hold the close for a minute.
+        server.closeAllConnections();
+      }),
   };
 }

@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { pngSize, renderPng } from "../../src/sandbox/media/png.js";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
@@ -23,6 +25,17 @@ describe("sandbox framework", () => {
     const response = await fetch(`${sandbox.url}/_sandbox/health`);
     expect(response.status).toBe(200);
     expect(sandbox.context.requests.count((r) => r.url === "/_sandbox/health")).toBe(1);
+  });
+
+  it("closing ends a connection that was opened but never sent a request (a client that gave up while connecting), instead of waiting a minute for it", async () => {
+    sandbox = await startSandbox({ emulators: [] });
+    const silent = connect(sandbox.port, "127.0.0.1");
+    await once(silent, "connect");
+    const ended = once(silent, "close");
+    await sandbox.close();
+    sandbox = undefined;
+    await ended;
+    expect(silent.destroyed).toBe(true);
   });
 
   it("injects a status fault a limited number of times", async () => {
