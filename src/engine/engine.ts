@@ -7,7 +7,7 @@ import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
 import { type CallContext, PROVIDER_IDS, type ProviderAdapter, type ProviderId, type ProviderStatus, type RateWindow, type ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import { type JobScope, RATE_SEND_BOUND_MS, type Store } from "../store/store.js";
+import { type ClaimInstead, type JobScope, RATE_SEND_BOUND_MS, type Store } from "../store/store.js";
 import { localFolderOutputs, type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
 import type { EngineContext, ProviderCounters } from "./context.js";
@@ -513,8 +513,18 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
           heldBack.add(job.provider);
           continue;
         }
-        const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs);
+        const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs, this.claimInstead(job.provider, unavailable));
+        const refusedInstead = (claim.kind === "no_slot" || claim.kind === "over_budget") && claim.instead === true;
         if (claim.kind === "gone") this.countersFor(job.provider).claimsLost++;
+        if (refusedInstead) {
+          // Taken by another engine, and the job considered in its place could not be sent now (the pool is full, as
+          // it is for a single engine that finds no slot; or its budget): what is learned of the pool is kept.
+          if (claim.kind === "no_slot") {
+            heldBack.add(job.provider);
+            this.fullPools.add(claim.poolKey);
+          }
+          continue;
+        }
         if (claim.kind === "claimed") {
           this.countersFor(job.provider).claims++;
           started = claimed = true;
@@ -569,6 +579,25 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   }
 
   /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
+  /**
+   * What a claim may take when its job was taken by another engine first: the next due job of the
+   * same provider's queue (in this engine's batch, if it has one), if this engine would send it now.
+   * A command that follows only its own few jobs claims nothing else.
+   */
+  private claimInstead(provider: ProviderId, unavailable: Map<ProviderId, string | null>): ClaimInstead | undefined {
+    if (this.scope && "jobIds" in this.scope) return undefined;
+    if (unavailable.get(provider)) return undefined;
+    return {
+      provider,
+      scope: this.scope,
+      poolsOf: (candidate) => {
+        if (this.busy(candidate.id)) return null;
+        const pools = limitsOf(this.context, candidate).slotPools;
+        return pools.some((pool) => this.fullPools.has(pool.key)) ? null : pools;
+      },
+    };
+  }
+
   private busy(jobId: string): boolean {
     return this.inFlight.has(jobId) || this.endedThisTick.has(jobId);
   }

@@ -7,6 +7,7 @@ import type { Database } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import type {
   BudgetStatus,
+  ClaimInstead,
   ClaimResult,
   JobBrief,
   JobExpectation,
@@ -101,6 +102,9 @@ function budgetStatusOf(row: { id: string; ceiling_micro_usd: number; committed_
 
 /** New jobs inserted per statement: about 40 columns each, far inside SQLite's and PostgreSQL's parameter limits. */
 const INSERT_CHUNK = 500;
+
+/** Due jobs locked at once when a claim's job was taken first: the first one the engine accepts is claimed instead. */
+const NEXT_QUEUED_CANDIDATES = 4;
 
 /** One line of a job's event log. */
 function eventRow(jobId: string, at: number, fromState: JobState | null, toState: JobState, reason: string, detail?: unknown) {
@@ -501,82 +505,114 @@ export class KyselyStore implements Store {
     return rows.map(rowToJob);
   }
 
-  async claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
+  async claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
     return this.db.transaction().execute(async (trx) => {
       const job = await this.lockJob(trx, jobId, { skipLocked: true });
-      if (!job || job.state !== "queued") return { kind: "gone" } as const;
-      for (const pool of pools) {
-        const readPool = () => {
-          let poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", pool.key);
-          if (this.dialect === "postgres") poolQuery = poolQuery.forUpdate();
-          return poolQuery.executeTakeFirst();
-        };
-        // One statement in the steady state: the pool is written only when it is new or its published capacity changed.
-        let row = await readPool();
-        if (!row) {
-          await trx
-            .insertInto("slot_pools")
-            .values({ pool_key: pool.key, configured_capacity: pool.capacity, learned_capacity: pool.capacity, blocked_until: 0, updated_at: now })
-            .onConflict((conflict) => conflict.column("pool_key").doNothing())
-            .execute();
-          row = await readPool();
-        } else if (Number(row.configured_capacity) !== pool.capacity) {
-          // spec: the published capacity can change (C's tier); learned capacity never exceeds it.
-          await trx
-            .updateTable("slot_pools")
-            .set({ configured_capacity: pool.capacity, learned_capacity: this.least(sql`learned_capacity`, pool.capacity) })
-            .where("pool_key", "=", pool.key)
-            .execute();
-          row = await readPool();
-        }
-        if (!row) throw new Error(`slot pool ${pool.key} could not be created`);
-        if (Number(row.blocked_until) > now) return { kind: "no_slot", poolKey: pool.key, retryAt: Number(row.blocked_until) } as const;
-        const held = await trx
-          .selectFrom("slot_holds")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("pool_key", "=", pool.key)
-          .executeTakeFirstOrThrow();
-        if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
-      }
-      // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
-      const budgetHeld = job.estimateMicroUsd ?? 0;
-      if (job.budgetId) {
-        let budgetQuery = trx.selectFrom("budgets").selectAll().where("id", "=", job.budgetId);
-        if (this.dialect === "postgres") budgetQuery = budgetQuery.forUpdate();
-        const budgetRow = await budgetQuery.executeTakeFirst();
-        if (budgetRow) {
-          const budget = budgetStatusOf(budgetRow);
-          // An unpriced job (run under --allow-unpriced) commits nothing, so it is sent only while the ceiling is not reached.
-          const reached = budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd || (job.estimateMicroUsd === null && budget.committedMicroUsd >= budget.ceilingMicroUsd);
-          if (reached) return { kind: "over_budget", budget } as const;
-          await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
-        }
-      }
-      for (const pool of pools) {
-        await trx.insertInto("slot_holds").values({ pool_key: pool.key, job_id: jobId, acquired_at: now }).execute();
-      }
-      const updated = await trx
-        .updateTable("jobs")
-        .set({
-          state: "submitting",
-          reason: null,
-          blocked_code: null,
-          attempts: job.attempts + 1,
-          lease_owner: owner,
-          lease_expires_at: now + leaseMs,
-          slots_held_json: JSON.stringify(pools.map((pool) => pool.key)),
-          ...(job.budgetId ? { budget_held_micro_usd: budgetHeld } : {}),
-          updated_at: now,
-        })
-        .where("id", "=", jobId)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await this.appendEvent(trx, jobId, now, "queued", "submitting", `claimed by ${owner}`, {
-        attempt: job.attempts + 1,
-        slots: pools.map((pool) => pool.key),
-      });
-      return { kind: "claimed", job: rowToJob(updated) } as const;
+      if (job && job.state === "queued") return this.claimLocked(trx, job, owner, pools, now, leaseMs);
+      const next = instead ? await this.lockNextQueued(trx, instead, now) : null;
+      if (!next) return { kind: "gone" } as const;
+      const claim = await this.claimLocked(trx, next.job, owner, next.pools, now, leaseMs);
+      return claim.kind === "gone" ? claim : { ...claim, instead: true };
     });
+  }
+
+  /**
+   * The first due jobs of `instead`'s queue that no other engine is claiming, locked
+   * (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite's writer lock already excludes
+   * the others), and the first of them that `poolsOf` accepts.
+   */
+  private async lockNextQueued(trx: Db, instead: ClaimInstead, now: number): Promise<{ job: Job; pools: SlotPoolRequest[] } | null> {
+    let query = trx
+      .selectFrom("jobs")
+      .selectAll()
+      .where("state", "=", "queued")
+      .where("provider", "=", instead.provider)
+      .where("next_attempt_at", "<=", now);
+    if (instead.scope) query = query.where("batch_id", "=", instead.scope.batchId);
+    query = query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(NEXT_QUEUED_CANDIDATES));
+    if (this.dialect === "postgres") query = query.forUpdate().skipLocked();
+    for (const row of await query.execute()) {
+      const job = rowToJob(row);
+      const pools = instead.poolsOf(job);
+      if (pools) return { job, pools };
+    }
+    return null;
+  }
+
+  /** claimForSubmit's decision for a queued job locked in `trx`. */
+  private async claimLocked(trx: Db, job: Job, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
+    const jobId = job.id;
+    for (const pool of pools) {
+      const readPool = () => {
+        let poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", pool.key);
+        if (this.dialect === "postgres") poolQuery = poolQuery.forUpdate();
+        return poolQuery.executeTakeFirst();
+      };
+      // One statement in the steady state: the pool is written only when it is new or its published capacity changed.
+      let row = await readPool();
+      if (!row) {
+        await trx
+          .insertInto("slot_pools")
+          .values({ pool_key: pool.key, configured_capacity: pool.capacity, learned_capacity: pool.capacity, blocked_until: 0, updated_at: now })
+          .onConflict((conflict) => conflict.column("pool_key").doNothing())
+          .execute();
+        row = await readPool();
+      } else if (Number(row.configured_capacity) !== pool.capacity) {
+        // spec: the published capacity can change (C's tier); learned capacity never exceeds it.
+        await trx
+          .updateTable("slot_pools")
+          .set({ configured_capacity: pool.capacity, learned_capacity: this.least(sql`learned_capacity`, pool.capacity) })
+          .where("pool_key", "=", pool.key)
+          .execute();
+        row = await readPool();
+      }
+      if (!row) throw new Error(`slot pool ${pool.key} could not be created`);
+      if (Number(row.blocked_until) > now) return { kind: "no_slot", poolKey: pool.key, retryAt: Number(row.blocked_until) } as const;
+      const held = await trx
+        .selectFrom("slot_holds")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("pool_key", "=", pool.key)
+        .executeTakeFirstOrThrow();
+      if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
+    }
+    // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
+    const budgetHeld = job.estimateMicroUsd ?? 0;
+    if (job.budgetId) {
+      let budgetQuery = trx.selectFrom("budgets").selectAll().where("id", "=", job.budgetId);
+      if (this.dialect === "postgres") budgetQuery = budgetQuery.forUpdate();
+      const budgetRow = await budgetQuery.executeTakeFirst();
+      if (budgetRow) {
+        const budget = budgetStatusOf(budgetRow);
+        // An unpriced job (run under --allow-unpriced) commits nothing, so it is sent only while the ceiling is not reached.
+        const reached = budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd || (job.estimateMicroUsd === null && budget.committedMicroUsd >= budget.ceilingMicroUsd);
+        if (reached) return { kind: "over_budget", budget } as const;
+        await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
+      }
+    }
+    for (const pool of pools) {
+      await trx.insertInto("slot_holds").values({ pool_key: pool.key, job_id: jobId, acquired_at: now }).execute();
+    }
+    const updated = await trx
+      .updateTable("jobs")
+      .set({
+        state: "submitting",
+        reason: null,
+        blocked_code: null,
+        attempts: job.attempts + 1,
+        lease_owner: owner,
+        lease_expires_at: now + leaseMs,
+        slots_held_json: JSON.stringify(pools.map((pool) => pool.key)),
+        ...(job.budgetId ? { budget_held_micro_usd: budgetHeld } : {}),
+        updated_at: now,
+      })
+      .where("id", "=", jobId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await this.appendEvent(trx, jobId, now, "queued", "submitting", `claimed by ${owner}`, {
+      attempt: job.attempts + 1,
+      slots: pools.map((pool) => pool.key),
+    });
+    return { kind: "claimed", job: rowToJob(updated) } as const;
   }
 
   async dueOwned(owner: string, now: number, limit: number, busy: { has(id: string): boolean } = new Set<string>()): Promise<Job[]> {

@@ -78,11 +78,16 @@ export interface SlotPoolRequest {
   capacity: number;
 }
 
+/**
+ * `instead`: the job asked for was taken by another engine first, and the
+ * answer is about the job that was considered in its place (claimed, or
+ * refused for a full pool or its budget): the job asked for was not touched.
+ */
 export type ClaimResult =
-  | { kind: "claimed"; job: Job }
-  | { kind: "no_slot"; poolKey: string; retryAt: number | null }
+  | { kind: "claimed"; job: Job; instead?: boolean }
+  | { kind: "no_slot"; poolKey: string; retryAt: number | null; instead?: boolean }
   /** Sending it would commit more than its budget's ceiling: it stays queued, unsent. */
-  | { kind: "over_budget"; budget: BudgetStatus }
+  | { kind: "over_budget"; budget: BudgetStatus; instead?: boolean }
   | { kind: "gone" };
 
 /**
@@ -91,6 +96,21 @@ export type ClaimResult =
  * scope and work on every job in the store.
  */
 export type JobScope = { batchId: string } | { jobIds: readonly string[] };
+
+/**
+ * What to claim when the job asked for was taken by another engine between
+ * reading the queue and claiming (several workers read the same queue
+ * head): the next due job of the same provider's queue, in `scope`, that no
+ * other engine is claiming (PostgreSQL: SKIP LOCKED), if `poolsOf` accepts
+ * it. Without this, workers sharing a store spend most of their claims on
+ * each other's jobs.
+ */
+export interface ClaimInstead {
+  provider: ProviderId;
+  scope: { batchId: string } | null;
+  /** The slot pools a candidate needs, or null when this engine would not send it now (busy, provider unavailable, pool known full). */
+  poolsOf(job: Job): SlotPoolRequest[] | null;
+}
 
 /** What following a job needs: its state, provider and why it is blocked, without its body or outputs. */
 export interface JobBrief {
@@ -222,8 +242,10 @@ export interface Store {
    * Takes every slot pool (all or none) and, when the job has a budget, its
    * estimate in that budget (refused past the ceiling), and moves the job
    * queued → submitting under a lease, counting the attempt. One transaction.
+   * When the job is no longer queued or another engine is claiming it,
+   * `instead` says what may be claimed in its place.
    */
-  claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult>;
+  claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult>;
   /** Jobs held by this owner that are due for work (polls, captures, settlement), but for those in `busy` (whose rows are not read). */
   dueOwned(owner: string, now: number, limit: number, busy?: { has(id: string): boolean }): Promise<Job[]>;
   /**

@@ -85,6 +85,10 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
   { name: "nextDueAt, whole store", run: (store) => store.nextDueAt(OWNER, [], NOW, null) },
   { name: "nextDueAt, one batch", run: (store) => store.nextDueAt(OWNER, [], NOW, { batchId: "batch_big" }) },
   { name: "claimForSubmit", run: (store) => store.claimForSubmit("job_q02000", OWNER, D_POOL, NOW, 600_000) },
+  {
+    name: "claimForSubmit of a job taken first: the next due one instead",
+    run: (store) => store.claimForSubmit("job_q00000", OWNER, D_POOL, NOW, 600_000, { provider: "d", scope: { batchId: "batch_big" }, poolsOf: () => D_POOL }),
+  },
   { name: "dueOwned", run: (store) => store.dueOwned(OWNER, NOW, 256) },
   { name: "dueSettlements, whole store", run: (store) => store.dueSettlements(NOW, 64, null) },
   { name: "dueSettlements, one batch", run: (store) => store.dueSettlements(NOW, 64, { batchId: "batch_big" }) },

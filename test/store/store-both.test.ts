@@ -60,6 +60,36 @@ for (const factory of storeFactories) {
       expect(await store.listJobs({ ids: ["job_call_7", "job_call_1199", "job_r-5"] })).toHaveLength(3);
     });
 
+    it("a claim whose job another engine took first claims, instead, the next due job of the same provider's queue and batch that the engine accepts; never another provider's, batch's or one not yet due", async () => {
+      await store.insertJobs(
+        [
+          newJob("taken", { batchId: "b1" }),
+          newJob("busy", { batchId: "b1" }),
+          newJob("next", { batchId: "b1" }),
+          newJob("later", { batchId: "b1" }),
+          newJob("e-first", { batchId: "b1", provider: "e", model: "v3" }),
+          newJob("other-batch", { batchId: "b2" }),
+        ],
+        500,
+      );
+      await store.updateJob("job_later", { state: "queued" }, { nextAttemptAt: 10_000 }, 500);
+      expect((await store.claimForSubmit("job_taken", "other", [], 1_000, 30_000)).kind).toBe("claimed");
+      const instead = { provider: "d" as const, scope: { batchId: "b1" }, poolsOf: (job: { id: string }) => (job.id === "job_busy" ? null : []) };
+
+      // Without `instead`, a claim on a job already taken is only gone.
+      expect(await store.claimForSubmit("job_taken", "me", [], 1_000, 30_000)).toEqual({ kind: "gone" });
+      const claim = await store.claimForSubmit("job_taken", "me", [], 1_000, 30_000, instead);
+      expect(claim).toMatchObject({ kind: "claimed", instead: true, job: { id: "job_next", state: "submitting", leaseOwner: "me", attempts: 1 } });
+      expect((await store.getJob("job_taken"))!.leaseOwner).toBe("other");
+      // Left: job_busy (refused by the engine), job_later (not due), job_e-first (E's queue), job_other-batch (batch b2).
+      expect(await store.claimForSubmit("job_taken", "me", [], 1_000, 30_000, instead)).toEqual({ kind: "gone" });
+      expect(await store.claimForSubmit("job_taken", "me", [], 1_000, 30_000, { ...instead, poolsOf: () => [] })).toMatchObject({ kind: "claimed", instead: true, job: { id: "job_busy" } });
+      // A job considered instead that cannot have a slot is refused as such, and stays queued.
+      const full = await store.claimForSubmit("job_taken", "me", [], 20_000, 30_000, { ...instead, poolsOf: () => [{ key: "d:account", capacity: 0 }] });
+      expect(full).toEqual({ kind: "no_slot", poolKey: "d:account", retryAt: null, instead: true });
+      expect((await store.getJob("job_later"))!.state).toBe("queued");
+    });
+
     it("a settled charge is written once, with its ledger entry and an event; settling it again or settling a computed charge changes nothing", async () => {
       await jobIn("pending", "succeeded", "o", { chargeState: "pending", chargeMicroUsd: null });
       await jobIn("computed", "succeeded", "o", { chargeState: "computed", chargeMicroUsd: 30_000 });

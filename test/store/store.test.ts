@@ -179,6 +179,28 @@ for (const factory of storeFactories) {
 
 const databaseUrl = process.env.DATABASE_URL;
 describe.runIf(databaseUrl)("store (postgres, several processes)", () => {
+  it("a claim whose job is being claimed by another engine skips the jobs other engines hold locked and claims the next free one instead, without waiting for them", async () => {
+    const { openPostgresStore } = await import("../../src/store/postgres.js");
+    const pg = (await import("pg")).default;
+    const schema = `mg_test_skip_${Date.now().toString(36)}`;
+    const store = await openPostgresStore(databaseUrl!, { schema, maxConnections: 2 });
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      await store.insertJobs(["a", "b", "c"].map((ref) => newJob(ref, { batchId: "b1" })), 500);
+      // Two other engines are mid-claim on the queue's first two jobs.
+      await client.query("BEGIN");
+      await client.query(`SELECT id FROM ${schema}.jobs WHERE id IN ('job_a', 'job_b') FOR UPDATE`);
+      const claim = await store.claimForSubmit("job_a", "me", [], 1_000, 30_000, { provider: "d", scope: { batchId: "b1" }, poolsOf: () => [] });
+      expect(claim).toMatchObject({ kind: "claimed", instead: true, job: { id: "job_c", leaseOwner: "me" } });
+      await client.query("ROLLBACK");
+    } finally {
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      await client.end();
+      await store.close();
+    }
+  });
+
   it("stores opening one new schema at once all migrate it, each migration applied once", async () => {
     const { openPostgresStore } = await import("../../src/store/postgres.js");
     const pg = (await import("pg")).default;
