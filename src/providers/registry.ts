@@ -39,6 +39,7 @@ export function createProviderRegistry(config: MediagateConfig): Map<ProviderId,
       baseUrl: values.MEDIAGATE_D_BASE_URL ?? "",
       apiKey: values.MEDIAGATE_D_API_KEY ?? "",
       ...(priceView ? { priceView } : {}),
+      ...concurrencyOf(config, "MEDIAGATE_D_CONCURRENCY"),
     }),
     missing: missingOf(config, ["MEDIAGATE_D_BASE_URL", "MEDIAGATE_D_API_KEY"]),
     baseUrl: values.MEDIAGATE_D_BASE_URL ?? null,
@@ -47,7 +48,7 @@ export function createProviderRegistry(config: MediagateConfig): Map<ProviderId,
   registry.set("c", cEntry(config));
   registry.set("f", {
     id: "f",
-    adapter: createFAdapter({ baseUrl: values.MEDIAGATE_F_BASE_URL ?? "", apiKey: values.MEDIAGATE_F_API_KEY ?? "" }),
+    adapter: createFAdapter({ baseUrl: values.MEDIAGATE_F_BASE_URL ?? "", apiKey: values.MEDIAGATE_F_API_KEY ?? "", ...concurrencyOf(config, "MEDIAGATE_F_CONCURRENCY") }),
     missing: missingOf(config, ["MEDIAGATE_F_BASE_URL", "MEDIAGATE_F_API_KEY"]),
     baseUrl: values.MEDIAGATE_F_BASE_URL ?? null,
   });
@@ -69,11 +70,29 @@ export function createProviderRegistry(config: MediagateConfig): Map<ProviderId,
       baseUrl: values.MEDIAGATE_B_BASE_URL ?? "",
       apiKey: values.MEDIAGATE_B_API_KEY ?? "",
       ...(values.MEDIAGATE_B_WEBHOOK_SECRET ? { webhookSecret: values.MEDIAGATE_B_WEBHOOK_SECRET } : {}),
+      ...concurrencyOf(config, "MEDIAGATE_B_CONCURRENCY"),
     }),
     missing: missingOf(config, ["MEDIAGATE_B_BASE_URL", "MEDIAGATE_B_API_KEY"]),
     baseUrl: values.MEDIAGATE_B_BASE_URL ?? null,
   });
   return registry;
+}
+
+/** The largest concurrency a setting may give: far above any published ceiling, and bounded so a typo cannot open thousands of sockets. */
+const MAX_CONCURRENCY = 10_000;
+
+/**
+ * MEDIAGATE_<P>_CONCURRENCY: the account's concurrent tasks when they differ from what the provider
+ * publishes (an arranged or enterprise limit, a private deployment); unset, the published or default one.
+ */
+function concurrencyOf(config: MediagateConfig, name: "MEDIAGATE_B_CONCURRENCY" | "MEDIAGATE_D_CONCURRENCY" | "MEDIAGATE_F_CONCURRENCY"): { concurrency?: number } {
+  const value = config.values[name];
+  if (value === undefined || value === "") return {};
+  const concurrency = /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!(concurrency >= 1 && concurrency <= MAX_CONCURRENCY)) {
+    throw new ConfigError(name, `${name} must be a whole number of concurrent tasks from 1 to ${MAX_CONCURRENCY}, got "${value}"`);
+  }
+  return { concurrency };
 }
 
 function flag(config: MediagateConfig, name: ConfigVariable): boolean {

@@ -13,6 +13,8 @@ export interface DAdapterConfig {
   apiKey: string;
   /** MEDIAGATE_D_PRICE_VIEW: which of D's two official price views estimates use (default the pricing page). */
   priceView?: DPriceView;
+  /** MEDIAGATE_D_CONCURRENCY: the account's concurrent tasks when it differs from the published 24 (an arranged limit, a private deployment). */
+  concurrency?: number;
   /** Give up tracking a job after this long. Default 30 minutes (D publishes no render time or result retention). */
   trackingDeadlineMs?: number;
 }
@@ -21,8 +23,8 @@ const DEFAULT_TRACKING_DEADLINE_MS = 30 * 60_000;
 /** D publishes no poll pace; ask often enough to fetch a ten-minute signed result in time, no more than four times a second. */
 const POLL_PACE = { minIntervalMs: 250, maxIntervalMs: 5_000 };
 /** spec D Limits "Concurrent tasks": 24 per account; the older context-editing endpoint 6. */
-const ACCOUNT_SLOTS = { key: "d:account", capacity: 24 };
-const CONTEXT_EDITING_SLOTS = { key: "d:gen-ctx-max", capacity: 6 };
+const ACCOUNT_CONCURRENCY = 24;
+const CONTEXT_EDITING_CONCURRENCY = 6;
 
 /** spec D submit response: `id` and `polling_url`, stored exactly as given. */
 const SubmitAnswer = z.object({ id: z.string().min(1), polling_url: z.string().refine((url) => URL.canParse(url), "not an absolute URL") });
@@ -31,6 +33,9 @@ const DHandles = z.object({ id: z.string().min(1), polling_url: z.string().min(1
 function checkConfig(config: DAdapterConfig): void {
   if (config.priceView !== undefined && !D_PRICE_VIEWS.includes(config.priceView)) {
     throw new ConfigError("MEDIAGATE_D_PRICE_VIEW", `D's price view must be ${D_PRICE_VIEWS.join(" or ")}, got "${String(config.priceView)}"`);
+  }
+  if (config.concurrency !== undefined && !(Number.isSafeInteger(config.concurrency) && config.concurrency > 0)) {
+    throw new ConfigError("MEDIAGATE_D_CONCURRENCY", `D's concurrency must be a positive whole number of tasks, got ${config.concurrency}`);
   }
   if (config.trackingDeadlineMs !== undefined && !(config.trackingDeadlineMs > 0)) {
     throw new ConfigError("trackingDeadlineMs", `D's tracking deadline must be positive, got ${config.trackingDeadlineMs}`);
@@ -43,6 +48,8 @@ export function createDAdapter(config: DAdapterConfig): ProviderAdapter {
   const base = config.baseUrl.replace(/\/+$/, "");
   const priceView = config.priceView ?? "pricing-page";
   const trackingDeadlineMs = config.trackingDeadlineMs ?? DEFAULT_TRACKING_DEADLINE_MS;
+  const accountSlots = { key: "d:account", capacity: config.concurrency ?? ACCOUNT_CONCURRENCY };
+  const contextEditingSlots = { key: "d:gen-ctx-max", capacity: Math.min(CONTEXT_EDITING_CONCURRENCY, accountSlots.capacity) };
   // spec D Authentication 1: `x-key: <API_KEY>` on every call; it is not a bearer token.
   const headers = () => ({ "x-key": config.apiKey });
 
@@ -59,7 +66,7 @@ export function createDAdapter(config: DAdapterConfig): ProviderAdapter {
       // D publishes no request rate.
       rateWindows: [],
       // A gen-ctx-max job counts in its own pool of 6 and in the account's 24 (the conservative reading).
-      slotPools: request.model === "gen-ctx-max" ? [ACCOUNT_SLOTS, CONTEXT_EDITING_SLOTS] : [ACCOUNT_SLOTS],
+      slotPools: request.model === "gen-ctx-max" ? [accountSlots, contextEditingSlots] : [accountSlots],
       poll: POLL_PACE,
       trackingDeadlineMs,
       idempotentSubmit: false,
