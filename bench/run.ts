@@ -7,7 +7,7 @@ import { runCMakespan } from "./c-makespan.js";
 import { runDMakespan } from "./d-makespan.js";
 import { runDPeer } from "./d-peer.js";
 import { runDScale } from "./d-scale.js";
-import { runDWorkers } from "./d-workers.js";
+import { runDWorkers, runDWorkersRaised } from "./d-workers.js";
 import { runEQuota } from "./e-quota.js";
 import { runSoak } from "./soak.js";
 
@@ -15,7 +15,8 @@ const benchmarks: Record<string, () => Promise<void>> = {
   "d-makespan": runDMakespan,
   "d-scale": runDScale,
   "d-peer": runDPeer,
-  "d-workers": runDWorkers,
+  "d-workers": () => runDWorkers(),
+  "d-workers-raised": runDWorkersRaised,
   "c-makespan": runCMakespan,
   "a-rate": runARate,
   "e-quota": runEQuota,

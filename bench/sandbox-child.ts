@@ -46,8 +46,10 @@ for (const { path, ...rule } of options.faults ?? []) {
 
 function stats() {
   const requests = sandbox.context.requests.all().map(({ at, realAt, method, url, provider, statusCode }) => ({ at, realAt, method, url, provider, statusCode }));
+  const cpu = process.cpuUsage();
   return {
     requests,
+    cpuMs: (cpu.user + cpu.system) / 1000,
     ...(d
       ? {
           d: {
