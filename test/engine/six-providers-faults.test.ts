@@ -116,7 +116,7 @@ function hungAnswerHandled(sandbox: World["sandbox"]): boolean {
 }
 
 /** Waits until `condition` holds, or the bound passes (then the run goes on: what it checks is asserted afterwards). */
-async function until(condition: () => boolean, boundMs: number): Promise<void> {
+async function waitUpTo(condition: () => boolean, boundMs: number): Promise<void> {
   const deadline = Date.now() + boundMs;
   while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
 }
@@ -158,8 +158,8 @@ async function faultedRun(factory: StoreFactory, seed: number, options: { hang: 
     // An outage cuts every connection: it comes after the cuts met the requests they were meant for (a submit cut by the
     // outage instead ends unknown and is never sent again), and after the hung answer ran into the client's timeout.
     const cuts = plan.rules.filter((rule) => rule.fault.kind === "drop" || rule.fault.kind === "drop_after_handling").length;
-    await until(() => sandbox.context.requests.all().filter((entry) => entry.fault === "drop" || entry.fault === "drop_after_handling").length >= cuts, RUN_BOUND_MS);
-    if (options.hang) await until(() => hungAnswerHandled(sandbox), RUN_BOUND_MS);
+    await waitUpTo(() => sandbox.context.requests.all().filter((entry) => entry.fault === "drop" || entry.fault === "drop_after_handling").length >= cuts, RUN_BOUND_MS);
+    if (options.hang) await waitUpTo(() => hungAnswerHandled(sandbox), RUN_BOUND_MS);
     await clock.sleep(plan.outage.atMs);
     await sandbox.startOutage();
     await clock.sleep(plan.outage.forMs);

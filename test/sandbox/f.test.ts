@@ -6,6 +6,7 @@ import type { ProviderEmulator } from "../../src/sandbox/context.js";
 import { pngSize } from "../../src/sandbox/media/png.js";
 import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
 import { createFEmulator, type FEmulator, type FEmulatorOptions, type FJwk } from "../../src/sandbox/f/index.js";
+import { until } from "../helpers/until.js";
 
 const API_KEY = "sandbox-f-key";
 
@@ -46,15 +47,6 @@ async function receiver(answers: (number | "hang")[] = []): Promise<{ url: strin
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/f`, received };
-}
-
-/** Waits (real time, bounded) until a condition holds; deliveries run on the sandbox's own timer. */
-async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 function form(fields: Record<string, string>): FormData {
@@ -233,7 +225,7 @@ describe("F deliveries", () => {
     const hook = await receiver();
     const { sandbox, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0 });
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => hook.received.length === 1);
+    await until(() => hook.received.length === 1, "the first delivery at the receiver", 3_000);
     const [delivery] = hook.received;
     const { headers, body } = delivery!;
     expect(headers["content-type"]).toBe("application/json");
@@ -247,7 +239,7 @@ describe("F deliveries", () => {
     // The body is the generation result itself, the same bytes the read returns.
     const read = await fetch(`${sandbox.url}/f/v1/generations/${id}`, { headers: { "Api-Key": API_KEY } });
     expect(Buffer.from(await read.arrayBuffer()).equals(body)).toBe(true);
-    await until(() => f.generation(id)?.delivery?.state === "acknowledged");
+    await until(() => f.generation(id)?.delivery?.state === "acknowledged", "the delivery to be acknowledged", 3_000);
     expect(f.deliveries()[0]!.body.equals(body)).toBe(true);
   });
 
@@ -255,11 +247,11 @@ describe("F deliveries", () => {
     const hook = await receiver([500, 404]);
     const { sandbox, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0, retryDelaysMs: [10_000, 10_000, 10_000] });
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => hook.received.length === 1 && f.generation(id)?.delivery?.state === "waiting");
+    await until(() => hook.received.length === 1 && f.generation(id)?.delivery?.state === "waiting", "one refused delivery, a retry waiting", 3_000);
     sandbox.context.clock.advance(10_000);
-    await until(() => hook.received.length === 2 && f.generation(id)?.delivery?.state === "waiting");
+    await until(() => hook.received.length === 2 && f.generation(id)?.delivery?.state === "waiting", "two refused deliveries, a retry waiting", 3_000);
     sandbox.context.clock.advance(10_000);
-    await until(() => f.generation(id)?.delivery?.state === "acknowledged");
+    await until(() => f.generation(id)?.delivery?.state === "acknowledged", "the delivery to be acknowledged", 3_000);
     expect(f.deliveries().map((attempt) => [attempt.attempt, attempt.statusCode, attempt.outcome])).toEqual([
       [1, 500, "rejected"],
       [2, 404, "rejected"],
@@ -274,10 +266,10 @@ describe("F deliveries", () => {
     const hook = await receiver(["hang", 503]);
     const { sandbox, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0, retryDelaysMs: [1_000], deliveryTimeoutMs: 150 });
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => f.generation(id)?.delivery?.state === "waiting" && f.deliveries().length === 1);
+    await until(() => f.generation(id)?.delivery?.state === "waiting" && f.deliveries().length === 1, "one failed attempt, a retry waiting", 3_000);
     expect(f.deliveries()[0]!.outcome).toBe("timeout");
     sandbox.context.clock.advance(1_000);
-    await until(() => f.generation(id)?.delivery?.state === "exhausted");
+    await until(() => f.generation(id)?.delivery?.state === "exhausted", "the delivery attempts to be exhausted", 3_000);
     expect(f.deliveries().map((attempt) => attempt.outcome)).toEqual(["timeout", "rejected"]);
   });
 
@@ -287,7 +279,7 @@ describe("F deliveries", () => {
     f.injectDeliveryFault({ kind: "drop" });
     const dropped = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
     const delivered = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => hook.received.length === 1);
+    await until(() => hook.received.length === 1, "the first delivery at the receiver", 3_000);
     expect(hook.received[0]!.headers["x-img-webhook-generation-id"]).toBe(delivered);
     expect(f.generation(dropped)?.delivery?.state).toBe("dropped");
     const read = await fetch(`${sandbox.url}/f/v1/generations/${dropped}`, { headers: { "Api-Key": API_KEY } });
@@ -299,7 +291,7 @@ describe("F deliveries", () => {
     const { sandbox, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0 });
     f.injectDeliveryFault({ kind: "duplicate" });
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => hook.received.length === 2);
+    await until(() => hook.received.length === 2, "the second delivery at the receiver", 3_000);
     expect(hook.received.map((received) => received.headers["x-img-webhook-generation-id"])).toEqual([id, id]);
     expect(hook.received[0]!.body.equals(hook.received[1]!.body)).toBe(true);
     expect(f.deliveries().map((attempt) => attempt.duplicate)).toEqual([false, true]);
@@ -313,9 +305,9 @@ describe("F deliveries", () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(hook.received).toHaveLength(0);
     sandbox.context.clock.advance(60_000);
-    await until(() => hook.received.length === 1);
+    await until(() => hook.received.length === 1, "the first delivery at the receiver", 3_000);
     // The receiver has the body before the sandbox has read its answer: acknowledged follows.
-    await until(() => f.generation(id)?.delivery?.state === "acknowledged");
+    await until(() => f.generation(id)?.delivery?.state === "acknowledged", "the delivery to be acknowledged", 3_000);
     expect(hook.received).toHaveLength(1);
   });
 
@@ -326,7 +318,7 @@ describe("F deliveries", () => {
     f.injectDeliveryFault({ kind: "wrong_key" });
     f.injectDeliveryFault({ kind: "old_timestamp", ageSeconds: 7_200 });
     for (let i = 0; i < 3; i++) await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => hook.received.length === 3);
+    await until(() => hook.received.length === 3, "the third delivery at the receiver", 3_000);
     const [key] = await jwks(sandbox.url);
     const byId = (id: string) => hook.received.find((received) => received.headers["x-img-webhook-generation-id"] === id)!;
     const [reserialised, foreign, old] = f.generations().map((generation) => byId(generation.id));
@@ -346,7 +338,7 @@ describe("F deliveries", () => {
     const listed = await jwks(sandbox.url);
     expect(listed.map((key) => key.kid).sort()).toEqual([oldKey!.kid, newKey.kid].sort());
     await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => hook.received.length === 1);
+    await until(() => hook.received.length === 1, "the first delivery at the receiver", 3_000);
     const { headers, body } = hook.received[0]!;
     expect(headers["x-img-webhook-key-id"]).toBe(newKey.kid);
     expect(verifies(newKey.jwk, headers, body)).toBe(true);
@@ -361,7 +353,7 @@ describe("F deliveries", () => {
     const hook = await receiver([500]);
     const { sandbox: running, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0, retryDelaysMs: [1_000] });
     await generationId(await generate(running.url, SMALL, { webhookUrl: hook.url }));
-    await until(() => f.deliveries().length === 1 && f.deliveries()[0]!.statusCode === 500);
+    await until(() => f.deliveries().length === 1 && f.deliveries()[0]!.statusCode === 500, "one attempt answered 500", 3_000);
     running.context.clock.advance(1_000);
     await running.close();
     sandbox = undefined;
