@@ -7,7 +7,7 @@ import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
 import { type CallContext, PROVIDER_IDS, type ProviderAdapter, type ProviderId, type ProviderStatus, type RateWindow, type ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import { type ClaimInstead, type JobScope, RATE_SEND_BOUND_MS, type Store } from "../store/store.js";
+import { type ClaimInstead, type JobScope, RATE_SEND_BOUND_MS, type SlotPoolRequest, type Store } from "../store/store.js";
 import { localFolderOutputs, type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
 import type { EngineContext, ProviderCounters } from "./context.js";
@@ -509,7 +509,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
           continue;
         }
         const pools = limitsOf(this.context, job).slotPools;
-        if (pools.some((pool) => this.fullPools.has(pool.key))) {
+        if (this.knownFull(pools)) {
           heldBack.add(job.provider);
           continue;
         }
@@ -578,7 +578,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     return empty;
   }
 
-  /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
   /**
    * What a claim may take when its job was taken by another engine first: the next due job of the
    * same provider's queue (in this engine's batch, if it has one), if this engine would send it now.
@@ -593,11 +592,17 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       poolsOf: (candidate) => {
         if (this.busy(candidate.id)) return null;
         const pools = limitsOf(this.context, candidate).slotPools;
-        return pools.some((pool) => this.fullPools.has(pool.key)) ? null : pools;
+        return this.knownFull(pools) ? null : pools;
       },
     };
   }
 
+  /** Whether one of these pools was found full since a slot was last released (see `fullPools`). */
+  private knownFull(pools: readonly SlotPoolRequest[]): boolean {
+    return pools.some((pool) => this.fullPools.has(pool.key));
+  }
+
+  /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
   private busy(jobId: string): boolean {
     return this.inFlight.has(jobId) || this.endedThisTick.has(jobId);
   }
