@@ -58,6 +58,9 @@ const BUDGET_RECHECK_MS = 5_000;
 /** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
 const QUEUE_PAGE = 16;
 const QUEUE_PAGES = 8;
+/** Owned jobs due for a step, and charges due for a read, taken per tick. */
+const OWNED_PAGE = 256;
+const SETTLEMENT_PAGE = 64;
 /** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
 const FULL_POOL_RECHECK_MS = 1_000;
 /**
@@ -115,6 +118,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly stopWaiting = new AbortController();
   private wakeUp: (() => void) | null = null;
   private wakeRequested = false;
+  /** A step ended without freeing anything: only due times may have moved, so the nap is measured again (no tick). */
+  private dueMoved = false;
+  /** The last tick stopped at a page or in-flight limit: due work may be left that it did not reach. */
+  private tickCut = false;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -378,8 +385,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
 
   private spawn(job: Job, work: () => Promise<void>, isSubmit: boolean): void {
     if (isSubmit) this.submitting.add(job.id);
+    const releasesAtStart = this.store.slotReleases;
+    let failed = false;
     const task = work()
       .catch((error: unknown) => {
+        failed = true;
         if (this.abortController.signal.aborted) return;
         this.log.error({ jobId: job.id, err: error instanceof Error ? error.message : String(error) }, "job step failed unexpectedly");
       })
@@ -387,9 +397,20 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         this.endedThisTick.add(job.id);
         this.inFlight.delete(job.id);
         this.submitting.delete(job.id);
-        this.wakeLoop();
+        // A freed slot, or room for a step the last tick had none for, can start queued work: a full look.
+        // Otherwise the step only moved its job's next due time, and the loop measures its nap again.
+        if (failed || this.tickCut || this.store.slotReleases !== releasesAtStart) this.wakeLoop();
+        else this.dueChanged();
       });
     this.inFlight.set(job.id, task);
+  }
+
+  /** Ends the loop's nap to measure it again: a step set its job's next due time, which may come first. */
+  private dueChanged(): void {
+    this.dueMoved = true;
+    const wakeUp = this.wakeUp;
+    this.wakeUp = null;
+    wakeUp?.();
   }
 
   /**
@@ -421,20 +442,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private async iteration(): Promise<void> {
     this.wakeRequested = false;
     const skip = await this.skippedProviders();
-    const progressed = await this.tick(skip);
+    const tickAt = this.clock.now();
+    await this.tick(skip, tickAt);
     if (this.stopping) return;
-    let delay = 0;
-    if (!progressed && !this.wakeRequested) {
-      const now = this.clock.now();
-      // Only future due times count: a due job is either in flight now or waiting for a slot, and a freed slot wakes us.
-      const nextDue = await this.store.nextDueAt(this.owner, skip, now, this.scope);
-      delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - now));
-      // A wake while the store answered (a freed slot, a nudge) must not wait out the nap.
-      if (this.wakeRequested) delay = 0;
-    }
-    if (delay > 0) {
-      if (this.inFlight.size === 0) this.emit("idle");
-      await this.nap(delay);
+    // A tick that reached all due work (started or waiting for a slot) is followed by a nap; one cut short is not.
+    const napped = !this.tickCut && !this.wakeRequested && (await this.napUntilDue(skip, tickAt));
+    if (napped) {
       // After a nap everything is read again: queues filled meanwhile, settlements came due.
       this.emptyQueues.clear();
       this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
@@ -444,6 +457,31 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.iterations++;
+  }
+
+  /**
+   * Naps until the next job falls due (at most `IDLE_TICK_MS`), or until
+   * woken. A step that ends without freeing a slot only moves its own job's
+   * due time: the nap is measured again (one read) instead of a whole tick.
+   * Due times after `after` (the tick's time) count: a job due by then was
+   * started or waits for a slot, whose release wakes the loop. Returns
+   * whether it napped.
+   */
+  private async napUntilDue(skip: ProviderId[], after: number): Promise<boolean> {
+    let napped = false;
+    for (;;) {
+      this.dueMoved = false;
+      const nextDue = await this.store.nextDueAt(this.owner, skip, after, this.scope);
+      if (this.wakeRequested || this.stopping) return napped;
+      // A step ended while the store answered: its new due time may not be in the answer.
+      if (this.dueMoved) continue;
+      const delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - this.clock.now()));
+      if (delay === 0) return napped;
+      if (this.inFlight.size === 0) this.emit("idle");
+      await this.nap(delay);
+      napped = true;
+      if (!this.dueMoved || this.wakeRequested || this.stopping) return true;
+    }
   }
 
   /** Sleeps `ms` of the engine's clock, or until woken (a freed slot, a nudge, stop). */
@@ -460,8 +498,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     return [...new Set(halted)];
   }
 
-  /** One pass: adopt orphans now and then, renew leases, claim and submit, poll what is due. Returns whether it started anything. */
-  private async tick(skip: ProviderId[]): Promise<boolean> {
+  /**
+   * One pass: adopt orphans now and then, renew leases, claim and submit,
+   * poll what is due at `now`. Sets `tickCut` when a page or in-flight limit
+   * left due work unread.
+   */
+  private async tick(skip: ProviderId[], now: number): Promise<void> {
     // A slot released through this store (at once) or anywhere (after a while): full pools are asked again.
     if (this.store.slotReleases !== this.fullPoolsReleases || this.clock.now() - this.fullPoolsSince >= FULL_POOL_RECHECK_MS) {
       this.fullPools.clear();
@@ -470,7 +512,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       this.fullPoolsReleases = this.store.slotReleases;
     }
     this.endedThisTick.clear();
-    const now = this.clock.now();
+    this.tickCut = false;
     if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
     if (now - this.lastRenewAt >= this.leaseMs / 3) {
       this.lastRenewAt = now;
@@ -480,7 +522,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       this.lastRecoveryAt = now;
       await this.recoverSlots(now);
     }
-    let started = false;
     const unavailable = new Map<ProviderId, string | null>();
     // The queue is read a small page at a time, and only while claims succeed: a provider whose slots are
     // all taken costs one page per tick, however long its queue (the heads of the other providers' queues
@@ -488,6 +529,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     let after: { nextAttemptAt: number; id: string } | null = null;
     const freed = this.releasesAtQueueRead === null ? QUEUE_PAGE : this.store.slotReleases - this.releasesAtQueueRead;
     const pageSize = Math.min(QUEUE_PAGE, Math.max(4, freed + 2));
+    let queueRead = false;
     for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.inFlight.size < this.maxInFlight; page++) {
       this.releasesAtQueueRead = this.store.slotReleases;
       const queueSkip = [...new Set([...skip, ...this.blockedProviders, ...this.trustedEmptyQueues(now)])];
@@ -500,7 +542,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       let claimed = false;
       const heldBack = new Set<ProviderId>();
       for (const job of queued) {
-        if (this.stopping || this.inFlight.size >= this.maxInFlight) break;
+        if (this.stopping) break;
+        if (this.inFlight.size >= this.maxInFlight) {
+          this.tickCut = true;
+          break;
+        }
         if (this.busy(job.id)) continue;
         if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.unavailableReason(job.provider));
         const reason = unavailable.get(job.provider);
@@ -527,7 +573,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         }
         if (claim.kind === "claimed") {
           this.countersFor(job.provider).claims++;
-          started = claimed = true;
+          claimed = true;
           this.emit("job", claim.job);
           this.spawn(claim.job, () => submitJob(this.context, claim.job), true);
         } else if (claim.kind === "over_budget") {
@@ -547,25 +593,30 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       // A provider with a job held back by a full pool is not read again until a slot is released (or a
       // second passes): its next jobs would mostly wait for the same pool. Only the others are read on.
       for (const provider of heldBack) this.blockedProviders.add(provider);
-      if (!claimed || queued.length < pageSize || heldBack.size > 0) break;
+      if (!claimed || queued.length < pageSize || heldBack.size > 0) {
+        queueRead = true;
+        break;
+      }
       const last = queued[queued.length - 1]!;
       after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
     }
+    // Ended by its page count with claims still succeeding: more may be due.
+    if (!queueRead) this.tickCut = true;
     if (now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
       this.lastSettlementReadAt = now;
-      for (const job of await this.store.dueSettlements(now, 64, this.scope)) {
+      const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);
+      if (settling.length === SETTLEMENT_PAGE) this.tickCut = true;
+      for (const job of settling) {
         if (this.stopping || this.busy(job.id)) continue;
-        started = true;
         this.spawn(job, () => settleJob(this.context, job), false);
       }
     }
-    const owned = await this.store.dueOwned(this.owner, now, 256, this.busyIds);
+    const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.busyIds);
+    if (owned.length === OWNED_PAGE) this.tickCut = true;
     for (const job of owned) {
       if (this.stopping || this.busy(job.id)) continue;
-      started = true;
       this.spawn(job, () => trackJob(this.context, job), false);
     }
-    return started;
   }
 
   /** Providers whose due queue was read empty less than `EMPTY_QUEUE_TRUST_MS` ago (expired entries dropped). */
