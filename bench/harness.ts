@@ -168,7 +168,8 @@ export function runCli(args: string[], options: { cwd: string; env: NodeJS.Proce
       clearTimeout(timer);
       let usage: CliExit["usage"] = null;
       if (existsSync(usageFile)) {
-        const raw = JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number; maxRssKb: number; peakHeapBytes: number };
+        const raw = JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number; maxRssKb: number; peakHeapBytes: number; heapTrace?: number[][] };
+        if (raw.heapTrace) process.stderr.write(`  heap (s, MB): ${raw.heapTrace.map(([at, mb]) => `${at}:${mb}`).join(" ")}\n`);
         usage = { cpuMs: raw.userMs + raw.systemMs, maxRssMb: (raw.maxRssKb * 1024) / 1e6, peakHeapMb: raw.peakHeapBytes / 1e6 };
         rmSync(usageFile, { force: true });
       }

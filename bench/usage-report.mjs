@@ -7,11 +7,17 @@ import { writeFileSync } from "node:fs";
 const file = process.env.BENCH_USAGE_FILE;
 if (file) {
   let peakHeapBytes = 0;
+  // BENCH_HEAP_TRACE=1: the heap every second as well, to see when the peak comes (validation, the run, the summary).
+  const trace = process.env.BENCH_HEAP_TRACE ? [] : null;
+  const startedAt = Date.now();
+  let ticks = 0;
   setInterval(() => {
-    peakHeapBytes = Math.max(peakHeapBytes, process.memoryUsage().heapUsed);
+    const heapUsed = process.memoryUsage().heapUsed;
+    peakHeapBytes = Math.max(peakHeapBytes, heapUsed);
+    if (trace && ticks++ % 4 === 0) trace.push([Math.round((Date.now() - startedAt) / 1000), Math.round(heapUsed / 1048576)]);
   }, 250).unref();
   process.on("exit", () => {
     const usage = process.resourceUsage();
-    writeFileSync(file, JSON.stringify({ userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000, maxRssKb: usage.maxRSS, peakHeapBytes }));
+    writeFileSync(file, JSON.stringify({ userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000, maxRssKb: usage.maxRSS, peakHeapBytes, ...(trace ? { heapTrace: trace } : {}) }));
   });
 }
