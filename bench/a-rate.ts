@@ -9,7 +9,7 @@ import { loadConfig } from "../src/core/config.js";
 import { ScaledClock } from "../src/core/clock.js";
 import { isTerminal } from "../src/core/job.js";
 import { Engine } from "../src/engine/engine.js";
-import { waitForJobs } from "../src/engine/wait.js";
+import { waitAndRead } from "../test/helpers/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import { benchJobs, busiestWindow, mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
@@ -54,7 +54,7 @@ export async function runARate(): Promise<void> {
     const engine = new Engine({ store, providers, clock, secrets: () => ["sandbox-a-key"] });
     const started = clock.now();
     engine.start();
-    const outcome = await waitForJobs(engine, store, jobs.map((job) => job.id));
+    const outcome = await waitAndRead(engine, store, jobs.map((job) => job.id));
     const makespanMs = clock.now() - started;
     await engine.stop();
     const stats = await sandbox.stats<Stats>();

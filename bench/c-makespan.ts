@@ -10,7 +10,7 @@ import { loadConfig } from "../src/core/config.js";
 import { ScaledClock } from "../src/core/clock.js";
 import { isTerminal } from "../src/core/job.js";
 import { Engine } from "../src/engine/engine.js";
-import { waitForJobs } from "../src/engine/wait.js";
+import { waitAndRead } from "../test/helpers/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import { benchJobs, mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
@@ -52,7 +52,7 @@ export async function runCMakespan(): Promise<void> {
     const cpuBefore = process.cpuUsage();
     const started = clock.now();
     engine.start();
-    const outcome = await waitForJobs(engine, store, jobs.map((job) => job.id));
+    const outcome = await waitAndRead(engine, store, jobs.map((job) => job.id));
     const makespanMs = clock.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
     await engine.stop();

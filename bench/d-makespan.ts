@@ -7,7 +7,7 @@
 import { loadConfig } from "../src/core/config.js";
 import { isTerminal } from "../src/core/job.js";
 import { Engine } from "../src/engine/engine.js";
-import { waitForJobs } from "../src/engine/wait.js";
+import { waitAndRead } from "../test/helpers/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import { dBenchJobs, recordResult, startSandboxChild, tempFolder } from "./harness.js";
@@ -44,7 +44,7 @@ export async function runDMakespan(): Promise<void> {
     const cpuBefore = process.cpuUsage();
     const started = Date.now();
     engine.start();
-    const outcome = await waitForJobs(engine, store, jobs.map((job) => job.id));
+    const outcome = await waitAndRead(engine, store, jobs.map((job) => job.id));
     const makespanMs = Date.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
     await engine.stop();

@@ -8,7 +8,7 @@
 import { loadConfig } from "../src/core/config.js";
 import { ScaledClock } from "../src/core/clock.js";
 import { Engine } from "../src/engine/engine.js";
-import { waitForJobs } from "../src/engine/wait.js";
+import { waitAndRead } from "../test/helpers/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { sandboxEnvironment } from "../src/sandbox/all.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
@@ -77,7 +77,7 @@ async function pass(name: string, fixedPollIntervalMs: number | undefined, jobCo
         engine.wake();
       }
     }
-    const outcome = await waitForJobs(engine, store, jobs.map((job) => job.id));
+    const outcome = await waitAndRead(engine, store, jobs.map((job) => job.id));
     const makespanMs = clock.now() - started;
     await engine.stop();
     const stats = await sandbox.stats<Stats>();

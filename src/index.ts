@@ -155,11 +155,11 @@ export class Mediagate {
 
   /** Resolves when the job is terminal (or blocked behind a halted provider). */
   async wait(jobId: string, options: { onProgress?: (job: Job) => void; signal?: AbortSignal } = {}): Promise<Job> {
-    const outcome = await waitForJobs(this.engine, this.store, [jobId], {
+    await waitForJobs(this.engine, this.store, [jobId], {
       ...(options.onProgress ? { onChange: options.onProgress } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    return outcome.jobs[0]!;
+    return (await this.store.getJob(jobId))!;
   }
 
   get(idOrRef: string): Promise<Job | null> {

@@ -2,10 +2,8 @@ import { createHash } from "node:crypto";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
-import { isTerminal } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
-import { jobJson } from "./job-json.js";
 import { checkOutputFolder, enqueue, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
@@ -54,25 +52,19 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
           if (!json) process.stderr.write(`mediagate: clearing ${halt.provider.toUpperCase()}'s earlier halt (${halt.code}) to resume\n`);
         }
         if (!json) {
-          const finished = queued.jobs.filter((job) => isTerminal(job.state)).length;
           process.stderr.write(
-            `${queued.jobs.length} job(s): ${queued.created} new, ${queued.resumed} resumed, ${finished} already finished; estimate for what will be sent ${formatMicroUsd(queued.budget.totalMicroUsd)}${queued.budget.unpriced.length ? ` + ${queued.budget.unpriced.length} unpriced` : ""}\n`,
+            `${queued.jobIds.length} job(s): ${queued.created} new, ${queued.resumed} resumed, ${queued.finished} already finished; estimate for what will be sent ${formatMicroUsd(queued.budget.totalMicroUsd)}${queued.budget.unpriced.length ? ` + ${queued.budget.unpriced.length} unpriced` : ""}\n`,
           );
         }
         const own = [resolve(file), ...(flags.out !== undefined ? ["--out", outDir] : []), ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
-        const result = await runJobs(
-          runtime,
-          queued.jobs.map((job) => job.id),
-          { json, resumeHint: resumeCommand(runtime, options, ["batch", ...own]), progress: "overall", scope: { batchId } },
-        );
+        const result = await runJobs(runtime, queued.jobIds, {
+          json,
+          resumeHint: resumeCommand(runtime, options, ["batch", ...own]),
+          progress: "overall",
+          scope: { batchId },
+        });
         if (!json && !result.interrupted) {
-          process.stderr.write(`${summaryText(result.outcome, await store.halts(), outDir)}\n`);
-        }
-        if (json) {
-          // Jobs that never became terminal (blocked behind a halted provider) still get their line.
-          for (const job of result.outcome.jobs.filter((item) => !isTerminal(item.state))) {
-            process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
-          }
+          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, `mediagate jobs --batch ${batchId}`)}\n`);
         }
         setExit(result.exitCode);
       } finally {

@@ -82,8 +82,8 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         }
         const batchId = `demo-${stamp}`;
         const queued = await enqueue(runtime, prepared, { batchId, outDir, budgetId: batchId });
-        if (!json) process.stderr.write(`${queued.jobs.length} jobs queued; estimate ${formatMicroUsd(queued.budget.totalMicroUsd)}\n`);
-        const result = await runJobs(runtime, queued.jobs.map((job) => job.id), {
+        if (!json) process.stderr.write(`${queued.jobIds.length} jobs queued; estimate ${formatMicroUsd(queued.budget.totalMicroUsd)}\n`);
+        const result = await runJobs(runtime, queued.jobIds, {
           json,
           // The demo's sandbox lives in this process: an interrupted demo cannot be resumed, only run again.
           resumeHint: "mediagate demo (a new demo: this one's sandbox stopped with it)",
@@ -92,7 +92,8 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         });
         const store = await runtime.store();
         let verified = 0;
-        for (const job of result.outcome.jobs) {
+        const jobs = await store.listJobs({ ids: queued.jobIds });
+        for (const job of jobs) {
           for (const output of await store.outputs(job.id)) {
             const actual = createHash("sha256").update(readFileSync(output.path)).digest("hex");
             if (actual === output.sha256) verified++;
@@ -100,8 +101,8 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
           }
         }
         if (!json) {
-          process.stderr.write(`${summaryText(result.outcome, await store.halts(), outDir)}\n`);
-          process.stderr.write(`${verified} file(s) verified against their sha256. Try: mediagate jobs, mediagate show ${result.outcome.jobs[0]?.ref ?? "ID"}\n`);
+          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, `mediagate jobs --batch ${batchId}`)}\n`);
+          process.stderr.write(`${verified} file(s) verified against their sha256. Try: mediagate jobs, mediagate show ${result.report.firstRef ?? "ID"}\n`);
         }
         setExit(result.exitCode === EXIT.ok && verified === prepared.length ? EXIT.ok : result.exitCode || EXIT.jobsFailed);
       } finally {

@@ -109,8 +109,9 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const prepared = await prepareJob(runtime, "generate", ref, request);
         const json = Boolean(options.json);
         for (const warning of prepared.validated.warnings) process.stderr.write(`mediagate: warning: ${warning}\n`);
-        const { jobs } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });
-        const job = jobs[0]!;
+        const { jobIds } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });
+        const store = await runtime.store();
+        const job = (await store.getJob(jobIds[0]!))!;
         const own = [...requestArguments(flags), ...(flags.out !== undefined ? ["--out", outDir] : []), "--ref", job.ref, ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
         const resumeHint = resumeCommand(runtime, options, ["generate", ...own]);
         // Printed as soon as the job is stored (even with --json, on stderr): killed at any point after this, the same ref resumes it.
@@ -119,8 +120,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
             (flags.ref === undefined ? `if interrupted, resume it (not pay again) with: ${resumeHint}\n` : ""),
         );
         const result = await runJobs(runtime, [job.id], { json, resumeHint, progress: "job", scope: { jobIds: [job.id] } });
-        const store = await runtime.store();
-        const finished = result.outcome.jobs[0]!;
+        const finished = (await store.getJob(job.id))!;
         if (!json && !result.interrupted) {
           const outputs = await store.outputs(finished.id);
           if (finished.state === "succeeded") {
@@ -132,7 +132,6 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
             process.stderr.write(`${await outcomeText(finished, store)}\n`);
           }
         }
-        if (json && !isTerminal(finished.state)) process.stdout.write(`${JSON.stringify(jobJson(finished, await store.outputs(finished.id)))}\n`);
         setExit(result.exitCode);
       } finally {
         await runtime.close();

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { ConfigError, InputError } from "../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../core/image-type.js";
-import { isTerminal, type Job } from "../core/job.js";
+import { isTerminal, type Job, type JobState } from "../core/job.js";
 import { newId } from "../core/ids.js";
 import type { Estimate, JobRequest, ProviderAdapter, ValidatedRequest } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
@@ -116,10 +116,17 @@ function sameRequest(job: Job, prepared: PreparedJob): boolean {
   );
 }
 
+/** Requests checked against the store, and stored, per page (a page of rows is all that is held at once). */
+const ENQUEUE_PAGE = 500;
+
 export interface EnqueueResult {
-  jobs: Job[];
+  /** The jobs' ids, in the order of the requests (ids, not rows: a batch of 20,000 is not held whole). */
+  jobIds: string[];
   created: number;
+  /** Stored before and not finished: this run takes them up. */
   resumed: number;
+  /** Stored before and finished already. */
+  finished: number;
   budget: BudgetCheck;
 }
 
@@ -145,12 +152,14 @@ export async function enqueue(
   options: { batchId: string | null; outDir: string; allowUnpriced?: boolean; budgetId: string },
 ): Promise<EnqueueResult> {
   const store = await runtime.store();
-  const existing = new Map<string, Job>();
-  // One read for every ref of the batch (a 20,000-line batch read its refs one by one, two statements each).
-  const byRef = new Map((await store.jobsByRefs(prepared.map((item) => item.ref))).map((job) => [job.ref, job]));
-  for (const item of prepared) {
-    const job = byRef.get(item.ref);
-    if (job) {
+  // What is stored under these refs already: read a page at a time, and only its state kept.
+  const existing = new Map<string, JobState>();
+  for (let start = 0; start < prepared.length; start += ENQUEUE_PAGE) {
+    const page = prepared.slice(start, start + ENQUEUE_PAGE);
+    const byRef = new Map((await store.jobsByRefs(page.map((item) => item.ref))).map((job) => [job.ref, job]));
+    for (const item of page) {
+      const job = byRef.get(item.ref);
+      if (!job) continue;
       if (!sameRequest(job, item)) {
         throw new InputError(
           `${item.origin}: ref`,
@@ -166,13 +175,13 @@ export async function enqueue(
           "a new ref, or the command that queued it to resume it",
         );
       }
-      existing.set(item.ref, job);
+      existing.set(item.ref, job.state);
     }
   }
   // Everything still queued will be sent by this run, whatever earlier runs tried.
   const toSend = prepared.filter((item) => {
-    const job = existing.get(item.ref);
-    return !job || job.state === "queued";
+    const state = existing.get(item.ref);
+    return state === undefined || state === "queued";
   });
   requireConfigured(runtime, toSend);
   const stored = await store.budget(options.budgetId);
@@ -185,38 +194,42 @@ export async function enqueue(
   );
   const now = Date.now();
   if (ceiling !== null) await store.setBudget(options.budgetId, ceiling, now);
-  const results = await store.insertJobs(
-    prepared.map((item) => ({
-      id: newId("job", now),
-      ref: item.ref,
-      batchId: options.batchId,
-      provider: item.validated.provider,
-      model: item.validated.model,
-      operation: item.validated.operation,
-      body: item.validated.body,
-      facts: item.validated.facts,
-      warnings: item.validated.warnings,
-      estimateMicroUsd: item.estimate.microUsd,
-      estimateSource: item.estimate.source,
-      outDir: options.outDir,
-      budgetId: ceiling !== null ? options.budgetId : null,
-    })),
-    now,
-  );
-  const resumed = results.filter((result) => !result.created);
-  if (ceiling !== null) await store.assignBudget(options.budgetId, resumed.map((result) => result.job.id), now);
-  for (const result of resumed) {
-    const { job } = result;
-    if (isTerminal(job.state) || (job.outDir === options.outDir && job.blockedCode === null)) continue;
-    // A job still rendering or waiting to be saved is saved where this run says; one that was blocked
-    // (its folder, its budget) is tried again now, by this run, which blocks it again if nothing changed.
-    const moved = await store.updateJob(job.id, { state: job.state }, { outDir: options.outDir, ...(job.blockedCode !== null ? { blockedCode: null, nextAttemptAt: now } : {}) }, now);
-    if (moved) result.job = moved;
+  const queued: EnqueueResult = { jobIds: [], created: 0, resumed: 0, finished: 0, budget };
+  // Every check passed: stored a page at a time, each page in its own transaction, so that no more than a
+  // page of rows is held here. Interrupted between pages, the rest is stored by the next run (refs resume).
+  for (let start = 0; start < prepared.length; start += ENQUEUE_PAGE) {
+    const results = await store.insertJobs(
+      prepared.slice(start, start + ENQUEUE_PAGE).map((item) => ({
+        id: newId("job", now),
+        ref: item.ref,
+        batchId: options.batchId,
+        provider: item.validated.provider,
+        model: item.validated.model,
+        operation: item.validated.operation,
+        body: item.validated.body,
+        facts: item.validated.facts,
+        warnings: item.validated.warnings,
+        estimateMicroUsd: item.estimate.microUsd,
+        estimateSource: item.estimate.source,
+        outDir: options.outDir,
+        budgetId: ceiling !== null ? options.budgetId : null,
+      })),
+      now,
+    );
+    const resumed = results.filter((result) => !result.created);
+    if (ceiling !== null) await store.assignBudget(options.budgetId, resumed.map((result) => result.job.id), now);
+    for (const { job } of resumed) {
+      if (isTerminal(job.state) || (job.outDir === options.outDir && job.blockedCode === null)) continue;
+      // A job still rendering or waiting to be saved is saved where this run says; one that was blocked
+      // (its folder, its budget) is tried again now, by this run, which blocks it again if nothing changed.
+      await store.updateJob(job.id, { state: job.state }, { outDir: options.outDir, ...(job.blockedCode !== null ? { blockedCode: null, nextAttemptAt: now } : {}) }, now);
+    }
+    for (const { job, created } of results) {
+      queued.jobIds.push(job.id);
+      if (created) queued.created++;
+      else if (isTerminal(job.state)) queued.finished++;
+      else queued.resumed++;
+    }
   }
-  return {
-    jobs: results.map((result) => result.job),
-    created: results.filter((result) => result.created).length,
-    resumed: results.filter((result) => !result.created && !isTerminal(result.job.state)).length,
-    budget,
-  };
+  return queued;
 }

@@ -2,7 +2,7 @@ import cliProgress from "cli-progress";
 import { isTerminal, type Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { escapeUnprintable } from "../core/printable.js";
-import { unsettled, type WaitCounts, waitForJobs, waitForSettlement, type WaitOutcome } from "../engine/wait.js";
+import { jobsInPages, unsettled, type WaitCounts, waitForJobs, waitForSettlement } from "../engine/wait.js";
 import type { JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
 import { costText, jobJson } from "./job-json.js";
@@ -23,7 +23,8 @@ export interface RunOptions {
 }
 
 export interface RunResult {
-  outcome: WaitOutcome;
+  /** What the command's jobs came to, read at the end a page at a time. */
+  report: JobsReport;
   interrupted: boolean;
   exitCode: number;
 }
@@ -137,15 +138,15 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   engine.start();
   // JSON lines go out in completion order, each after its outputs are read (and its charge settled).
   let printing: Promise<void> = Promise.resolve();
-  const awaitingCharge: string[] = [];
   const printJson = async (jobId: string) => {
     const job = (await store.getJob(jobId))!;
     process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
   };
-  let outcome: WaitOutcome;
+  // Jobs whose charge the provider settles after the end (B), as they finish.
+  const settling: string[] = [];
   try {
     let storeTrouble = false;
-    outcome = await waitForJobs(engine, store, jobIds, {
+    await waitForJobs(engine, store, jobIds, {
       signal: detach.signal,
       scope: options.scope,
       onChange: (job, latest) => {
@@ -162,22 +163,19 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
       },
       onTerminal: (job, latest) => {
         refresh(job, latest);
+        if (unsettled([job]).length) settling.push(job.id);
         if (options.json) {
           // A job whose charge the provider settles later (B) is printed once settled, with the charge.
-          if (unsettled([job]).length) awaitingCharge.push(job.id);
-          else printing = printing.then(() => printJson(job.id));
+          if (!unsettled([job]).length) printing = printing.then(() => printJson(job.id));
         } else if (!interactive && total > 1) {
           tellUser(`${job.ref}: ${job.state}${job.error ? ` (${job.error.code})` : ""} ${costText(job)}\n`);
         }
       },
     });
     // B bills after the end: keep the engine reading until the charges settle (bounded), so the summary is the accounting fact.
-    const settling = unsettled(outcome.jobs).map((job) => job.id);
     if (settling.length && !detach.signal.aborted) {
       if (!options.json) tellUser(`waiting for ${settling.length} charge(s) to settle at the provider…\n`);
       await waitForSettlement(store, settling, SETTLEMENT_WAIT_MS, detach.signal);
-      const settled = new Map((await store.listJobs({ ids: settling })).map((job) => [job.id, job]));
-      outcome = { ...outcome, jobs: outcome.jobs.map((job) => settled.get(job.id) ?? job) };
     }
   } finally {
     progress?.stop();
@@ -187,66 +185,144 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   await printing;
   if (options.json) {
     // Settled in the order they settle; any the provider has not settled yet show a null charge.
-    const finished = await store.listJobs({ ids: awaitingCharge });
+    const finished = await store.listJobs({ ids: settling });
     const order = (job: Job) => (unsettled([job]).length ? Number.MAX_SAFE_INTEGER : job.updatedAt);
     for (const job of finished.sort((left, right) => order(left) - order(right))) await printJson(job.id);
   }
-  const finalJobs = outcome.jobs;
-  const open = finalJobs.filter((job) => !isTerminal(job.state));
-  const interrupted = detach.signal.aborted && open.length > 0;
-  if (interrupted) {
-    tellUser(`mediagate: detached with ${open.length} job(s) not finished; nothing is lost. Resume with:\n  ${options.resumeHint}\n`);
+  // The accounting fact, read once a page at a time; with --json, jobs that never became terminal
+  // (blocked behind a halt or a budget, or detached) still get their line.
+  const report = new JobsReport();
+  for await (const page of jobsInPages(store, jobIds)) {
+    for (const job of page) {
+      report.add(job);
+      if (options.json && !isTerminal(job.state)) process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
+    }
   }
-  const allSucceeded = finalJobs.every((job) => job.state === "succeeded");
+  const interrupted = detach.signal.aborted && report.unfinished() > 0;
+  if (interrupted) {
+    tellUser(`mediagate: detached with ${report.unfinished()} job(s) not finished; nothing is lost. Resume with:\n  ${options.resumeHint}\n`);
+  }
   return {
-    outcome: { ...outcome, jobs: finalJobs },
+    report,
     interrupted,
-    exitCode: interrupted ? EXIT.interrupted : allSucceeded ? EXIT.ok : EXIT.jobsFailed,
+    exitCode: interrupted ? EXIT.interrupted : report.succeeded === total ? EXIT.ok : EXIT.jobsFailed,
   };
 }
 
-function refList(jobs: readonly Job[]): string {
-  return `${jobs.slice(0, 10).map((job) => job.ref).join(", ")}${jobs.length > 10 ? ", …" : ""}`;
+/** Refs listed by name in a summary line; the rest are counted. */
+const REFS_LISTED = 10;
+/** Failed and cancelled jobs given a line each in a summary; the rest are counted. */
+const LINES_LISTED = 20;
+
+/**
+ * What a command's jobs came to, taken in one job at a time: counts, sums and
+ * the first few of each kind by name, so a summary of 20,000 jobs holds no
+ * more than one of 20.
+ */
+export class JobsReport {
+  total = 0;
+  succeeded = 0;
+  /** Terminal but neither succeeded nor cancelled (failed, expired, unknown submission). */
+  failed = 0;
+  cancelled = 0;
+  /** Queued, never sent, not held back by a budget or a folder (behind a halt, or detached before their turn). */
+  neverRan = 0;
+  overBudget = 0;
+  /** Rendered but not savable in their output folder yet (kept, capturing). */
+  unsaved = 0;
+  /** Unfinished otherwise (detached while submitting, rendering or saving). */
+  inProgress = 0;
+  chargedMicroUsd = 0;
+  /** Accepted by the provider, never seen to end: what they cost is unknown; their estimates bound it. */
+  possiblyCharged = 0;
+  possiblyChargedBoundMicroUsd = 0;
+  awaitingCharge = 0;
+  firstRef: string | null = null;
+  readonly failures: string[] = [];
+  readonly cancellations: string[] = [];
+  readonly neverRanRefs: string[] = [];
+  readonly overBudgetRefs: string[] = [];
+  overBudgetReason: string | null = null;
+  readonly unsavedRefs: string[] = [];
+  unsavedReason: string | null = null;
+
+  add(job: Job): void {
+    this.total++;
+    this.firstRef ??= job.ref;
+    this.chargedMicroUsd += job.chargeMicroUsd ?? 0;
+    if (unsettled([job]).length) this.awaitingCharge++;
+    if (job.state === "succeeded") this.succeeded++;
+    else if (job.state === "cancelled") {
+      this.cancelled++;
+      listed(this.cancellations, `cancelled: ${job.ref} (${job.id}): ${job.error?.message ?? job.reason ?? "cancelled"}`, LINES_LISTED);
+    } else if (isTerminal(job.state)) {
+      this.failed++;
+      listed(this.failures, `${job.state}: ${job.ref} (${job.id}): ${job.error?.code ?? job.state}: ${job.error?.message ?? job.reason ?? "no reason recorded"}`, LINES_LISTED);
+      if (job.chargeMicroUsd === null && (job.state === "unknown_submission" || job.providerJobId !== null)) {
+        this.possiblyCharged++;
+        this.possiblyChargedBoundMicroUsd += job.estimateMicroUsd ?? 0;
+      }
+    } else if (job.blockedCode === "over_budget") {
+      this.overBudget++;
+      this.overBudgetReason ??= job.reason;
+      listed(this.overBudgetRefs, job.ref, REFS_LISTED);
+    } else if (job.blockedCode === "output_unwritable") {
+      this.unsaved++;
+      this.unsavedReason ??= job.reason;
+      listed(this.unsavedRefs, job.ref, REFS_LISTED);
+    } else if (job.state === "queued" && job.attempts === 0) {
+      this.neverRan++;
+      listed(this.neverRanRefs, job.ref, REFS_LISTED);
+    } else this.inProgress++;
+  }
+
+  /** Jobs not terminal. */
+  unfinished(): number {
+    return this.neverRan + this.overBudget + this.unsaved + this.inProgress;
+  }
 }
 
-/** The human summary of a batch: what ran and was paid, what failed or was cancelled, what never ran, where the files are. */
-export function summaryText(outcome: WaitOutcome, halts: Array<{ provider: string; code: string; message: string }>, outDir: string): string {
-  const jobs = outcome.jobs;
-  const succeeded = jobs.filter((job) => job.state === "succeeded");
-  const cancelled = jobs.filter((job) => job.state === "cancelled");
-  const failed = jobs.filter((job) => isTerminal(job.state) && job.state !== "succeeded" && job.state !== "cancelled");
-  const neverRan = jobs.filter((job) => job.state === "queued" && job.attempts === 0 && job.blockedCode === null);
-  const overBudget = jobs.filter((job) => job.blockedCode === "over_budget");
-  const unsaved = jobs.filter((job) => job.blockedCode === "output_unwritable");
-  const counted = new Set([...neverRan, ...overBudget, ...unsaved]);
-  const open = jobs.filter((job) => !isTerminal(job.state) && !counted.has(job));
-  const charged = jobs.reduce((sum, job) => sum + (job.chargeMicroUsd ?? 0), 0);
-  const awaiting = unsettled(jobs);
-  const parts = [`${succeeded.length} succeeded`, `${failed.length} failed`];
-  if (cancelled.length) parts.push(`${cancelled.length} cancelled`);
-  parts.push(`${neverRan.length + overBudget.length} never ran`);
-  if (unsaved.length) parts.push(`${unsaved.length} not saved yet`);
-  if (open.length) parts.push(`${open.length} still in progress`);
-  const lines = [`${parts.join(", ")}; charged ${formatMicroUsd(charged)}`];
-  if (succeeded.length) lines.push(`  files in ${outDir}`);
-  // Accepted by the provider, never seen to end: what they cost is unknown; their estimates are the bound.
-  const possiblyCharged = failed.filter((job) => job.chargeMicroUsd === null && (job.state === "unknown_submission" || job.providerJobId !== null));
-  if (possiblyCharged.length) {
-    const bound = possiblyCharged.reduce((sum, job) => sum + (job.estimateMicroUsd ?? 0), 0);
-    lines.push(`  ${possiblyCharged.length} job(s) may have been charged by the provider (up to ${formatMicroUsd(bound)} estimated, not in the total): check them there`);
+function listed(into: string[], item: string, limit: number): void {
+  if (into.length < limit) into.push(item);
+}
+
+function refList(refs: readonly string[], count: number): string {
+  return `${refs.join(", ")}${count > refs.length ? ", …" : ""}`;
+}
+
+/** "  … and 180 more: mediagate jobs --batch ID" for a list cut short. */
+function more(shown: number, count: number, listCommand: string | null): string[] {
+  return count > shown ? [`  … and ${count - shown} more${listCommand ? `: ${listCommand}` : ""}`] : [];
+}
+
+/**
+ * The human summary of a batch: what ran and was paid, what failed or was
+ * cancelled, what never ran, where the files are. `listCommand` lists the
+ * jobs a long summary leaves out.
+ */
+export function summaryText(report: JobsReport, halts: Array<{ provider: string; code: string; message: string }>, outDir: string, listCommand: string | null = null): string {
+  const parts = [`${report.succeeded} succeeded`, `${report.failed} failed`];
+  if (report.cancelled) parts.push(`${report.cancelled} cancelled`);
+  parts.push(`${report.neverRan + report.overBudget} never ran`);
+  if (report.unsaved) parts.push(`${report.unsaved} not saved yet`);
+  if (report.inProgress) parts.push(`${report.inProgress} still in progress`);
+  const lines = [`${parts.join(", ")}; charged ${formatMicroUsd(report.chargedMicroUsd)}`];
+  if (report.succeeded) lines.push(`  files in ${outDir}`);
+  if (report.possiblyCharged) {
+    lines.push(`  ${report.possiblyCharged} job(s) may have been charged by the provider (up to ${formatMicroUsd(report.possiblyChargedBoundMicroUsd)} estimated, not in the total): check them there`);
   }
-  if (awaiting.length) {
-    lines.push(`  ${awaiting.length} charge(s) not settled yet by the provider (not in the total); \`mediagate worker\` or the next run reads them`);
+  if (report.awaitingCharge) {
+    lines.push(`  ${report.awaitingCharge} charge(s) not settled yet by the provider (not in the total); \`mediagate worker\` or the next run reads them`);
   }
-  for (const job of failed) lines.push(`  ${job.state}: ${job.ref} (${job.id}): ${job.error?.code ?? job.state}: ${job.error?.message ?? job.reason ?? "no reason recorded"}`);
-  for (const job of cancelled) lines.push(`  cancelled: ${job.ref} (${job.id}): ${job.error?.message ?? job.reason ?? "cancelled"}`);
+  lines.push(...report.failures.map((line) => `  ${line}`), ...more(report.failures.length, report.failed, listCommand));
+  lines.push(...report.cancellations.map((line) => `  ${line}`), ...more(report.cancellations.length, report.cancelled, listCommand));
   for (const halt of halts) {
     lines.push(`  ${halt.provider.toUpperCase()} halted: ${halt.code}: ${halt.message}`);
   }
-  if (neverRan.length) lines.push(`  never ran (not sent, not charged): ${refList(neverRan)}`);
-  if (overBudget.length) lines.push(`  held back by the budget (not sent, not charged): ${refList(overBudget)}; ${overBudget[0]!.reason ?? ""}`);
-  if (unsaved.length) {
-    lines.push(`  not saved yet: ${refList(unsaved)}: ${unsaved[0]!.reason ?? "the output folder cannot be written"}`);
+  if (report.neverRan) lines.push(`  never ran (not sent, not charged): ${refList(report.neverRanRefs, report.neverRan)}`);
+  if (report.overBudget) lines.push(`  held back by the budget (not sent, not charged): ${refList(report.overBudgetRefs, report.overBudget)}; ${report.overBudgetReason ?? ""}`);
+  if (report.unsaved) {
+    lines.push(`  not saved yet: ${refList(report.unsavedRefs, report.unsaved)}: ${report.unsavedReason ?? "the output folder cannot be written"}`);
     lines.push("  they are kept (capturing): fix the folder, or re-run with another --out, before their result links expire");
   }
   // Provider error messages quote the provider's answer, which may hold control characters.

@@ -4,14 +4,13 @@ import type { ProviderId } from "../providers/adapter.js";
 import type { JobBrief, JobScope, Store } from "../store/store.js";
 import type { Engine } from "./engine.js";
 
+/**
+ * Where the watched jobs stand when waiting ends: counted, never read whole,
+ * so that waiting on a batch of 20,000 holds no more than its counts. A
+ * caller that wants the rows reads them (`jobsInPages`).
+ */
 export interface WaitOutcome {
-  jobs: Job[];
-  /**
-   * Unfinished jobs that cannot move on by themselves: queued behind a halted
-   * provider (insufficient credits, …) or past their budget, or rendered but
-   * not savable in their output folder (`blockedCode`).
-   */
-  blocked: Job[];
+  counts: WaitCounts;
 }
 
 /** Where the watched jobs stand, kept by counting changes (never by re-reading them). */
@@ -26,7 +25,11 @@ export interface WaitCounts {
   running: number;
   /** Queued, not blocked. */
   queued: number;
-  /** Unfinished and unable to move on by themselves (see `WaitOutcome.blocked`). */
+  /**
+   * Unfinished and unable to move on by themselves: queued behind a halted
+   * provider (insufficient credits, …) or past their budget, or rendered but
+   * not savable in their output folder (`blockedCode`).
+   */
   blocked: number;
 }
 
@@ -129,17 +132,23 @@ function briefOf(job: Job): Brief {
   return { state: job.state, provider: job.provider, blockedCode: job.blockedCode, updatedAt: job.updatedAt };
 }
 
-function isBlocked(job: Job, halted: ReadonlySet<ProviderId>): boolean {
-  return !isTerminal(job.state) && (job.blockedCode !== null || (job.state === "queued" && halted.has(job.provider)));
+/** Rows read per statement when jobs are read whole: memory stays flat whatever the size of the batch. */
+export const JOB_PAGE = 500;
+
+/** The jobs with these ids, read `JOB_PAGE` at a time (in the order of `ids`' pages, by id within a page). */
+export async function* jobsInPages(store: Store, ids: readonly string[]): AsyncGenerator<Job[]> {
+  for (let start = 0; start < ids.length; start += JOB_PAGE) {
+    yield await store.listJobs({ ids: ids.slice(start, start + JOB_PAGE) });
+  }
 }
 
 /**
- * Resolves when every job is terminal or blocked (see `WaitOutcome.blocked`),
+ * Resolves when every job is terminal or blocked (see `WaitCounts.blocked`),
  * or when `signal` aborts. Follows the jobs by the engine's events and, for
  * changes made elsewhere, by what changed in the store since the last look:
- * the cost of a change does not grow with the number of jobs watched. The
- * jobs are read whole twice: what had already finished at the start, and
- * the outcome at the end. A store that fails is waited for, not given up on.
+ * the cost of a change does not grow with the number of jobs watched. Only
+ * the jobs that had already finished at the start are read whole (in pages,
+ * for `onTerminal`). A store that fails is waited for, not given up on.
  */
 export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly string[], handlers: WaitHandlers = {}): Promise<WaitOutcome> {
   let scope: JobScope = handlers.scope ?? { jobIds };
@@ -212,8 +221,11 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
       if (tally.open() === 0) wake?.();
       return;
     }
-    const jobs = await patiently(() => store.listJobs({ ids: news.map((brief) => brief.id) }));
-    for (const job of (jobs ?? []).sort((left, right) => left.updatedAt - right.updatedAt)) seen(job, force);
+    const ids = news.sort((left, right) => left.updatedAt - right.updatedAt).map((brief) => brief.id);
+    for (let start = 0; start < ids.length; start += JOB_PAGE) {
+      const jobs = await patiently(() => store.listJobs({ ids: ids.slice(start, start + JOB_PAGE) }));
+      for (const job of (jobs ?? []).sort((left, right) => left.updatedAt - right.updatedAt)) seen(job, force);
+    }
   };
 
   let since = 0;
@@ -270,9 +282,7 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
     engine.off("idle", onIdle);
     handlers.signal?.removeEventListener("abort", onAbort);
   }
-  const jobs = (await patiently(() => store.listJobs({ ids: [...watched] }))) ?? [];
-  const halted = tally.halted;
-  return { jobs, blocked: jobs.filter((job) => isBlocked(job, halted)) };
+  return { counts: tally.counts() };
 }
 
 /** Charges the provider settles after the end (B) that are not settled yet. */

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
 import { createLogger } from "../../src/engine/logger.js";
-import { waitForJobs } from "../../src/engine/wait.js";
+import { waitAndRead } from "../helpers/wait.js";
 import type { ProviderId } from "../../src/providers/adapter.js";
 import { createDAdapter } from "../../src/providers/d/index.js";
 import type { ProviderEntry } from "../../src/providers/registry.js";
@@ -48,7 +48,7 @@ describe("finding 11: a submit that provably never left is 'not sent', never unk
       Date.now(),
     );
     engine.start();
-    const outcome = await waitForJobs(engine, store, [inserted!.job.id]);
+    const outcome = await waitAndRead(engine, store, [inserted!.job.id]);
     await engine.stop();
     const [job] = outcome.jobs;
     expect([job!.state, job!.error?.code]).toEqual(["failed", "blocked_port"]);

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config.js";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
-import { type WaitCounts, waitForJobs } from "../../src/engine/wait.js";
+import type { WaitCounts } from "../../src/engine/wait.js";
+import { waitAndRead } from "../helpers/wait.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { NewJob, Store } from "../../src/store/store.js";
 import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
@@ -43,7 +44,7 @@ for (const factory of storeFactories) {
       const ids = jobs.map((job) => job.id);
       const finished: string[] = [];
       let lastCounts: WaitCounts | null = null;
-      const waiting = waitForJobs(idleEngine(store), store, ids, {
+      const waiting = waitAndRead(idleEngine(store), store, ids, {
         scope: { batchId: "batch_w" },
         onTerminal: (job: Job, counts) => {
           finished.push(job.id);
@@ -78,7 +79,7 @@ for (const factory of storeFactories) {
           };
         },
       });
-      const waiting = waitForJobs(idleEngine(store), flaky, [jobs[0]!.id], {
+      const waiting = waitAndRead(idleEngine(store), flaky, [jobs[0]!.id], {
         scope: { batchId: "batch_s" },
         onStoreError: (message) => errors.push(message),
         signal: AbortSignal.timeout(30_000),

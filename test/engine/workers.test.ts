@@ -3,7 +3,7 @@ import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { busiestWindow } from "../../bench/harness.js";
 import { ScaledClock } from "../../src/core/clock.js";
-import { waitForJobs } from "../../src/engine/wait.js";
+import { waitAndRead } from "../helpers/wait.js";
 import { createEEmulator } from "../../src/sandbox/e/index.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
 import type { Store } from "../../src/store/store.js";
@@ -44,7 +44,7 @@ describe.runIf(databaseUrl)("two engines on one PostgreSQL store (real sandbox o
     for (let index = 0; index < 60; index++) jobs.push(await first!.enqueue({ model: "gen-2-pro", input: { prompt: `shared ${index}`, width: 256, height: 256 } }));
     first!.engine.start();
     second!.engine.start();
-    const outcome = await waitForJobs(first!.engine, stores[0]!, jobs.map((job) => job.id));
+    const outcome = await waitAndRead(first!.engine, stores[0]!, jobs.map((job) => job.id));
     await Promise.all([first!.engine.stop(), second!.engine.stop()]);
     expect(outcome.jobs.every((job) => job.state === "succeeded")).toBe(true);
     expect(first!.engine.stats().d!.submits).toBeGreaterThan(0);

@@ -1,11 +1,11 @@
 import { join } from "node:path";
 import { loadConfig } from "../../src/core/config.js";
 import { Engine, type EngineOptions } from "../../src/engine/engine.js";
-import { waitForJobs } from "../../src/engine/wait.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { Store } from "../../src/store/store.js";
 import type { DWorld } from "./d-sandbox.js";
+import { waitAndRead } from "./wait.js";
 
 /** An in-process engine on a real store, pointed at the world's sandbox. */
 export function engineFor(world: DWorld, store: Store, options: Partial<Pick<EngineOptions, "leaseMs" | "log" | "outputs" | "clock" | "scope">> = {}) {
@@ -43,6 +43,6 @@ export function engineFor(world: DWorld, store: Store, options: Partial<Pick<Eng
       engine.wake();
       return result!.job;
     },
-    wait: (ids: string[]) => waitForJobs(engine, store, ids),
+    wait: (ids: string[]) => waitAndRead(engine, store, ids),
   };
 }

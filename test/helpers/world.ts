@@ -3,7 +3,6 @@ import type { Clock } from "../../src/core/clock.js";
 import type { OutputWriter } from "../../src/outputs/local-folder.js";
 import { loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
-import { waitForJobs } from "../../src/engine/wait.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import { sandboxEnvironment } from "../../src/sandbox/all.js";
@@ -11,6 +10,7 @@ import type { ProviderEmulator } from "../../src/sandbox/context.js";
 import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
 import type { Store } from "../../src/store/store.js";
 import { tempDir } from "./stores.js";
+import { waitAndRead } from "./wait.js";
 
 export interface World {
   sandbox: RunningSandbox;
@@ -94,6 +94,6 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
       engine.wake();
       return result!.job;
     },
-    wait: (ids: string[]) => waitForJobs(engine, store, ids),
+    wait: (ids: string[]) => waitAndRead(engine, store, ids),
   };
 }
