@@ -3,8 +3,9 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
+import type { ProviderId } from "../providers/adapter.js";
 import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
-import { checkOutputFolder, enqueue, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
+import { checkOutputFolder, enqueue, type EnqueueOptions, type EnqueueResult, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { createRuntime, type GlobalOptions, type Runtime } from "./runtime.js";
@@ -25,6 +26,17 @@ export async function prepareBatch(runtime: Runtime, file: string): Promise<Prep
   return prepared;
 }
 
+/**
+ * Validates, estimates and stores the batch; what it returns is ids and
+ * counts, so the validated requests (about 1 KB a line) are not held while
+ * the batch runs.
+ */
+async function queueBatch(runtime: Runtime, file: string, options: EnqueueOptions): Promise<{ queued: EnqueueResult; providers: Set<ProviderId> }> {
+  const prepared = await prepareBatch(runtime, file);
+  const queued = await enqueue(runtime, prepared, options);
+  return { queued, providers: new Set(prepared.map((item) => item.validated.provider)) };
+}
+
 export function registerBatch(program: Command, globals: () => GlobalOptions, setExit: (code: number) => void): void {
   program
     .command("batch")
@@ -40,12 +52,10 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
         // Everything local is checked before anything is queued or sent.
         const outDir = resolve(flags.out ?? runtime.config.outputDir);
         await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
-        const prepared = await prepareBatch(runtime, file);
-        const store = await runtime.store();
         const batchId = `batch_${createHash("sha256").update(resolve(file)).digest("hex").slice(0, 16)}`;
-        const queued = await enqueue(runtime, prepared, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: batchId });
+        const { queued, providers } = await queueBatch(runtime, file, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: batchId });
+        const store = await runtime.store();
         // Re-running a batch is the way to resume it, including after a provider halted it (credits topped up).
-        const providers = new Set(prepared.map((item) => item.validated.provider));
         for (const halt of await store.halts()) {
           if (!providers.has(halt.provider)) continue;
           await store.clearHalt(halt.provider);

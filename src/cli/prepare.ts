@@ -116,6 +116,13 @@ function sameRequest(job: Job, prepared: PreparedJob): boolean {
   );
 }
 
+export interface EnqueueOptions {
+  batchId: string | null;
+  outDir: string;
+  allowUnpriced?: boolean;
+  budgetId: string;
+}
+
 /** Requests checked against the store, and stored, per page (a page of rows is all that is held at once). */
 const ENQUEUE_PAGE = 500;
 
@@ -149,7 +156,7 @@ export interface EnqueueResult {
 export async function enqueue(
   runtime: Runtime,
   prepared: readonly PreparedJob[],
-  options: { batchId: string | null; outDir: string; allowUnpriced?: boolean; budgetId: string },
+  options: EnqueueOptions,
 ): Promise<EnqueueResult> {
   const store = await runtime.store();
   // What is stored under these refs already: read a page at a time, and only its state kept.
