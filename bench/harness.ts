@@ -153,7 +153,9 @@ export interface CliExit {
 export function runCli(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; deadlineMs: number }): Promise<CliExit> {
   const usageFile = join(options.cwd, `.usage-${process.pid}-${Date.now()}.json`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", USAGE_REPORT, CLI, ...args], {
+    // BENCH_CLI_NODE_FLAGS: flags for the measured process's node (trying V8's heap settings).
+    const nodeFlags = process.env.BENCH_CLI_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+    const child = spawn(process.execPath, [...nodeFlags, "--import", USAGE_REPORT, CLI, ...args], {
       cwd: options.cwd,
       env: { ...options.env, BENCH_USAGE_FILE: usageFile },
       stdio: ["ignore", "pipe", "pipe"],
