@@ -9,9 +9,9 @@ import { loadConfig } from "../src/core/config.js";
 import { ScaledClock } from "../src/core/clock.js";
 import { isTerminal } from "../src/core/job.js";
 import { Engine } from "../src/engine/engine.js";
-import { waitAndRead } from "../test/helpers/wait.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
+import { waitAndRead } from "../test/helpers/wait.js";
 import { benchJobs, busiestWindow, mean, recordResult, startSandboxChild, tempFolder } from "./harness.js";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 300);

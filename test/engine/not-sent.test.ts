@@ -3,7 +3,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
 import { createLogger } from "../../src/engine/logger.js";
-import { waitAndRead } from "../helpers/wait.js";
 import type { ProviderId } from "../../src/providers/adapter.js";
 import { createDAdapter } from "../../src/providers/d/index.js";
 import type { ProviderEntry } from "../../src/providers/registry.js";
@@ -11,6 +10,7 @@ import type { Store } from "../../src/store/store.js";
 import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
 import { sqliteFactory } from "../helpers/stores.js";
+import { waitAndRead } from "../helpers/wait.js";
 
 let world: DWorld | undefined;
 let store: Store;

@@ -3,10 +3,10 @@ import { loadConfig } from "../../src/core/config.js";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
 import type { WaitCounts } from "../../src/engine/wait.js";
-import { waitAndRead } from "../helpers/wait.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { NewJob, Store } from "../../src/store/store.js";
 import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
+import { waitAndRead } from "../helpers/wait.js";
 
 /** More than one page of what a waiting command reads per look (src/engine/wait.ts). */
 const JOBS = 1_200;

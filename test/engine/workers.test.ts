@@ -3,12 +3,12 @@ import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { busiestWindow } from "../../bench/harness.js";
 import { ScaledClock } from "../../src/core/clock.js";
-import { waitAndRead } from "../helpers/wait.js";
 import { createEEmulator } from "../../src/sandbox/e/index.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
 import type { Store } from "../../src/store/store.js";
 import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
+import { waitAndRead } from "../helpers/wait.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
 import { until } from "../helpers/until.js";
 
