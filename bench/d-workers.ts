@@ -51,8 +51,11 @@ interface Row {
   submitsPerJob: number;
   downloadsPerJob: number;
   mostDownloadsOfOneResult: number;
+  /** The workers' CPU over the backlog (from all idle to its end), per backlog job. */
   cpuMsPerJob: number;
   cpuMsPerJobByWorker: number[];
+  /** Their whole lives (start-up, backlog, latency samples, stop), per job. */
+  lifetimeCpuMsPerJob: number;
   claimsWon: number;
   claimsLost: number;
   latencyP50Ms: number;
@@ -68,16 +71,35 @@ interface SandboxStats {
 }
 
 interface Worker {
+  /** Resolves once the worker says it started (it is idle then: the backlog is queued after). */
+  ready: Promise<void>;
+  /** Its CPU so far (Linux /proc). */
+  cpuMs(): number;
   stop(): Promise<{ cpuMs: number; stderr: string }>;
+}
+
+/** User + system CPU milliseconds of a live process and its ended children (Linux /proc). */
+function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // Fields 14-17 of stat (utime, stime, cutime, cstime) are 11-14 after the name; 100 ticks a second.
+  return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10;
 }
 
 function startWorker(store: string, env: NodeJS.ProcessEnv, cwd: string, index: number): Worker {
   const usageFile = join(cwd, `usage-${index}.json`);
   const child = spawn(process.execPath, ["--import", USAGE_REPORT, CLI, "--store", store, "worker"], { cwd, env: { ...env, BENCH_USAGE_FILE: usageFile }, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  let started: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (started = resolve));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+    if (/ started on /.test(stderr)) started();
+  });
   const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   return {
+    ready,
+    cpuMs: () => processCpuMs(child.pid!),
     async stop() {
       child.kill("SIGTERM");
       const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
@@ -95,21 +117,15 @@ function startWorker(store: string, env: NodeJS.ProcessEnv, cwd: string, index: 
  * backends that already ended (counted in the postmaster's children's time). Linux /proc only.
  */
 function postgresCpuMs(): number {
-  const tick = 1000 / 100;
   let total = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")).startsWith("postgres")) total += processCpuMs(Number(entry));
     } catch {
-      continue;
+      // Ended meanwhile.
     }
-    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    if (!name.startsWith("postgres")) continue;
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // Fields 14-17 of stat (utime, stime, cutime, cstime) are 11-14 after the name.
-    total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * tick;
   }
   return total;
 }
@@ -131,17 +147,25 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const config = loadConfig({ env: env as Record<string, string>, cwd: folder.path });
     const adapter = createProviderRegistry(config).get("d")!.adapter!;
     const options = { idPrefix: "job_w_", refPrefix: "w-", prompt: "worker image", batchId: "workers", outDir: config.outputDir, idDigits: 6 };
-    await store.insertJobs(await dBenchJobs(adapter, JOBS, options), Date.now());
+    const backlogJobs = await dBenchJobs(adapter, JOBS, options);
+    // The workers start first and go idle, so their start-up is not counted in the backlog's CPU; the
+    // backlog then arrives as a batch queued elsewhere does (one insert, announced to listening workers).
+    const running = Array.from({ length: workers }, (_, index) => startWorker(address.toString(), env, folder.path, index));
+    await Promise.all(running.map((worker) => worker.ready));
+    const idleCpu = running.map((worker) => worker.cpuMs());
     const postgresCpuBefore = postgresCpuMs();
     const sandboxCpuBefore = (await sandbox.stats<SandboxStats>()).cpuMs;
-    const running = Array.from({ length: workers }, (_, index) => startWorker(address.toString(), env, folder.path, index));
+    await store.insertJobs(backlogJobs, Date.now());
     // Wait for the backlog to end (read by this process, every 200 ms: the bench's own look, not the workers').
     const reader = new pg.Client({ connectionString: address.toString() });
     await reader.connect();
     const unfinished = async () => Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state not in ('succeeded','failed','cancelled','expired','unknown_submission')")).rows[0]!.n);
     const deadline = Date.now() + 120_000 + JOBS * 100;
     while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    const backlogCpu = running.map((worker, index) => worker.cpuMs() - idleCpu[index]!);
+    const postgresCpu = postgresCpuMs() - postgresCpuBefore;
     const backlog = await sandbox.stats<SandboxStats>();
+    const sandboxCpu = backlog.cpuMs - sandboxCpuBefore;
     // Start latency: the workers are idle now; one job at a time, each after the last was submitted.
     const latencies: number[] = [];
     const more = await dBenchJobs(adapter, LATENCY_SAMPLES, { ...options, idPrefix: "job_l_", refPrefix: "l-", prompt: "latency image" });
@@ -167,8 +191,6 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     }
     while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     const stopped = await Promise.all(running.map((worker) => worker.stop()));
-    const postgresCpu = postgresCpuMs() - postgresCpuBefore;
-    const sandboxCpu = (await sandbox.stats<SandboxStats>()).cpuMs - sandboxCpuBefore;
     const succeeded = Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state = 'succeeded'")).rows[0]!.n);
     await reader.end();
     const requests = backlog.requests.filter((request) => request.provider === "d");
@@ -189,14 +211,15 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
       submitsPerJob: posts.length / JOBS,
       downloadsPerJob: downloads.length / JOBS,
       mostDownloadsOfOneResult: Math.max(0, ...perResult.values()),
-      cpuMsPerJob: stopped.reduce((sum, worker) => sum + worker.cpuMs, 0) / (JOBS + LATENCY_SAMPLES),
-      cpuMsPerJobByWorker: stopped.map((worker) => worker.cpuMs / (JOBS + LATENCY_SAMPLES)),
+      cpuMsPerJob: backlogCpu.reduce((sum, ms) => sum + ms, 0) / JOBS,
+      cpuMsPerJobByWorker: backlogCpu.map((ms) => ms / JOBS),
+      lifetimeCpuMsPerJob: stopped.reduce((sum, worker) => sum + worker.cpuMs, 0) / (JOBS + LATENCY_SAMPLES),
       claimsWon: claims.reduce((sum, [won]) => sum + won!, 0),
       claimsLost: claims.reduce((sum, [, lost]) => sum + lost!, 0),
       latencyP50Ms: quantile(sortedLatencies, 0.5),
       latencyP99Ms: quantile(sortedLatencies, 0.99),
-      postgresCpuMsPerJob: postgresCpu / (JOBS + LATENCY_SAMPLES),
-      sandboxCpuMsPerJob: sandboxCpu / (JOBS + LATENCY_SAMPLES),
+      postgresCpuMsPerJob: postgresCpu / JOBS,
+      sandboxCpuMsPerJob: sandboxCpu / JOBS,
     };
   } finally {
     await store.close();
@@ -228,13 +251,13 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
   const lines = [
     title,
     ``,
-    `Run ${new Date().toISOString()} on ${process.version}; ${JOBS} D jobs queued through the store, then the workers started; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU is each worker process's own, read at its exit; PostgreSQL's is its processes' (live and ended backends) over the run, the sandbox's its process's. Start latency: with the workers idle, ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit.`,
+    `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the workers' whole lives (start-up, backlog, the latency samples, stop) per job beside it. Start latency: with the workers idle, ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit.`,
     ``,
-    `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms) |`,
+    `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms) |`,
     `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.workers} | ${row.succeeded} / ${JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms |`,
+        `| ${row.workers} | ${row.succeeded} / ${JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms |`,
     ),
   ];
   const markdown = lines.join("\n");
