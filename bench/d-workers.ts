@@ -62,6 +62,24 @@ interface Row {
   latencyP99Ms: number;
   postgresCpuMsPerJob: number;
   sandboxCpuMsPerJob: number;
+  /** PostgreSQL's own counts (pg_stat_database) per job, over the workers' lives: transactions, rows written. */
+  transactionsPerJob: number;
+  rowsWrittenPerJob: number;
+}
+
+interface DatabaseWork {
+  transactions: number;
+  rowsWritten: number;
+}
+
+/** This database's transactions and rows inserted, updated and deleted so far (backends report theirs at exit). */
+async function databaseWork(client: pg.Client): Promise<DatabaseWork> {
+  const row = (
+    await client.query<{ xacts: string; written: string }>(
+      "select xact_commit + xact_rollback as xacts, tup_inserted + tup_updated + tup_deleted as written from pg_stat_database where datname = current_database()",
+    )
+  ).rows[0]!;
+  return { transactions: Number(row.xacts), rowsWritten: Number(row.written) };
 }
 
 interface SandboxStats {
@@ -155,10 +173,11 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const idleCpu = running.map((worker) => worker.cpuMs());
     const postgresCpuBefore = postgresCpuMs();
     const sandboxCpuBefore = (await sandbox.stats<SandboxStats>()).cpuMs;
-    await store.insertJobs(backlogJobs, Date.now());
-    // Wait for the backlog to end (read by this process, every 200 ms: the bench's own look, not the workers').
+    // The backlog's end is read by this process every 200 ms (the bench's own look, not the workers').
     const reader = new pg.Client({ connectionString: address.toString() });
     await reader.connect();
+    const workBefore = await databaseWork(reader);
+    await store.insertJobs(backlogJobs, Date.now());
     const unfinished = async () => Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state not in ('succeeded','failed','cancelled','expired','unknown_submission')")).rows[0]!.n);
     const deadline = Date.now() + 120_000 + JOBS * 100;
     while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
@@ -192,6 +211,7 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     const stopped = await Promise.all(running.map((worker) => worker.stop()));
     const succeeded = Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state = 'succeeded'")).rows[0]!.n);
+    const workAfter = await databaseWork(reader);
     await reader.end();
     const requests = backlog.requests.filter((request) => request.provider === "d");
     const posts = requests.filter((request) => request.method === "POST" && request.url.startsWith("/d/v1/"));
@@ -220,6 +240,8 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
       latencyP99Ms: quantile(sortedLatencies, 0.99),
       postgresCpuMsPerJob: postgresCpu / JOBS,
       sandboxCpuMsPerJob: sandboxCpu / JOBS,
+      transactionsPerJob: (workAfter.transactions - workBefore.transactions) / (JOBS + LATENCY_SAMPLES),
+      rowsWrittenPerJob: (workAfter.rowsWritten - workBefore.rowsWritten) / (JOBS + LATENCY_SAMPLES),
     };
   } finally {
     await store.close();
@@ -253,11 +275,11 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
     ``,
     `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the workers' whole lives (start-up, backlog, the latency samples, stop) per job beside it. Start latency: with the workers idle, ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit.`,
     ``,
-    `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms) |`,
-    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
+    `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms) | PostgreSQL transactions / rows written per job |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.workers} | ${row.succeeded} / ${JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms |`,
+        `| ${row.workers} | ${row.succeeded} / ${JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
     ),
   ];
   const markdown = lines.join("\n");
