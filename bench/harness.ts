@@ -171,7 +171,7 @@ export function runCli(args: string[], options: { cwd: string; env: NodeJS.Proce
       let usage: CliExit["usage"] = null;
       if (existsSync(usageFile)) {
         const raw = JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number; maxRssKb: number; peakHeapBytes: number; heapTrace?: number[][] };
-        if (raw.heapTrace) process.stderr.write(`  heap (s, MB): ${raw.heapTrace.map(([at, mb]) => `${at}:${mb}`).join(" ")}\n`);
+        if (raw.heapTrace) process.stderr.write(`  heap (s: heap/RSS/external MB): ${raw.heapTrace.map((sample) => `${sample[0]}:${sample.slice(1).join("/")}`).join(" ")}\n`);
         usage = { cpuMs: raw.userMs + raw.systemMs, maxRssMb: (raw.maxRssKb * 1024) / 1e6, peakHeapMb: raw.peakHeapBytes / 1e6 };
         rmSync(usageFile, { force: true });
       }

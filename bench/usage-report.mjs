@@ -14,7 +14,10 @@ if (file) {
   setInterval(() => {
     const heapUsed = process.memoryUsage().heapUsed;
     peakHeapBytes = Math.max(peakHeapBytes, heapUsed);
-    if (trace && ticks++ % 4 === 0) trace.push([Math.round((Date.now() - startedAt) / 1000), Math.round(heapUsed / 1048576)]);
+    if (trace && ticks++ % 4 === 0) {
+      const { rss, external } = process.memoryUsage();
+      trace.push([Math.round((Date.now() - startedAt) / 1000), Math.round(heapUsed / 1048576), Math.round(rss / 1048576), Math.round(external / 1048576)]);
+    }
   }, 250).unref();
   process.on("exit", () => {
     const usage = process.resourceUsage();
