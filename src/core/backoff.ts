@@ -31,7 +31,19 @@ export function retryAfterMs(headers: Headers | Record<string, string | undefine
   if (value === null) return null;
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.ceil(Number(trimmed) * 1000);
-  const date = Date.parse(trimmed);
+  // Only an HTTP date is read as one: Date.parse alone also takes "-5" (a day in 2001) and would retry at once.
+  const form = HTTP_DATE.findIndex((format) => format.test(trimmed));
+  if (form < 0) return null;
+  // asctime carries no zone; HTTP dates are always GMT.
+  const date = Date.parse(form === ASCTIME ? `${trimmed} GMT` : trimmed);
   if (Number.isNaN(date)) return null;
   return Math.max(0, date - nowMs);
 }
+
+/** RFC 9110 §5.6.7's three forms: IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must still read. */
+const HTTP_DATE = [
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/,
+  /^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d{2}-(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{2} \d{2}:\d{2}:\d{2} GMT$/,
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/,
+];
+const ASCTIME = 2;
