@@ -32,6 +32,8 @@ interface ModelState {
   probeGapMs: number | null;
   firstPollsSinceProbe: number;
   probeOut: boolean;
+  /** The job whose first poll is the probe out now. */
+  probeJobId: string | null;
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -114,6 +116,7 @@ export class PollScheduler {
     const plan = this.planFirstPoll(key, state, limits);
     if (this.plans.size >= PLAN_LIMIT) this.plans.clear();
     this.plans.set(job.id, plan);
+    if (plan.kind === "probe") state.probeJobId = job.id;
     return Math.round(Math.max(minIntervalMs, plan.delayMs));
   }
 
@@ -182,9 +185,13 @@ export class PollScheduler {
     const safe = state.safeMs;
     if (spread < safe - cadence / 2) return { key, kind: "spread", delayMs: spread };
     state.firstPollsSinceProbe++;
+    // A probe whose answer will never come (its job cancelled or taken over, its plan dropped) must not
+    // stop probing for good: dropped, it is over at once; otherwise re-probing starts it afresh.
+    if (state.probeOut && (state.probeJobId === null || !this.plans.has(state.probeJobId))) state.probeOut = false;
     if (state.probeGapMs === null || state.firstPollsSinceProbe > REPROBE_AFTER) {
       state.probeGapMs = safe * 0.05;
       state.firstPollsSinceProbe = PROBE_EVERY;
+      state.probeOut = false;
     }
     const settled = state.probeGapMs < Math.max(2, safe * 0.005);
     if (!settled && !state.probeOut && state.firstPollsSinceProbe >= PROBE_EVERY) {
@@ -214,7 +221,7 @@ export class PollScheduler {
     if (raced) return raced;
     const samples = [...stored.reverse(), ...(this.early.get(key) ?? [])].slice(-SAMPLE_LIMIT);
     this.early.delete(key);
-    const state: ModelState = { samples, safeMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false };
+    const state: ModelState = { samples, safeMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false, probeJobId: null };
     this.models.set(key, state);
     return state;
   }

@@ -66,6 +66,18 @@ for (const factory of storeFactories) {
       expect(await first("job_17")).toBe(5_757);
     });
 
+    it("a probe whose job is never answered (cancelled, taken over) does not stop probing: after the re-probe count, probes come again", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      const first = async (id: string) => polls.firstDelay({ ...job, id }, wide);
+      expect(await first("lost_probe")).toBe(5_700);
+      // Never answered. Without a limit, every later first poll would wait at the safe 6 s for good.
+      const delays: number[] = [];
+      for (let index = 0; index < 600; index++) delays.push(await first(`job_${index}`));
+      expect(delays.filter((delay) => delay < 6_000).length).toBeGreaterThan(0);
+      expect(delays.indexOf(5_700)).toBeLessThanOrEqual(256);
+    });
+
     it("what is learned is when a poll went out: a probe that left late lowers the first poll only to its send time, and a job planned before a raise teaches nothing when done", async () => {
       const polls = new PollScheduler(store);
       for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
@@ -142,5 +154,156 @@ for (const factory of storeFactories) {
       expect(await polls.nextDelay(job, 0, pace(3_000, 5_000))).toBe(3_000);
       expect(await new PollScheduler(store, 10_000).nextDelay(job, 0, pace(3_000, 5_000))).toBe(5_000);
     });
+  
+    it("a job whose last pending poll came after its done time is counted at its done time", async () => {
+      const polls = new PollScheduler(store);
+      polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000, pendingElapsedMs: 20_000 });
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(10_000);
+      polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000, pendingElapsedMs: 10_000 });
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(10_000);
+    });
+
+    it("jobs recorded before the store was read are learned together with the store's, the 50 most recent kept", async () => {
+      await storeFinished(store, [{ renderMs: 10_000, count: 1 }]);
+      const polls = new PollScheduler(store);
+      polls.record("d", "gen-2-pro", { doneElapsedMs: 30_000, pendingElapsedMs: null });
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(20_000);
+
+      const fresh = new PollScheduler(store);
+      for (let index = 0; index < 50; index++) fresh.record("d", "gen-2-max", { doneElapsedMs: 100_000, pendingElapsedMs: null });
+      for (let index = 0; index < 30; index++) fresh.record("d", "gen-2-max", { doneElapsedMs: 10_000, pendingElapsedMs: null });
+      // Kept: 20 of 100 s and the 30 of 10 s.
+      expect(await fresh.expectedRenderMs("d", "gen-2-max")).toBe(10_000);
+    });
+
+    it("what the store holds counts as older than what this scheduler records next", async () => {
+      // 25 jobs of 100 s, then 25 later jobs of 10 s, in the store.
+      await storeFinished(store, [
+        { renderMs: 100_000, count: 25 },
+        { renderMs: 10_000, count: 25 },
+      ]);
+      const polls = new PollScheduler(store);
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(55_000);
+      // 25 more of 10 s push out the 25 oldest, the 100 s ones.
+      for (let index = 0; index < 25; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000, pendingElapsedMs: null });
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(10_000);
+    });
+
+    it("first polls planned at the same moment share what is known: only one of them probes", async () => {
+      await storeFinished(store, [{ renderMs: 6_000, count: 10 }]);
+      const polls = new PollScheduler(store);
+      const delays = await Promise.all([polls.firstDelay({ ...job, id: "job_1" }, wide), polls.firstDelay({ ...job, id: "job_2" }, wide)]);
+      expect(delays.sort()).toEqual([5_700, 6_000]);
+    });
+
+    it("probes that keep finding jobs done reach further each time, at most a quarter of the safe delay", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 8_000, pendingElapsedMs: null });
+      const probes: number[] = [];
+      for (let index = 0; index < 64; index++) {
+        const id = `job_${index}`;
+        const delay = await polls.firstDelay({ ...job, id }, wide);
+        if (delay < 8_000 && (probes.length === 0 || delay < probes[probes.length - 1]!)) probes.push(delay);
+        // Every job is done by its first poll.
+        polls.answered(id, false, delay);
+      }
+      // Each probe found done is the new safe delay; the gap below it is 5% of 8 s, then ×1.5 (600, 900, 1,350),
+      // until a quarter of the safe delay caps it (1,187.5 below 4,750).
+      expect(probes.slice(0, 5)).toEqual([7_600, 7_000, 6_100, 4_750, 3_563]);
+      const gaps = probes.slice(1).map((delay, index) => probes[index]! - delay);
+      for (let index = 0; index < gaps.length; index++) expect(gaps[index]!).toBeLessThanOrEqual(probes[index]! * 0.25 + 1);
+    });
+
+    it("the first poll waits for a tight cluster of jobs when waiting costs less than polling again", async () => {
+      const polls = new PollScheduler(store);
+      // Done at 10.0 s, 10.1 s … 10.9 s; polls through the window every 418 ms (4% of the 10.45 s median).
+      // Waiting 100 ms more catches a job that would wait ~209 ms for the next poll: worth it up to 10.2 s.
+      for (let tenth = 0; tenth < 10; tenth++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000 + tenth * 100, pendingElapsedMs: null });
+      expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(10_200);
+    });
+
+    it("the safe first poll is the 90th percentile of done times, whatever order the jobs finished in", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 9; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      polls.record("d", "gen-2-pro", { doneElapsedMs: 5_990, pendingElapsedMs: null });
+      expect(await polls.firstDelay({ ...job, id: "probe_1" }, wide)).toBe(5_700);
+      expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(6_000);
+    });
+
+    it("the expected render time is the median, whatever order the jobs finished in", async () => {
+      const polls = new PollScheduler(store);
+      for (const seconds of [10, 30, 20]) polls.record("d", "gen-2-pro", { doneElapsedMs: seconds * 1_000, pendingElapsedMs: null });
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(20_000);
+    });
+
+    it("exactly 50 render times are kept, not 49", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 25; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 100_000, pendingElapsedMs: null });
+      for (let index = 0; index < 25; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000, pendingElapsedMs: null });
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(55_000);
+    });
+
+    it("of the store's render times and those recorded before it was read, the 50 most recent are kept", async () => {
+      await storeFinished(store, [{ renderMs: 100_000, count: 50 }]);
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 30; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000, pendingElapsedMs: null });
+      // 20 of the stored 100 s jobs and the 30 recorded 10 s jobs.
+      expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(10_000);
+    });
+
+    it("a first poll planned before anything was known teaches nothing about the safe delay", async () => {
+      const polls = new PollScheduler(store);
+      expect(await polls.firstDelay({ ...job, id: "early_job" }, wide)).toBe(500);
+      polls.answered("early_job", false, 500);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      expect(await polls.firstDelay({ ...job, id: "probe_1" }, wide)).toBe(5_700);
+      expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(6_000);
+    });
+
+    it("a job planned at the safe delay before it was raised, found done there, does not bring it back down", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      const first = async (id: string) => polls.firstDelay({ ...job, id }, wide);
+      expect(await first("probe_1")).toBe(5_700);
+      expect(await first("old_plan")).toBe(6_000);
+      polls.answered("probe_1", true, 0);
+      expect(await first("job_1")).toBe(6_000);
+      polls.answered("job_1", true, 6_000);
+      expect(await first("job_2")).toBe(6_060);
+      // Other jobs found pending at 6 s are why it was raised; one found done there says nothing new.
+      polls.answered("old_plan", false, 6_000);
+      expect(await first("job_3")).toBe(6_060);
+    });
+
+    it("past 10,000 first polls never answered, their plans are dropped: a late answer teaches nothing", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      const first = async (id: string) => polls.firstDelay({ ...job, id }, wide);
+      expect(await first("probe_1")).toBe(5_700);
+      polls.answered("probe_1", true, 0);
+      expect(await first("old_plan")).toBe(6_000);
+      for (let index = 0; index < 10_000; index++) await first(`unanswered_${index}`);
+      // Found pending at 6 s, it would have moved the safe delay past 6 s, had its plan been kept.
+      polls.answered("old_plan", true, 6_000);
+      // The safe delay is still 6 s (one of the next two may be a probe below it: the lost probe's plan was dropped too).
+      expect(Math.max(await first("job_1"), await first("job_2"))).toBe(6_000);
+    });
   });
+}
+
+/** Finished D jobs in the store, oldest group first, each `renderMs` from submit to done. */
+async function storeFinished(store: Store, groups: Array<{ renderMs: number; count: number }>): Promise<void> {
+  let at = 1_000_000;
+  let counter = 0;
+  for (const group of groups) {
+    for (let index = 0; index < group.count; index++) {
+      const id = `job_stored_${++counter}`;
+      await store.insertJobs(
+        [{ id, ref: id, batchId: null, provider: "d", model: "gen-2-pro", operation: null, body: {}, facts: {}, warnings: [], estimateMicroUsd: null, estimateSource: "test", outDir: "/tmp/out" }],
+        0,
+      );
+      at += 1_000;
+      await store.updateJob(id, { state: "queued" }, { submittedAt: at - group.renderMs, providerDoneAt: at, lastPendingElapsedMs: null }, at);
+    }
+  }
 }
