@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { imageTypeOf } from "../../src/core/image-type.js";
+import { IMAGE_MEDIA_TYPES, IMAGE_TYPES_ALLOWED, imageTypeOf } from "../../src/core/image-type.js";
 import { renderPng } from "../../src/sandbox/media/png.js";
 import { jpegHeader } from "../providers/d/images.js";
 
@@ -17,5 +17,32 @@ describe("image types by their first bytes", () => {
     expect(imageTypeOf(Buffer.from([0xff, 0xd8]))).toBeNull();
     expect(imageTypeOf(Buffer.from("RIFF\u0000\u0000\u0000\u0000WAVEfmt ", "latin1"))).toBeNull();
     expect(imageTypeOf(Buffer.from("GIF89a"))).toBeNull();
+  });
+
+  it("the shortest signatures are enough: eight PNG bytes, three JPEG bytes, twelve WebP bytes", () => {
+    expect(imageTypeOf(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe("image/png");
+    expect(imageTypeOf(Buffer.from([0xff, 0xd8, 0xff]))).toBe("image/jpeg");
+    expect(imageTypeOf(Buffer.from("RIFF\u0000\u0000\u0000\u0000WEBP", "latin1"))).toBe("image/webp");
+    expect(imageTypeOf(Buffer.from("RIFF\u0000\u0000\u0000\u0000WEB", "latin1"))).toBeNull();
+  });
+
+  it("each byte of a JPEG's start counts: FF D8 then FF", () => {
+    for (const bytes of [[0x00, 0xd8, 0xff], [0xff, 0x00, 0xff], [0xff, 0xd8, 0x00], [0xd8, 0xff, 0xff]]) expect(imageTypeOf(Buffer.from(bytes)), String(bytes)).toBeNull();
+  });
+
+  it("a WebP needs both RIFF and WEBP in their places", () => {
+    expect(imageTypeOf(Buffer.from("RIFX\u0000\u0000\u0000\u0000WEBPVP8 ", "latin1"))).toBeNull();
+    expect(imageTypeOf(Buffer.from("\u0000\u0000\u0000\u0000RIFFWEBPVP8 ", "latin1"))).toBeNull();
+  });
+
+  it("the bytes of a view into a larger buffer are read from the view's start", () => {
+    const file = Buffer.concat([Buffer.from("padding!"), Buffer.from([0xff, 0xd8, 0xff, 0xe0])]);
+    expect(imageTypeOf(new Uint8Array(file.buffer, file.byteOffset + 8, 4))).toBe("image/jpeg");
+    expect(imageTypeOf(new Uint8Array(file.buffer, file.byteOffset, 8))).toBeNull();
+  });
+
+  it("refusals name the three types sent as files", () => {
+    expect(IMAGE_MEDIA_TYPES).toEqual(["image/png", "image/jpeg", "image/webp"]);
+    expect(IMAGE_TYPES_ALLOWED).toBe("a PNG, JPEG or WebP image");
   });
 });

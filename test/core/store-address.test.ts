@@ -45,4 +45,53 @@ describe("store addresses (MEDIAGATE_STORE)", () => {
     }
     expect(parseStoreAddress("sqlite:")).toEqual({ kind: "sqlite", path: "./mediagate.db" });
   });
+
+  it("sqlite:PATH is a SQLite file at PATH", () => {
+    expect(parseStoreAddress("sqlite:./jobs.db")).toEqual({ kind: "sqlite", path: "./jobs.db" });
+    expect(parseStoreAddress("sqlite:/data/a@b.db")).toEqual({ kind: "sqlite", path: "/data/a@b.db" });
+  });
+
+  it("a postgres:// or postgresql:// address, in any case, is kept as given for the driver", () => {
+    for (const address of ["postgres://u:pw@db:5432/jobs", "postgresql://u:pw@db/jobs?sslmode=require", "POSTGRES://u:pw@db/jobs"]) {
+      expect(parseStoreAddress(address)).toEqual({ kind: "postgres", connectionString: address });
+    }
+  });
+
+  it("a PostgreSQL address without a host (a Unix socket given as host=) is accepted, and its password is a secret", () => {
+    const address = "postgres://u:pw-1234@/jobs?host=/var/run/postgresql";
+    expect(parseStoreAddress(address)).toEqual({ kind: "postgres", connectionString: address });
+    expect(storeSecrets(address)).toEqual(["pw-1234"]);
+  });
+
+  it("the refusals say what is expected, in one sentence naming the setting", () => {
+    expect(() => parseStoreAddress("postgres://u:s3cret-pw@db:notaport/x")).toThrow(
+      "MEDIAGATE_STORE (or --store) postgres://u:***@db:notaport/x is not a valid PostgreSQL address: expected postgres://USER:PASSWORD@HOST:PORT/DATABASE, with a numeric port and special characters of the password %-encoded",
+    );
+    expect(() => parseStoreAddress("jdbc:postgresql://u:s3cret-pw@db/x")).toThrow(
+      'MEDIAGATE_STORE (or --store) must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE, got "jdbc:postgresql://u:***@db/x"',
+    );
+    expect(() => parseStoreAddress("./mediagate.db")).toThrow('got "./mediagate.db"');
+  });
+
+  it("a password without a user is masked; an address without a user part is shown as given, port included", () => {
+    expect(maskStoreAddress("postgres://:s3cret-pw@db/jobs")).toBe("postgres://:***@db/jobs");
+    expect(maskStoreAddress("postgres://db.internal:5432/jobs")).toBe("postgres://db.internal:5432/jobs");
+    expect(maskStoreAddress("//u:s3cret-pw@db/jobs")).toBe("//u:***@db/jobs");
+  });
+
+  it("an '@' in the query does not end the user part", () => {
+    expect(maskStoreAddress("postgres://u:s3cret-pw@db/jobs?options=a@b")).toBe("postgres://u:***@db/jobs?options=a@b");
+  });
+
+  it("a SQLite path holding '@' and ':' is shown as given", () => {
+    expect(maskStoreAddress("sqlite:/data/a:b@c.db")).toBe("sqlite:/data/a:b@c.db");
+  });
+
+  it("a password that is not valid %-encoding is a secret as written", () => {
+    expect(storeSecrets("postgres://u:100%@db/x")).toEqual(["100%"]);
+  });
+
+  it("reading the secrets of an address that is not a valid URL does not fail", () => {
+    expect(() => storeSecrets("postgres://u:s3cret-pw@db:notaport/x")).not.toThrow();
+  });
 });

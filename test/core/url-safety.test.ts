@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { UnsafeUrlError } from "../../src/core/errors.js";
-import { assertSafeUrl, nonPublicReason, STRICT_URL_POLICY } from "../../src/core/url-safety.js";
+import { assertSafeUrl, nonPublicReason, policyForBase, STRICT_URL_POLICY } from "../../src/core/url-safety.js";
 
 const publicResolver = async () => ["93.184.216.34"];
 
@@ -35,5 +35,117 @@ describe("URL safety (DESIGN.md: URLs a provider hands back and webhook addresse
   it("accepts a public https URL, and anything when the policy allows private addresses", async () => {
     await expect(assertSafeUrl("https://cdn.example.com/a.png", STRICT_URL_POLICY, publicResolver)).resolves.toBeInstanceOf(URL);
     await expect(assertSafeUrl("http://127.0.0.1:9/x", { allowHttp: true, allowPrivate: true })).resolves.toBeInstanceOf(URL);
+  });
+
+  it("names why each kind of IPv4 address is not public, and the edges of each range are public", () => {
+    const reasons: Record<string, string> = {
+      "127.255.255.255": "loopback address",
+      "10.255.0.1": "private address",
+      "172.31.255.255": "private address",
+      "192.168.100.200": "private address",
+      "169.254.0.1": "link-local or cloud metadata address",
+      "100.100.100.200": "cloud metadata address",
+      "100.127.255.255": "shared (CGNAT) address",
+      "0.1.2.3": "unspecified address",
+      "224.0.0.1": "multicast or reserved address",
+      "239.255.255.250": "multicast or reserved address",
+      "240.0.0.1": "multicast or reserved address",
+      "255.255.255.255": "multicast or reserved address",
+    };
+    for (const [address, reason] of Object.entries(reasons)) expect(nonPublicReason(address), address).toBe(reason);
+    for (const address of ["1.0.0.0", "9.255.255.255", "11.0.0.0", "126.255.255.255", "128.0.0.0", "172.15.255.255", "172.32.0.0", "192.167.255.255", "192.169.0.0", "169.253.255.255", "169.255.0.0", "100.63.255.255", "100.128.0.0", "223.255.255.255"]) {
+      expect(nonPublicReason(address), address).toBeNull();
+    }
+  });
+
+  it("names why each kind of IPv6 address is not public; IPv4-mapped addresses are judged by their IPv4 address", () => {
+    const reasons: Record<string, string> = {
+      "::1": "loopback address",
+      "::": "unspecified address",
+      "::ffff:192.168.100.200": "private address",
+      "::FFFF:10.0.0.1": "private address",
+      "::ffff:a9fe:a9fe": "link-local or cloud metadata address",
+      "::ffff:7f00:1": "loopback address",
+      "fc00::1": "private (unique local) address",
+      "fd12:3456::1": "private (unique local) address",
+      "FE80::1": "link-local address",
+      "febf::1": "link-local address",
+      "ff02::1": "multicast address",
+    };
+    for (const [address, reason] of Object.entries(reasons)) expect(nonPublicReason(address), address).toBe(reason);
+    // Global unicast holding fc, fe80, ff and an ffff:… tail in later groups: only the leading bits decide.
+    for (const address of ["2600:1f18::fcd:fe80:ff00", "2606:4700::ffff:a00:1", "2606:4700::ffff:10.0.0.1", "fec0::1", "::ffff:5db8:d822"]) expect(nonPublicReason(address), address).toBeNull();
+  });
+
+  it("a host name is not an IP address", () => {
+    expect(nonPublicReason("example.com")).toBe("not an IP address");
+    expect(nonPublicReason("")).toBe("not an IP address");
+  });
+
+  it("the strict policy allows neither http nor private addresses", () => {
+    expect(STRICT_URL_POLICY).toEqual({ allowHttp: false, allowPrivate: false });
+  });
+
+  it("each refusal says why, quoting the URL", async () => {
+    expect(await refusal("/relative/path")).toBe("refused URL /relative/path: not a valid absolute URL");
+    expect(await refusal("ftp://files.example/x")).toBe("refused URL ftp://files.example/x: scheme ftp: is not allowed; https only");
+    expect(await refusal("https://user@example.com/x")).toBe("refused URL https://user@example.com/x: credentials in a URL are not allowed");
+    expect(await refusal("https://:secret@example.com/x")).toBe("refused URL https://:secret@example.com/x: credentials in a URL are not allowed");
+    expect(await refusal("https://app.localhost/x")).toBe("refused URL https://app.localhost/x: loopback host");
+    expect(await refusal("https://[fd00::1]/x")).toBe("refused URL https://[fd00::1]/x: fd00::1 resolves to a private (unique local) address (fd00::1)");
+    expect(await refusal("https://mixed.example/x", async () => ["93.184.216.34", "100.100.100.200"])).toBe(
+      "refused URL https://mixed.example/x: mixed.example resolves to a cloud metadata address (100.100.100.200)",
+    );
+  });
+
+  it("every cloud metadata host name is refused without being resolved", async () => {
+    const unreachable = async (): Promise<string[]> => {
+      throw new Error("must not be resolved");
+    };
+    for (const host of ["metadata.google.internal", "metadata.goog", "metadata", "metadata.azure.internal", "instance-data", "METADATA.google.internal."]) {
+      expect(await refusal(`https://${host}/computeMetadata/v1`, unreachable)).toMatch(/: cloud metadata host$/);
+    }
+  });
+
+  it("a host that does not resolve is refused", async () => {
+    const nowhere = async (): Promise<string[]> => {
+      throw new Error("ENOTFOUND");
+    };
+    expect(await refusal("https://gone.example/x", nowhere)).toBe("refused URL https://gone.example/x: host gone.example does not resolve");
+    // RFC 6761: .invalid never resolves, so the system resolver refuses it without the network.
+    await expect(assertSafeUrl("https://mediagate-test.invalid/x", STRICT_URL_POLICY)).rejects.toThrow(
+      new UnsafeUrlError("https://mediagate-test.invalid/x", "host mediagate-test.invalid does not resolve"),
+    );
+  });
+
+  it("http is allowed only when the policy says so, and then private hosts still are not", async () => {
+    await expect(assertSafeUrl("http://cdn.example.com/a.png", { allowHttp: true, allowPrivate: false }, publicResolver)).resolves.toBeInstanceOf(URL);
+    await expect(assertSafeUrl("http://10.0.0.1/a.png", { allowHttp: true, allowPrivate: false }, publicResolver)).rejects.toThrow(/private address/);
+  });
+
+  it("allowing http does not allow other schemes", async () => {
+    await expect(assertSafeUrl("ftp://files.example/a.png", { allowHttp: true, allowPrivate: true })).rejects.toThrow("scheme ftp: is not allowed; https only");
+  });
+
+  it("credentials are refused even when private addresses are allowed", async () => {
+    await expect(assertSafeUrl("http://u:p@127.0.0.1/x", { allowHttp: true, allowPrivate: true })).rejects.toThrow(/credentials/);
+  });
+});
+
+describe("the URL policy for what a provider returns, from its configured base", () => {
+  it("MEDIAGATE_ALLOW_PRIVATE_URLS relaxes everything", async () => {
+    expect(await policyForBase("https://api.provider.example/v1", true)).toEqual({ allowHttp: true, allowPrivate: true });
+  });
+
+  it("a public https base keeps the strict policy", async () => {
+    expect(await policyForBase("https://93.184.216.34/v1", false)).toEqual({ allowHttp: false, allowPrivate: false });
+    expect(await policyForBase("https://mediagate-test.invalid/v1", false)).toEqual({ allowHttp: false, allowPrivate: false });
+  });
+
+  it("an http base allows http; a loopback or private base (the sandbox) allows private addresses", async () => {
+    expect(await policyForBase("http://127.0.0.1:8080/v1", false)).toEqual({ allowHttp: true, allowPrivate: true });
+    expect(await policyForBase("https://localhost:8443/v1", false)).toEqual({ allowHttp: false, allowPrivate: true });
+    expect(await policyForBase("https://[::1]:8443/v1", false)).toEqual({ allowHttp: false, allowPrivate: true });
+    expect(await policyForBase("http://93.184.216.34/v1", false)).toEqual({ allowHttp: true, allowPrivate: false });
   });
 });

@@ -1,0 +1,220 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CONFIG_VARIABLES, configSecrets, type ConfigVariable, loadConfig, requireValue, SECRET_VARIABLES } from "../../src/core/config.js";
+import { ConfigError } from "../../src/core/errors.js";
+
+let folder: string;
+beforeEach(() => {
+  folder = mkdtempSync(join(tmpdir(), "mediagate-config-"));
+});
+afterEach(() => {
+  rmSync(folder, { recursive: true, force: true });
+});
+
+function writeConfig(name: string, content: unknown): string {
+  const path = join(folder, name);
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+}
+
+function configError(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const load = (env: Record<string, string>, overrides = {}) => loadConfig({ env, cwd: folder, overrides });
+
+describe("configuration", () => {
+  it("the variable names are a contract external tools set", () => {
+    expect(CONFIG_VARIABLES).toEqual([
+      "MEDIAGATE_STORE", "MEDIAGATE_OUTPUT_DIR", "MEDIAGATE_PUBLIC_URL", "MEDIAGATE_BUDGET_USD", "MEDIAGATE_ALLOW_PRIVATE_URLS",
+      "MEDIAGATE_A_BASE_URL", "MEDIAGATE_A_API_KEY", "MEDIAGATE_A_ENTERPRISE", "MEDIAGATE_A_USD_PER_MILLION_TOKENS",
+      "MEDIAGATE_B_BASE_URL", "MEDIAGATE_B_API_KEY", "MEDIAGATE_B_WEBHOOK_SECRET", "MEDIAGATE_B_CONCURRENCY",
+      "MEDIAGATE_C_BASE_URL", "MEDIAGATE_C_API_KEY", "MEDIAGATE_C_TIER",
+      "MEDIAGATE_D_BASE_URL", "MEDIAGATE_D_API_KEY", "MEDIAGATE_D_PRICE_VIEW", "MEDIAGATE_D_CONCURRENCY",
+      "MEDIAGATE_E_BASE_URL", "MEDIAGATE_E_AUTH_URL", "MEDIAGATE_E_CLIENT_ID", "MEDIAGATE_E_CLIENT_SECRET", "MEDIAGATE_E_SCOPES",
+      "MEDIAGATE_F_BASE_URL", "MEDIAGATE_F_API_KEY", "MEDIAGATE_F_CONCURRENCY",
+      "MEDIAGATE_LOG_LEVEL",
+    ]);
+  });
+
+  it("with nothing set: a SQLite store in the working folder, outputs under ./mediagate-output, no public URL, no budget, no private URLs", () => {
+    expect(load({})).toEqual({
+      values: {},
+      store: "sqlite:./mediagate.db",
+      outputDir: join(folder, "mediagate-output"),
+      publicUrl: null,
+      budgetMicroUsd: null,
+      allowPrivateUrls: false,
+    });
+  });
+
+  it("every variable is read from the environment; an empty one counts as unset; others are ignored", () => {
+    const env = Object.fromEntries(CONFIG_VARIABLES.map((name) => [name, `value of ${name}`]));
+    const { values } = loadConfig({ env: { ...env, MEDIAGATE_BUDGET_USD: "3", MEDIAGATE_PUBLIC_URL: "https://hooks.example", ...baseUrls(), MEDIAGATE_LOG_LEVEL: "", OTHER: "x" }, cwd: folder });
+    for (const name of CONFIG_VARIABLES) {
+      if (name === "MEDIAGATE_LOG_LEVEL") expect(values[name]).toBeUndefined();
+      else expect(values[name], name).toBeDefined();
+    }
+    expect(values.MEDIAGATE_C_TIER).toBe("value of MEDIAGATE_C_TIER");
+    expect(Object.keys(values)).not.toContain("OTHER");
+  });
+
+  it("flags beat the environment, which beats mediagate.config.json in the working folder", () => {
+    writeConfig("mediagate.config.json", { MEDIAGATE_STORE: "sqlite:file.db", MEDIAGATE_OUTPUT_DIR: "from-file", MEDIAGATE_LOG_LEVEL: "debug" });
+    const config = load({ MEDIAGATE_STORE: "sqlite:env.db", MEDIAGATE_OUTPUT_DIR: "from-env" }, { MEDIAGATE_OUTPUT_DIR: "from-flag", MEDIAGATE_LOG_LEVEL: undefined });
+    expect(config.store).toBe("sqlite:env.db");
+    expect(config.outputDir).toBe(join(folder, "from-flag"));
+    expect(config.values.MEDIAGATE_LOG_LEVEL).toBe("debug");
+  });
+
+  it("a config file named with --config is read relative to the working folder; numbers and booleans become strings", () => {
+    writeConfig("team.json", { MEDIAGATE_BUDGET_USD: 2.5, MEDIAGATE_ALLOW_PRIVATE_URLS: 1, MEDIAGATE_A_ENTERPRISE: true });
+    const config = loadConfig({ env: {}, cwd: folder, configFile: "team.json" });
+    expect(config.values).toEqual({ MEDIAGATE_BUDGET_USD: "2.5", MEDIAGATE_ALLOW_PRIVATE_URLS: "1", MEDIAGATE_A_ENTERPRISE: "true" });
+    expect(config.budgetMicroUsd).toBe(2_500_000);
+    expect(config.allowPrivateUrls).toBe(true);
+  });
+
+  it("a --config file that does not exist is refused, naming --config and the path", () => {
+    const error = configError(() => loadConfig({ env: {}, cwd: folder, configFile: "missing.json" }));
+    expect(error.variable).toBe("--config");
+    expect(error.message).toBe(`config file ${join(folder, "missing.json")} does not exist`);
+  });
+
+  it("a config file that is not JSON is refused, naming the path and the parser's complaint", () => {
+    const path = writeConfig("mediagate.config.json", "{ not json");
+    const error = configError(() => load({}));
+    expect(error.variable).toBe("--config");
+    expect(error.message).toMatch(new RegExp(`^cannot read ${path}: .+`));
+  });
+
+  it("a config file must hold one JSON object", () => {
+    for (const content of ["[]", "null", '"MEDIAGATE_STORE"', "42"]) {
+      const path = writeConfig("mediagate.config.json", content);
+      const error = configError(() => load({}));
+      expect(error.variable).toBe("--config");
+      expect(error.message).toBe(`${path} must hold one JSON object of MEDIAGATE_* keys`);
+    }
+  });
+
+  it("an unknown key in the config file is refused, naming it and listing the known keys", () => {
+    const path = writeConfig("mediagate.config.json", { MEDIAGATE_STORE: "sqlite:x.db", MEDIAGATE_BUDGET: "2" });
+    const error = configError(() => load({}));
+    expect(error.variable).toBe("MEDIAGATE_BUDGET");
+    expect(error.message).toBe(`${path}: unknown key MEDIAGATE_BUDGET; known keys: ${CONFIG_VARIABLES.join(", ")}`);
+  });
+
+  it("a config value that is an object, an array or null is refused, naming the key", () => {
+    for (const value of [{ usd: 2 }, ["2"], null]) {
+      const path = writeConfig("mediagate.config.json", { MEDIAGATE_BUDGET_USD: value });
+      const error = configError(() => load({}));
+      expect(error.variable).toBe("MEDIAGATE_BUDGET_USD");
+      expect(error.message).toBe(`${path}: MEDIAGATE_BUDGET_USD must be a string, number or boolean`);
+    }
+  });
+
+  it("the budget is read as USD into micro-USD; anything else is refused in one sentence naming the variable", () => {
+    expect(load({ MEDIAGATE_BUDGET_USD: "$2.50" }).budgetMicroUsd).toBe(2_500_000);
+    expect(load({ MEDIAGATE_BUDGET_USD: "0" }).budgetMicroUsd).toBe(0);
+    const error = configError(() => load({ MEDIAGATE_BUDGET_USD: "two dollars" }));
+    expect(error.variable).toBe("MEDIAGATE_BUDGET_USD");
+    expect(error.code).toBe("not_configured");
+    expect(error.message).toBe('MEDIAGATE_BUDGET_USD must be a USD amount like 2.50, got "two dollars"');
+  });
+
+  it("private URLs are allowed only by MEDIAGATE_ALLOW_PRIVATE_URLS=1", () => {
+    expect(load({ MEDIAGATE_ALLOW_PRIVATE_URLS: "1" }).allowPrivateUrls).toBe(true);
+    for (const value of ["0", "true", "yes"]) expect(load({ MEDIAGATE_ALLOW_PRIVATE_URLS: value }).allowPrivateUrls).toBe(false);
+  });
+
+  it("the public URL is https, or http on a loopback address for local set-ups", () => {
+    for (const url of ["https://hooks.example.com/mediagate", "https://10.0.0.5", "http://127.0.0.1:8787", "http://[::1]:8787", "http://localhost:8787/"]) {
+      expect(load({ MEDIAGATE_PUBLIC_URL: url }).publicUrl).toBe(url);
+    }
+  });
+
+  it("a public URL that is plain http elsewhere, another scheme or not a URL is refused, naming the variable", () => {
+    for (const url of ["http://hooks.example.com", "http://10.0.0.5:8787", "ftp://127.0.0.1/", "hooks.example.com", "http://127.0.0.2:8787"]) {
+      const error = configError(() => load({ MEDIAGATE_PUBLIC_URL: url }));
+      expect(error.variable).toBe("MEDIAGATE_PUBLIC_URL");
+      expect(error.message).toBe(
+        `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${url}"`,
+      );
+    }
+  });
+
+  it("every provider address is checked before anything is queued", () => {
+    for (const name of Object.keys(baseUrls()) as ConfigVariable[]) {
+      expect(configError(() => load({ [name]: "not a url" })).variable).toBe(name);
+      expect(load({ [name]: "http://127.0.0.1:8080/v1" }).values[name]).toBe("http://127.0.0.1:8080/v1");
+    }
+  });
+
+  it("a provider address must be an http(s) URL", () => {
+    for (const value of ["api.provider.example", "ftp://api.provider.example/v1", "file:///etc/passwd"]) {
+      const error = configError(() => load({ MEDIAGATE_D_BASE_URL: value }));
+      expect(error.variable).toBe("MEDIAGATE_D_BASE_URL");
+      expect(error.message).toBe(`MEDIAGATE_D_BASE_URL must be an http(s) URL such as https://api.provider.example/v1, got "${value}"`);
+    }
+  });
+
+  it("a provider address carrying a user or password is refused without echoing it", () => {
+    for (const value of ["https://key-123456@api.provider.example/v1", "https://user:pw-123456@api.provider.example/v1", "https://:pw-123456@api.provider.example/v1"]) {
+      const error = configError(() => load({ MEDIAGATE_F_BASE_URL: value }));
+      expect(error.variable).toBe("MEDIAGATE_F_BASE_URL");
+      expect(error.message).toBe("MEDIAGATE_F_BASE_URL must not carry a user or password (fetch refuses such URLs; keys go in their own variables)");
+    }
+  });
+
+  it("a provider address on a port fetch never connects to is refused, naming the port", () => {
+    const error = configError(() => load({ MEDIAGATE_E_AUTH_URL: "http://127.0.0.1:6000/token" }));
+    expect(error.variable).toBe("MEDIAGATE_E_AUTH_URL");
+    expect(error.message).toBe(
+      "MEDIAGATE_E_AUTH_URL uses port 6000, which fetch never connects to (one of the Fetch standard's blocked ports): choose another port",
+    );
+  });
+
+  it("the secrets are the API keys, the webhook secret, the client secret and the store's password, and nothing else", () => {
+    expect([...SECRET_VARIABLES].sort()).toEqual([
+      "MEDIAGATE_A_API_KEY", "MEDIAGATE_B_API_KEY", "MEDIAGATE_B_WEBHOOK_SECRET", "MEDIAGATE_C_API_KEY", "MEDIAGATE_D_API_KEY", "MEDIAGATE_E_CLIENT_SECRET", "MEDIAGATE_F_API_KEY",
+    ]);
+    const env = Object.fromEntries([...SECRET_VARIABLES].map((name) => [name, `secret of ${name}`]));
+    const config = load({ ...env, MEDIAGATE_E_CLIENT_ID: "client-id", MEDIAGATE_STORE: "postgres://mediagate:store-pw@db/jobs" });
+    expect(configSecrets(config).sort()).toEqual([...Object.values(env), "store-pw"].sort());
+  });
+
+  it("an empty secret given as a flag is not a secret to redact", () => {
+    expect(configSecrets(load({}, { MEDIAGATE_D_API_KEY: "" }))).toEqual([]);
+  });
+
+  it("requireValue returns a configured value, or names the variable to set and how", () => {
+    const config = load({ MEDIAGATE_D_API_KEY: "d-key-1234" }, { MEDIAGATE_F_API_KEY: "" });
+    expect(requireValue(config, "MEDIAGATE_D_API_KEY", "D's API key")).toBe("d-key-1234");
+    for (const name of ["MEDIAGATE_C_API_KEY", "MEDIAGATE_F_API_KEY"] as const) {
+      const error = configError(() => requireValue(config, name, "the API key"));
+      expect(error.variable).toBe(name);
+      expect(error.code).toBe("not_configured");
+      expect(error.message).toBe(`the API key is not configured: set ${name} (environment, --config file, or run \`mediagate sandbox\` and use the lines it prints)`);
+    }
+  });
+});
+
+function baseUrls(): Record<string, string> {
+  return {
+    MEDIAGATE_A_BASE_URL: "https://a.example/v1",
+    MEDIAGATE_B_BASE_URL: "https://b.example/v1",
+    MEDIAGATE_C_BASE_URL: "https://c.example/v1",
+    MEDIAGATE_D_BASE_URL: "https://d.example/v1",
+    MEDIAGATE_E_BASE_URL: "https://e.example/v1",
+    MEDIAGATE_E_AUTH_URL: "https://e.example/oauth/token",
+    MEDIAGATE_F_BASE_URL: "https://f.example/v1",
+  };
+}

@@ -1,0 +1,70 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { formatMicroUsd, MICRO_PER_USD, parseUsd, usdToMicroUsd } from "../../src/core/money.js";
+
+describe("money is integer micro-USD", () => {
+  it("one USD is a million micro-USD", () => {
+    expect(MICRO_PER_USD).toBe(1_000_000);
+  });
+
+  it("a price-table amount becomes exact micro-USD, rounding away binary fractions", () => {
+    expect(usdToMicroUsd(0.03)).toBe(30_000);
+    expect(usdToMicroUsd(0.1 + 0.2)).toBe(300_000);
+    expect(usdToMicroUsd(1.2345675)).toBe(1_234_568);
+    expect(usdToMicroUsd(12)).toBe(12_000_000);
+  });
+
+  it("parseUsd reads whole dollars, decimals and a leading $, ignoring surrounding spaces", () => {
+    expect(parseUsd("2")).toBe(2_000_000);
+    expect(parseUsd("0.50")).toBe(500_000);
+    expect(parseUsd("$3.1")).toBe(3_100_000);
+    expect(parseUsd("  $0.000001 ")).toBe(1);
+    expect(parseUsd("0")).toBe(0);
+    expect(parseUsd("1234.567891")).toBe(1_234_567_891);
+  });
+
+  it("parseUsd refuses more than six decimals", () => {
+    expect(parseUsd("1.1234567")).toBeNull();
+    expect(parseUsd("0.0000001")).toBeNull();
+  });
+
+  it("parseUsd refuses negative amounts, a $ anywhere but first, and anything that is not a plain decimal", () => {
+    for (const text of ["-1", "1$", "$$1", "1.", ".5", "", " ", "$", "1e3", "0x10", "1,000", "2.5.1", "abc", "NaN", "Infinity", "+1"]) {
+      expect(parseUsd(text), JSON.stringify(text)).toBeNull();
+    }
+  });
+
+  it("formatMicroUsd shows four decimals, more only when needed to stay exact", () => {
+    expect(formatMicroUsd(30_000)).toBe("$0.0300");
+    expect(formatMicroUsd(0)).toBe("$0.0000");
+    expect(formatMicroUsd(2_500_000)).toBe("$2.5000");
+    expect(formatMicroUsd(100_000)).toBe("$0.1000");
+    expect(formatMicroUsd(123_450)).toBe("$0.12345");
+    expect(formatMicroUsd(1)).toBe("$0.000001");
+    expect(formatMicroUsd(12_345_678_901)).toBe("$12345.678901");
+  });
+
+  it("formatMicroUsd puts the sign of a negative amount (a refund) before the $", () => {
+    expect(formatMicroUsd(-1_500_000)).toBe("-$1.5000");
+    expect(formatMicroUsd(-1)).toBe("-$0.000001");
+  });
+
+  it("property: any amount formatted and parsed back is the same number of micro-USD", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (microUsd) => {
+        expect(parseUsd(formatMicroUsd(microUsd))).toBe(microUsd);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("property: a typed amount with up to six decimals is read exactly", () => {
+    fc.assert(
+      fc.property(fc.nat({ max: 10_000_000 }), fc.nat({ max: 999_999 }), fc.integer({ min: 1, max: 6 }), (whole, fractionDigits, width) => {
+        const fraction = String(fractionDigits).padStart(6, "0").slice(0, width);
+        expect(parseUsd(`${whole}.${fraction}`)).toBe(whole * MICRO_PER_USD + Number(fraction.padEnd(6, "0")));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
