@@ -54,15 +54,17 @@ interface Row {
   /** The workers' CPU over the backlog (from all idle to its end), per backlog job. */
   cpuMsPerJob: number;
   cpuMsPerJobByWorker: number[];
-  /** Their whole lives (start-up, backlog, latency samples, stop), per job. */
+  /** The backlog workers' whole lives (start-up, backlog, stop), per backlog job. */
   lifetimeCpuMsPerJob: number;
   claimsWon: number;
   claimsLost: number;
+  /** Claims lost while the latency samples were queued one at a time (every idle worker is told of each). */
+  latencyClaimsLost: number;
   latencyP50Ms: number;
   latencyP99Ms: number;
   postgresCpuMsPerJob: number;
   sandboxCpuMsPerJob: number;
-  /** PostgreSQL's own counts (pg_stat_database) per job, over the workers' lives: transactions, rows written. */
+  /** PostgreSQL's own counts (pg_stat_database) per backlog job, over the backlog workers' lives: transactions, rows written. */
   transactionsPerJob: number;
   rowsWrittenPerJob: number;
 }
@@ -185,7 +187,13 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const postgresCpu = postgresCpuMs() - postgresCpuBefore;
     const backlog = await sandbox.stats<SandboxStats>();
     const sandboxCpu = backlog.cpuMs - sandboxCpuBefore;
-    // Start latency: the workers are idle now; one job at a time, each after the last was submitted.
+    // The backlog's workers stop here (their claims and database work are the backlog's); fresh ones,
+    // idle before the first sample, take the latency samples.
+    const stopped = await Promise.all(running.map((worker) => worker.stop()));
+    const workAfter = await databaseWork(reader);
+    const sampling = Array.from({ length: workers }, (_, index) => startWorker(address.toString(), env, folder.path, workers + index));
+    await Promise.all(sampling.map((worker) => worker.ready));
+    // Start latency: one job at a time, each after the last was submitted.
     const latencies: number[] = [];
     const more = await dBenchJobs(adapter, LATENCY_SAMPLES, { ...options, idPrefix: "job_l_", refPrefix: "l-", prompt: "latency image" });
     let seenPosts = backlog.requests.filter((request) => request.provider === "d" && request.method === "POST").length;
@@ -209,9 +217,8 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
       }
     }
     while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-    const stopped = await Promise.all(running.map((worker) => worker.stop()));
+    const sampled = await Promise.all(sampling.map((worker) => worker.stop()));
     const succeeded = Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state = 'succeeded'")).rows[0]!.n);
-    const workAfter = await databaseWork(reader);
     await reader.end();
     const requests = backlog.requests.filter((request) => request.provider === "d");
     const posts = requests.filter((request) => request.method === "POST" && request.url.startsWith("/d/v1/"));
@@ -219,7 +226,9 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const perResult = new Map<string, number>();
     for (const download of downloads) perResult.set(download.url.split("?")[0]!, (perResult.get(download.url.split("?")[0]!) ?? 0) + 1);
     const spanMs = Math.max(...requests.map((request) => request.realAt)) - Math.min(...requests.map((request) => request.realAt));
-    const claims = stopped.map((worker) => /claims: (\d+) won, (\d+) lost/.exec(worker.stderr)).map((match) => (match ? [Number(match[1]), Number(match[2])] : [Number.NaN, Number.NaN]));
+    const claimsOf = (exits: Array<{ stderr: string }>) =>
+      exits.map((worker) => /claims: (\d+) won, (\d+) lost/.exec(worker.stderr)).map((match) => (match ? [Number(match[1]), Number(match[2])] : [Number.NaN, Number.NaN]));
+    const claims = claimsOf(stopped);
     const sortedLatencies = [...latencies].sort((left, right) => left - right);
     return {
       workers,
@@ -233,15 +242,16 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
       mostDownloadsOfOneResult: Math.max(0, ...perResult.values()),
       cpuMsPerJob: backlogCpu.reduce((sum, ms) => sum + ms, 0) / JOBS,
       cpuMsPerJobByWorker: backlogCpu.map((ms) => ms / JOBS),
-      lifetimeCpuMsPerJob: stopped.reduce((sum, worker) => sum + worker.cpuMs, 0) / (JOBS + LATENCY_SAMPLES),
+      lifetimeCpuMsPerJob: stopped.reduce((sum, worker) => sum + worker.cpuMs, 0) / JOBS,
       claimsWon: claims.reduce((sum, [won]) => sum + won!, 0),
       claimsLost: claims.reduce((sum, [, lost]) => sum + lost!, 0),
+      latencyClaimsLost: claimsOf(sampled).reduce((sum, [, lost]) => sum + lost!, 0),
       latencyP50Ms: quantile(sortedLatencies, 0.5),
       latencyP99Ms: quantile(sortedLatencies, 0.99),
       postgresCpuMsPerJob: postgresCpu / JOBS,
       sandboxCpuMsPerJob: sandboxCpu / JOBS,
-      transactionsPerJob: (workAfter.transactions - workBefore.transactions) / (JOBS + LATENCY_SAMPLES),
-      rowsWrittenPerJob: (workAfter.rowsWritten - workBefore.rowsWritten) / (JOBS + LATENCY_SAMPLES),
+      transactionsPerJob: (workAfter.transactions - workBefore.transactions) / JOBS,
+      rowsWrittenPerJob: (workAfter.rowsWritten - workBefore.rowsWritten) / JOBS,
     };
   } finally {
     await store.close();
@@ -273,13 +283,13 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
   const lines = [
     title,
     ``,
-    `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the workers' whole lives (start-up, backlog, the latency samples, stop) per job beside it. Start latency: with the workers idle, ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit.`,
+    `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the backlog workers' whole lives (start-up, backlog, stop) per job beside it; claims and PostgreSQL's transactions and rows written (pg_stat_database) are the backlog workers'. Start latency: as many fresh workers, idle, then ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit; each sample is announced to every idle worker, and those that find it taken count a claim lost.`,
     ``,
-    `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms) | PostgreSQL transactions / rows written per job |`,
+    `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms), claims lost meanwhile | PostgreSQL transactions / rows written per job |`,
     `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.workers} | ${row.succeeded} / ${JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
+        `| ${row.workers} | ${row.succeeded} / ${JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms, ${row.latencyClaimsLost} | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
     ),
   ];
   const markdown = lines.join("\n");
