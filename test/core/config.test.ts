@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CONFIG_VARIABLES, configSecrets, type ConfigVariable, loadConfig, requireValue, SECRET_VARIABLES } from "../../src/core/config.js";
-import { ConfigError } from "../../src/core/errors.js";
+import { configError } from "../helpers/errors.js";
 
 let folder: string;
 beforeEach(() => {
@@ -17,16 +17,6 @@ function writeConfig(name: string, content: unknown): string {
   const path = join(folder, name);
   writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
   return path;
-}
-
-function configError(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
 }
 
 const load = (env: Record<string, string>, overrides = {}) => loadConfig({ env, cwd: folder, overrides });

@@ -1,16 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BudgetError } from "../../src/core/errors.js";
 import { checkBudget } from "../../src/engine/budget.js";
-
-function budgetError(run: () => unknown): BudgetError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof BudgetError) return error;
-    throw error;
-  }
-  throw new Error("expected a BudgetError");
-}
+import { budgetError } from "../helpers/errors.js";
 
 const priced = (label: string, estimateMicroUsd: number) => ({ label, estimateMicroUsd });
 const unpriced = (label: string) => ({ label, estimateMicroUsd: null });
