@@ -2,7 +2,7 @@ import cliProgress from "cli-progress";
 import { isTerminal, type Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { escapeUnprintable } from "../core/printable.js";
-import { jobsInPages, unsettled, type WaitCounts, waitForJobs, waitForSettlement } from "../engine/wait.js";
+import { chargeUnsettled, jobsInPages, type WaitCounts, waitForJobs, waitForSettlement } from "../engine/wait.js";
 import type { JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
 import { costText, jobJson } from "./job-json.js";
@@ -138,10 +138,10 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   engine.start();
   // JSON lines go out in completion order, each after its outputs are read (and its charge settled).
   let printing: Promise<void> = Promise.resolve();
-  const printJson = async (jobId: string) => {
-    const job = (await store.getJob(jobId))!;
+  const writeJson = async (job: Job) => {
     process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
   };
+  const printJson = async (jobId: string) => writeJson((await store.getJob(jobId))!);
   // Jobs whose charge the provider settles after the end (B), as they finish.
   const settling: string[] = [];
   try {
@@ -163,10 +163,10 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
       },
       onTerminal: (job, latest) => {
         refresh(job, latest);
-        if (unsettled([job]).length) settling.push(job.id);
+        // A job whose charge the provider settles later (B) is waited for, and with --json printed once settled, with the charge.
+        if (chargeUnsettled(job)) settling.push(job.id);
         if (options.json) {
-          // A job whose charge the provider settles later (B) is printed once settled, with the charge.
-          if (!unsettled([job]).length) printing = printing.then(() => printJson(job.id));
+          if (!chargeUnsettled(job)) printing = printing.then(() => printJson(job.id));
         } else if (!interactive && total > 1) {
           tellUser(`${job.ref}: ${job.state}${job.error ? ` (${job.error.code})` : ""} ${costText(job)}\n`);
         }
@@ -186,8 +186,8 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   if (options.json) {
     // Settled in the order they settle; any the provider has not settled yet show a null charge.
     const finished = await store.listJobs({ ids: settling });
-    const order = (job: Job) => (unsettled([job]).length ? Number.MAX_SAFE_INTEGER : job.updatedAt);
-    for (const job of finished.sort((left, right) => order(left) - order(right))) await printJson(job.id);
+    const order = (job: Job) => (chargeUnsettled(job) ? Number.MAX_SAFE_INTEGER : job.updatedAt);
+    for (const job of finished.sort((left, right) => order(left) - order(right))) await writeJson(job);
   }
   // The accounting fact, read once a page at a time; with --json, jobs that never became terminal
   // (blocked behind a halt or a budget, or detached) still get their line.
@@ -195,7 +195,7 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   for await (const page of jobsInPages(store, jobIds)) {
     for (const job of page) {
       report.add(job);
-      if (options.json && !isTerminal(job.state)) process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
+      if (options.json && !isTerminal(job.state)) await writeJson(job);
     }
   }
   const interrupted = detach.signal.aborted && report.unfinished() > 0;
@@ -250,7 +250,7 @@ export class JobsReport {
     this.total++;
     this.firstRef ??= job.ref;
     this.chargedMicroUsd += job.chargeMicroUsd ?? 0;
-    if (unsettled([job]).length) this.awaitingCharge++;
+    if (chargeUnsettled(job)) this.awaitingCharge++;
     if (job.state === "succeeded") this.succeeded++;
     else if (job.state === "cancelled") {
       this.cancelled++;

@@ -283,6 +283,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private wakeLoop(): void {
     // Remembered when the loop is busy, so a slot freed mid-tick is not missed until the next idle tick.
     this.wakeRequested = true;
+    this.endNap();
+  }
+
+  /** Ends the loop's nap, if it naps (what it does then depends on the flags its wakers set). */
+  private endNap(): void {
     const wakeUp = this.wakeUp;
     this.wakeUp = null;
     wakeUp?.();
@@ -408,9 +413,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** Ends the loop's nap to measure it again: a step set its job's next due time, which may come first. */
   private dueChanged(): void {
     this.dueMoved = true;
-    const wakeUp = this.wakeUp;
-    this.wakeUp = null;
-    wakeUp?.();
+    this.endNap();
   }
 
   /**

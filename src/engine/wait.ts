@@ -135,11 +135,14 @@ function briefOf(job: Job): Brief {
 /** Rows read per statement when jobs are read whole: memory stays flat whatever the size of the batch. */
 export const JOB_PAGE = 500;
 
-/** The jobs with these ids, read `JOB_PAGE` at a time (in the order of `ids`' pages, by id within a page). */
+/** `ids` cut into pages of `JOB_PAGE`, in order. */
+function* idPages(ids: readonly string[]): Generator<string[]> {
+  for (let start = 0; start < ids.length; start += JOB_PAGE) yield ids.slice(start, start + JOB_PAGE);
+}
+
+/** The jobs with these ids, read `JOB_PAGE` at a time (in the order of `ids`' pages, by creation within a page). */
 export async function* jobsInPages(store: Store, ids: readonly string[]): AsyncGenerator<Job[]> {
-  for (let start = 0; start < ids.length; start += JOB_PAGE) {
-    yield await store.listJobs({ ids: ids.slice(start, start + JOB_PAGE) });
-  }
+  for (const page of idPages(ids)) yield await store.listJobs({ ids: page });
 }
 
 /**
@@ -222,8 +225,8 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
       return;
     }
     const ids = news.sort((left, right) => left.updatedAt - right.updatedAt).map((brief) => brief.id);
-    for (let start = 0; start < ids.length; start += JOB_PAGE) {
-      const jobs = await patiently(() => store.listJobs({ ids: ids.slice(start, start + JOB_PAGE) }));
+    for (const page of idPages(ids)) {
+      const jobs = await patiently(() => store.listJobs({ ids: page }));
       for (const job of (jobs ?? []).sort((left, right) => left.updatedAt - right.updatedAt)) seen(job, force);
     }
   };
@@ -285,9 +288,9 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
   return { counts: tally.counts() };
 }
 
-/** Charges the provider settles after the end (B) that are not settled yet. */
-export function unsettled(jobs: readonly Job[]): Job[] {
-  return jobs.filter((job) => job.chargeState === "pending" || job.chargeState === "unavailable");
+/** Whether this job's charge is one the provider settles after the end (B) and has not settled yet. */
+export function chargeUnsettled(job: Job): boolean {
+  return job.chargeState === "pending" || job.chargeState === "unavailable";
 }
 
 /**
@@ -298,7 +301,7 @@ export async function waitForSettlement(store: Store, jobIds: readonly string[],
   const deadline = Date.now() + boundMs;
   let open = [...jobIds];
   for (;;) {
-    const jobs = unsettled(await store.listJobs({ ids: open }));
+    const jobs = (await store.listJobs({ ids: open })).filter(chargeUnsettled);
     open = jobs.map((job) => job.id);
     if (open.length === 0 || Date.now() >= deadline || signal?.aborted) return jobs;
     await new Promise((resolve) => setTimeout(resolve, 250));
