@@ -39,6 +39,8 @@ export interface EngineOptions {
   publicUrl?: string | null;
   /** Poll every job at this fixed pace (within each provider's bounds) instead of near its learned finish. */
   fixedPollIntervalMs?: number;
+  /** The longest the loop naps without looking at the store (default 500 ms): how soon it sees work another process left without announcing it. */
+  idleTickMs?: number;
   /**
    * Work only on these jobs (a CLI command's own job or batch): claim,
    * adopt and settle nothing else. Without it (`worker`, `serve`) the engine
@@ -49,7 +51,7 @@ export interface EngineOptions {
   outputs?: OutputWriter;
 }
 
-/** The longest the loop sleeps without looking at the store (new jobs from other processes). */
+/** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
 const IDLE_TICK_MS = 500;
 const ADOPT_EVERY_MS = 5_000;
 const SLOT_RECOVERY_QUIET_MS = 30_000;
@@ -83,6 +85,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly leaseMs: number;
   private readonly log: EngineLogger;
   private readonly maxInFlight: number;
+  private readonly idleTickMs: number;
   private readonly counters = new Map<ProviderId, ProviderCounters>();
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly submitting = new Set<string>();
@@ -141,6 +144,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.log = options.log ?? silentLogger;
     this.maxInFlight = options.maxInFlight ?? 256;
+    this.idleTickMs = options.idleTickMs ?? IDLE_TICK_MS;
     this.scope = options.scope ?? null;
     // Every waiting job (rate tokens, backoff) listens to this signal; hundreds at once are expected.
     setMaxListeners(0, this.abortController.signal);
@@ -463,7 +467,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   }
 
   /**
-   * Naps until the next job falls due (at most `IDLE_TICK_MS`), or until
+   * Naps until the next job falls due (at most `idleTickMs`), or until
    * woken. A step that ends without freeing a slot only moves its own job's
    * due time: the nap is measured again (one read) instead of a whole tick.
    * Due times after `after` (the tick's time) count: a job due by then was
@@ -478,7 +482,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       if (this.wakeRequested || this.stopping) return napped;
       // A step ended while the store answered: its new due time may not be in the answer.
       if (this.dueMoved) continue;
-      const delay = nextDue === null ? IDLE_TICK_MS : Math.min(IDLE_TICK_MS, Math.max(0, nextDue - this.clock.now()));
+      const delay = nextDue === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, nextDue - this.clock.now()));
       if (delay === 0) return napped;
       if (this.inFlight.size === 0) this.emit("idle");
       await this.nap(delay);

@@ -5,6 +5,7 @@ import type { Store } from "../../src/store/store.js";
 import { D_KEY, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
 import { sqliteFactory } from "../helpers/stores.js";
+import { untilJob } from "../helpers/until.js";
 
 let world: DWorld;
 let store: Store;
@@ -30,6 +31,20 @@ async function submitDirectly(world: DWorld, prompt: string): Promise<number> {
 }
 
 describe("engine on D (in-process, real sandbox and SQLite)", () => {
+  it("a step that ends sets when its job is next due, and the loop wakes for it then, not at its idle tick", async () => {
+    world = await startDWorld({ renderTimeMs: 1_000 });
+    // Ten minutes between idle looks: the job's polls come only from the due times its own steps set.
+    const { engine, enqueue } = engineFor(world, store, { idleTickMs: 600_000 });
+    const job = await enqueue(pro("woken by its own due time"));
+    engine.start();
+    const done = await untilJob(engine, store, job.id, (current) => current.state === "succeeded", 20_000);
+    await engine.stop();
+    expect(done.state).toBe("succeeded");
+    // Polled through its render, as scheduled from each poll's end (the first 500 ms after the submit's answer).
+    const polls = world.sandbox.context.requests.filter((request) => request.url.startsWith("/d-poll/"));
+    expect(polls.length).toBeGreaterThanOrEqual(2);
+  });
+
   it("D: 429 makes the job wait for a slot with backoff, never an immediate resubmit", async () => {
     world = await startDWorld({ renderTimeMs: 2_500 });
     // Another client of the same account holds all 24 slots.

@@ -8,7 +8,7 @@ import type { DWorld } from "./d-sandbox.js";
 import { waitAndRead } from "./wait.js";
 
 /** An in-process engine on a real store, pointed at the world's sandbox. */
-export function engineFor(world: DWorld, store: Store, options: Partial<Pick<EngineOptions, "leaseMs" | "log" | "outputs" | "clock" | "scope">> = {}) {
+export function engineFor(world: DWorld, store: Store, options: Partial<Pick<EngineOptions, "leaseMs" | "log" | "outputs" | "clock" | "scope" | "idleTickMs">> = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const engine = new Engine({ store, providers, secrets: () => [world.env.MEDIAGATE_D_API_KEY!], ...options });
