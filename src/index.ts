@@ -187,7 +187,10 @@ export class Mediagate {
    * released) and closes the store, giving up after `timeoutMs` (default
    * 20 s) when the store does not answer: a close never hangs. What could
    * not be done then is safe to leave (leases expire; the next engine
-   * resumes the jobs); `"timed_out"` says it happened.
+   * resumes the jobs); `"timed_out"` says it happened. A submit's answer not
+   * yet recorded then goes on being offered to the store while the process
+   * lives, without keeping it alive: nothing of this instance holds the
+   * process open past the store driver's own timeouts.
    */
   async close(options: { timeoutMs?: number } = {}): Promise<"closed" | "timed_out"> {
     const outcome = await stopWithin(async () => {
@@ -195,6 +198,8 @@ export class Mediagate {
       await this.store.close();
     }, options.timeoutMs ?? DEFAULT_STOP_TIMEOUT_S * 1000);
     if (outcome.kind === "failed") throw new Error(`mediagate: close failed: ${outcome.message}`);
-    return outcome.kind === "stopped" ? "closed" : "timed_out";
+    if (outcome.kind === "stopped") return "closed";
+    this.engine.giveUp();
+    return "timed_out";
   }
 }

@@ -1,13 +1,19 @@
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
 import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { BudgetError, ConfigError, InputError, type Job, Mediagate } from "../src/index.js";
 import { type DWorld, sha256File, startDWorld } from "./helpers/d-sandbox.js";
+import { cliEnvironment } from "./helpers/cli.js";
 import { cliPostgresStore } from "./helpers/pg-cli-store.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
 
 const databaseUrl = process.env.DATABASE_URL;
+const libraryCloseMain = fileURLToPath(new URL("./helpers/library-close-main.ts", import.meta.url));
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /** Where a library instance keeps its jobs: a SQLite file, or (with DATABASE_URL) a PostgreSQL schema of its own. */
 interface StoreLocation {
@@ -167,7 +173,41 @@ for (const makeLocation of locations) {
 }
 
 describe.runIf(databaseUrl)("closing the library while its store is away (real PostgreSQL behind a loopback proxy)", () => {
-  it("close() gives up after its timeout instead of hanging, and says so; the job it could not record is resumed by the next instance, sent once", async () => {
+  it("a close that timed out no longer keeps the process alive: a library user's process ends by itself while the store stays away", async () => {
+    const world = await startDWorld({ renderTimeMs: 300 });
+    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
+    const proxy = await startTcpProxy({ host: new URL(databaseUrl!).hostname, port: Number(new URL(databaseUrl!).port || 5432) });
+    const pgStore = await cliPostgresStore(databaseUrl!, { viaPort: proxy.port });
+    const child = spawn(process.execPath, ["--import", tsxLoader, libraryCloseMain], {
+      env: cliEnvironment({ ...world.env, MEDIAGATE_STORE: pgStore.address }),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    try {
+      for (let waited = 0; !stdout.includes("submitted") && waited < 20_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      for (let waited = 0; world.submits() === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      // The submit is in flight (answered after 400 ms): its answer cannot be recorded, so the close times out.
+      await proxy.cut();
+      child.stdin!.write("go\n");
+      for (let waited = 0; !stdout.includes("closed") && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(stdout).toContain("closed timed_out");
+      const closedAt = Date.now();
+      // Before: the answer's retries (every few seconds, for as long as the store stayed away) held the process open for good.
+      const code = await Promise.race([exited, new Promise<"alive">((resolve) => setTimeout(() => resolve("alive"), 15_000))]);
+      expect(code).toBe(0);
+      expect(Date.now() - closedAt).toBeLessThan(15_000);
+    } finally {
+      child.kill("SIGKILL");
+      await proxy.restore();
+      await pgStore.cleanup();
+      await proxy.close();
+      await world.close();
+    }
+  }, 60_000);
+
+  it("close() gives up after its timeout instead of hanging, and says so; the answer it could not record is recorded when the store is back, and the next instance follows the job to its image, sent once", async () => {
     const world = await startDWorld({ renderTimeMs: 300 });
     // Submits are answered after 400 ms, so one is in flight when the store goes away.
     world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
@@ -181,13 +221,16 @@ describe.runIf(databaseUrl)("closing the library while its store is away (real P
       const started = Date.now();
       expect(await gate.close({ timeoutMs: 1_500 })).toBe("timed_out");
       expect(Date.now() - started).toBeLessThan(3_000);
-
+      // The store stays away a while after the close gave up: the answer's recording fails again, after it.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
       await proxy.restore();
       const next = await Mediagate.open({ env: { ...world.env, MEDIAGATE_STORE: pgStore.address } });
       const ended = await next.wait(job.id);
       expect(await next.close()).toBe("closed");
-      // D has no idempotency: the answer lost with the store makes the job unknown, never sent again.
-      expect(["succeeded", "unknown_submission"]).toContain(ended.state);
+      // The closed instance went on offering D's answer to the store while this process lived: the store
+      // back, it was recorded, so the job is followed to its image (D has no idempotency: without it the
+      // job would be unknown_submission, never sent again).
+      expect(ended.state).toBe("succeeded");
       expect(world.submits()).toBe(1);
     } finally {
       await pgStore.cleanup();

@@ -2,11 +2,19 @@
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
-  /** Resolves after `ms` of this clock's time, or rejects with the signal's reason when aborted. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves after `ms` of this clock's time, or rejects with the signal's
+   * reason when aborted. With `unref`, the wait does not keep the process
+   * alive (work left running after a close that gave up).
+   */
+  sleep(ms: number, signal?: AbortSignal, options?: SleepOptions): Promise<void>;
 }
 
-function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
+export interface SleepOptions {
+  unref?: boolean;
+}
+
+function realSleep(ms: number, signal?: AbortSignal, options?: SleepOptions): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -16,6 +24,7 @@ function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener("abort", onAbort);
       resolve();
     }, Math.max(0, ms));
+    if (options?.unref) timer.unref();
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal?.reason);
@@ -57,7 +66,7 @@ export class ScaledClock implements Clock {
     this.offsetMs += ms;
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return realSleep(ms / this.scale, signal);
+  sleep(ms: number, signal?: AbortSignal, options?: SleepOptions): Promise<void> {
+    return realSleep(ms / this.scale, signal, options);
   }
 }

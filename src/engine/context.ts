@@ -44,6 +44,12 @@ export interface EngineContext {
   signal: AbortSignal;
   /** Aborted as soon as the engine starts stopping: requests still waiting for a rate token give up (nothing was sent). */
   stopWaiting: AbortSignal;
+  /**
+   * True once a stop gave up waiting (a library `close()` past its timeout):
+   * what still runs (a submit's answer being recorded) goes on trying while
+   * the process lives, but its waits no longer keep the process alive.
+   */
+  givenUp(): boolean;
 }
 
 export function validatedOf(job: Job): ValidatedRequest {

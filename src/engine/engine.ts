@@ -129,6 +129,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
   private stopping = false;
+  private givenUp = false;
   private loopDone: Promise<void> | null = null;
   private lastAdoptAt = 0;
   private lastRenewAt = 0;
@@ -175,6 +176,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       },
       signal: this.abortController.signal,
       stopWaiting: this.stopWaiting.signal,
+      givenUp: () => this.givenUp,
     };
   }
 
@@ -235,6 +237,22 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     this.abortController.abort(new Error("engine stopping"));
     await Promise.allSettled([...this.inFlight.values()]);
     await this.store.releaseLeases(this.owner);
+  }
+
+  /**
+   * A stop that could not finish (the store is not answering) was given up
+   * on: polls and downloads are aborted (their jobs wait for the next
+   * engine), and what still runs is a submit's answer waiting to be recorded. It goes
+   * on trying while the process lives, so a store that comes back still gets
+   * it (nothing paid is dropped on purpose), but it no longer keeps the
+   * process alive; if the process ends first, the answer is in the error log
+   * and the next engine settles the job from its idempotency key or marks it
+   * unknown.
+   */
+  giveUp(): void {
+    this.givenUp = true;
+    // Polls, downloads and naps end now: the jobs stay where they are for the next engine.
+    this.abortController.abort(new Error("engine stop given up"));
   }
 
   /**

@@ -94,14 +94,18 @@ async function recordAccepted(context: EngineContext, job: Job, submitted: Submi
  * the store is back or when the command's stop timeout gives up, and the job
  * stays `submitting` for the next engine to settle from submit_sent_at and
  * the idempotency key. Null when the expectation failed (another engine took
- * the job) or the engine stopped first.
+ * the job) or the engine stopped first. A stop given up on (a library close
+ * past its timeout) leaves it trying with waits that do not keep the process
+ * alive: a store back while the process lives still gets the answer.
  */
 async function persist<T>(context: EngineContext, job: Job, what: string, write: () => Promise<T | null>): Promise<T | null> {
   for (let failures = 1; ; failures++) {
     try {
       return await write();
     } catch (error) {
-      if (context.signal.aborted) {
+      // A stop given up on aborts everything else, but this answer keeps being offered to the store while the process lives.
+      const givenUp = context.givenUp();
+      if (context.signal.aborted && !givenUp) {
         context.log.error({ jobId: job.id, err: messageOf(error) }, `the engine stopped before the store recorded that ${what}`);
         return null;
       }
@@ -109,7 +113,7 @@ async function persist<T>(context: EngineContext, job: Job, what: string, write:
       const fields = { jobId: job.id, provider: job.provider, err: messageOf(error), failures, retryInMs };
       if (failures === 1) context.log.error(fields, `the store failed while recording that ${what}; retrying until it answers`);
       else context.log.warn(fields, `still recording that ${what}`);
-      await context.clock.sleep(retryInMs, context.signal).catch(() => undefined);
+      await context.clock.sleep(retryInMs, givenUp ? undefined : context.signal, { unref: givenUp }).catch(() => undefined);
     }
   }
 }

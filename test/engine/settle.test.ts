@@ -63,6 +63,7 @@ function contextFor(bed: BBed, signal = new AbortController().signal) {
     takeKnownStatus: () => undefined,
     signal,
     stopWaiting: signal,
+    givenUp: () => false,
   };
   return { context, emitted };
 }
