@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: V8's heap settings apply before anything else is loaded (see heap.ts).
+import "./heap.js";
 import { Command, CommanderError } from "commander";
 import { configSecrets, loadConfig } from "../core/config.js";
 import { storeSecrets } from "../core/store-address.js";
