@@ -158,6 +158,17 @@ describe("D pricing: the documentation site's 'from' prices", () => {
     expect(price({ endpoint: "gen-2-compact-9b-kv-finetuned", imageCount: 2 }, "docs-from").microUsd).toBe(30_000);
   });
 
+  it("D: in the docs-from view, max and flex have no editing rate: with references they are priced at their generation rate", () => {
+    const max = price({ endpoint: "gen-2-max", outputPixels: 2 * MP, referencePixels: [3 * MP] }, "docs-from");
+    expect(max).toEqual({ microUsd: 140_000, formula: "D documentation 'from' prices: gen-2-max 2 MP × $0.0700/MP + references not priced separately in this view" });
+    expect(price({ endpoint: "gen-2-flex", referencePixels: [null, null] }, "docs-from").microUsd).toBe(50_000);
+  });
+
+  it("D: the docs-from view prices no reference, so a single one of unknown size assumes nothing (the note is the pricing page's)", () => {
+    expect(price({ endpoint: "gen-2-pro", referencePixels: [null] }, "docs-from").formula).not.toMatch(/assumed/);
+    expect(price({ endpoint: "gen-2-pro", referencePixels: [null] }).formula).toMatch(/single reference of unknown size assumed 1 MP/);
+  });
+
   it("D: the price view is selectable on the adapter, the pricing page by default", async () => {
     const request = validated("gen-2-max", 2048, 1024);
     const pageAdapter = createDAdapter({ baseUrl: "https://d.example", apiKey: "key" });
@@ -178,8 +189,17 @@ describe("D pricing: charges", () => {
     expect(chargeD(validated("gen-2-pro", 1024, 768), failed)).toEqual({ microUsd: null, source: "D does not publish whether failed jobs are charged" });
   });
 
-  it("D: a succeeded gen-ctx-max job has no computed charge", () => {
-    expect(chargeD(validated("gen-ctx-max", 1024, 768), succeeded).microUsd).toBeNull();
+  it("D: a succeeded gen-ctx-max job has no computed charge, and the source says why rather than claiming one", () => {
+    expect(chargeD(validated("gen-ctx-max", 1024, 768), succeeded)).toEqual({
+      microUsd: null,
+      source: "unpriced: neither of D's price views lists gen-ctx-max (the older context-editing endpoint)",
+    });
+  });
+
+  it("D: a name that is no D endpoint is unpriced, in either view, never priced at some other row", () => {
+    for (const view of ["pricing-page", "docs-from"] as const) {
+      expect(price({ endpoint: "gen-9-ultra" }, view)).toEqual({ microUsd: null, formula: "unpriced: gen-9-ultra is not a D endpoint" });
+    }
   });
 
   it("D: facts that cannot be read give no price rather than a wrong one", () => {
