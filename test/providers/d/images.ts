@@ -25,3 +25,10 @@ export function jpegHeader(width: number, height: number): Buffer {
   frame[9] = 3;
   return Buffer.concat([Buffer.from([0xff, 0xd8]), app0, frame]);
 }
+
+/** `count` native reference fields with URL values: input_image, input_image_2, … */
+export function urlReferences(count: number): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (let position = 1; position <= count; position++) fields[position === 1 ? "input_image" : `input_image_${position}`] = `https://images.example/${position}.png`;
+  return fields;
+}

@@ -2,19 +2,13 @@ import { describe, expect, it } from "vitest";
 import type { JobRequest } from "../../../src/providers/adapter.js";
 import { D_ENDPOINTS, REFERENCE_VALUE_FORMAT, validateDRequest } from "../../../src/providers/d/index.js";
 import { inputError } from "../../helpers/errors.js";
-import { pngHeader } from "./images.js";
+import { pngHeader, urlReferences } from "./images.js";
 
 const URL_A = "https://images.example/a.png";
 const base = { prompt: "a lighthouse at dawn", width: 1024, height: 768 };
 
 function validate(input: unknown, extra: Partial<JobRequest> = {}) {
   return validateDRequest({ provider: "d", model: "gen-2-pro", input: input as Record<string, unknown>, ...extra });
-}
-
-function urlReferences(count: number): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (let position = 1; position <= count; position++) fields[position === 1 ? "input_image" : `input_image_${position}`] = `https://images.example/${position}.png`;
-  return fields;
 }
 
 describe("D: the request as a whole", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { JobRequest } from "../../../src/providers/adapter.js";
 import { D_ENDPOINTS, imageSizeOf, imageSizeOfText, REFERENCE_VALUE_FORMAT, validateDRequest } from "../../../src/providers/d/index.js";
 import { renderPng } from "../../../src/sandbox/media/png.js";
-import { jpegHeader, pngHeader } from "./images.js";
+import { jpegHeader, pngHeader, urlReferences } from "./images.js";
 import { inputError } from "../../helpers/errors.js";
 
 const URL_A = "https://images.example/a.png";
@@ -17,13 +17,6 @@ function validate(input: Record<string, unknown>, extra: Partial<JobRequest> = {
   return validateDRequest(request(input, extra));
 }
 
-
-/** `count` native reference fields with URL values: input_image, input_image_2, … */
-function urlReferences(count: number): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (let position = 1; position <= count; position++) fields[position === 1 ? "input_image" : `input_image_${position}`] = `https://images.example/${position}.png`;
-  return fields;
-}
 
 describe("D: endpoints", () => {
   it("D: every endpoint of the spec's table is accepted and selects the URL path", () => {
