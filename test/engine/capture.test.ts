@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { FaultKind } from "../../src/sandbox/faults.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
+import { renderPng } from "../../src/sandbox/media/png.js";
 import type { Store } from "../../src/store/store.js";
 import { sha256File } from "../helpers/d-sandbox.js";
 import { storeFactories } from "../helpers/stores.js";
@@ -106,6 +107,49 @@ for (const factory of storeFactories) {
       expect(filesIn(outDir)).toEqual(["lighthouse.png", "lighthouse.png.json"]);
       expect(d.jobs[0]!.downloads).toBe(1);
       expect(await store.ledgerTotal()).toBe(30_000);
+    });
+
+    it("a ref that is not a safe file name is saved under a safe one ending in a hash of the ref: two such refs never share a file, and none leaves the folder", async () => {
+      const { outDir } = await dWorld();
+      const { engine, enqueue, wait } = worldEngine(world!, store, { virtualTime: true });
+      const refs = ["fox/1 a", "fox?1 a", "../../escape", "plain-ref_1.x"];
+      const jobs = [];
+      for (const ref of refs) jobs.push(await enqueue(pro(`image for ${ref}`), ref));
+      engine.start();
+      const ended = (await wait(jobs.map((job) => job.id))).jobs;
+      await engine.stop();
+      expect(ended.map((job) => job.state)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded"]);
+      const paths = await Promise.all(jobs.map(async (job) => (await store.outputs(job.id))[0]!.path));
+      const names = paths.map((path) => path.slice(outDir.length + 1));
+      expect(names[0]).toMatch(/^fox_1_a-[0-9a-f]{6}\.png$/);
+      expect(names[1]).toMatch(/^fox_1_a-[0-9a-f]{6}\.png$/);
+      expect(names[0]).not.toBe(names[1]);
+      // Slashes become "_" and leading dots one "_" ("../../escape" → "__.._escape"): no path segment, so the file stays in the folder.
+      expect(names[2]).toMatch(/^__\.\._escape-[0-9a-f]{6}\.png$/);
+      // A ref that is already a safe name is the file's name as it is.
+      expect(names[3]).toBe("plain-ref_1.x.png");
+      for (const path of paths) expect(path.startsWith(`${outDir}/`)).toBe(true);
+    });
+
+    it("a result answered as application/octet-stream is named by its bytes (a PNG is saved as .png), and its bytes are kept as sent", async () => {
+      const { outDir } = await dWorld();
+      const png = renderPng(64, 48, "served without its type", 3);
+      world!.sandbox.context.faults.add({
+        provider: "d",
+        method: "GET",
+        path: D_RESULT_PATH,
+        fault: { kind: "status", status: 200, body: png, headers: { "content-type": "application/octet-stream" } },
+      });
+      const { engine, enqueue, wait } = worldEngine(world!, store, { virtualTime: true });
+      const job = await enqueue(pro("untyped"), "untyped");
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      expect(ended!.state).toBe("succeeded");
+      const [output] = await store.outputs(job.id);
+      expect(output!.path).toBe(join(outDir, "untyped.png"));
+      expect(readFileSync(output!.path).equals(png)).toBe(true);
+      expect(sha256File(output!.path)).toBe(output!.sha256);
     });
 
     it("D: a download failing on five capture attempts in a row fails the job result_download_failed, each attempt after a fresh read; nothing is saved", async () => {
