@@ -1,19 +1,18 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createRequire } from "node:module";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { BudgetError, ConfigError, InputError, type Job, Mediagate } from "../src/index.js";
 import { type DWorld, sha256File, startDWorld } from "./helpers/d-sandbox.js";
-import { cliEnvironment } from "./helpers/cli.js";
+import { cliEnvironment, tsxLoader } from "./helpers/cli.js";
 import { cliPostgresStore } from "./helpers/pg-cli-store.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
+import { until } from "./helpers/until.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 const libraryCloseMain = fileURLToPath(new URL("./helpers/library-close-main.ts", import.meta.url));
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /** Where a library instance keeps its jobs: a SQLite file, or (with DATABASE_URL) a PostgreSQL schema of its own. */
 interface StoreLocation {
@@ -186,12 +185,12 @@ describe.runIf(databaseUrl)("closing the library while its store is away (real P
     child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
-      for (let waited = 0; !stdout.includes("submitted") && waited < 20_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-      for (let waited = 0; world.submits() === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await until(() => stdout.includes("submitted"), "the library process to submit its job", 20_000);
+      await until(() => world.submits() > 0, "D to receive the submit");
       // The submit is in flight (answered after 400 ms): its answer cannot be recorded, so the close times out.
       await proxy.cut();
       child.stdin!.write("go\n");
-      for (let waited = 0; !stdout.includes("closed") && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await until(() => stdout.includes("closed"), "the library process to close");
       expect(stdout).toContain("closed timed_out");
       const closedAt = Date.now();
       // Before: the answer's retries (every few seconds, for as long as the store stayed away) held the process open for good.
@@ -216,7 +215,7 @@ describe.runIf(databaseUrl)("closing the library while its store is away (real P
     try {
       const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_STORE: pgStore.address } });
       const job = await gate.submit(pro("cut off"), { ref: "cut-off" });
-      for (let waited = 0; world.submits() === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await until(() => world.submits() > 0, "D to receive the submit");
       await proxy.cut();
       const started = Date.now();
       expect(await gate.close({ timeoutMs: 1_500 })).toBe("timed_out");

@@ -5,7 +5,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const entry = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 /** tsx by absolute URL, so the CLI runs from any working folder (a bare "tsx" resolves from the cwd). */
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+export const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 export interface CliResult {
   code: number | null;

@@ -1,11 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { cliEnvironment } from "./cli.js";
+import { fileURLToPath } from "node:url";
+import { cliEnvironment, tsxLoader } from "./cli.js";
 import type { World } from "./world.js";
 
 const entry = fileURLToPath(new URL("./engine-process-main.ts", import.meta.url));
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 export interface EngineProcess {
   child: ChildProcess;
