@@ -10,7 +10,7 @@ import { defineConfig } from "vitest/config";
  * `npm run mutate:core` mutates src/core against test/core alone, whose unit
  * tests take seconds where the engine suites take many minutes per pass.
  */
-const ALL = ["test/core/**/*.test.ts", "test/engine/**/*.test.ts", "test/store/**/*.test.ts", "test/providers/**/*.test.ts", "test/library*.test.ts"];
+const ALL = ["test/core/**/*.test.ts", "test/engine/**/*.test.ts", "test/outputs/**/*.test.ts", "test/store/**/*.test.ts", "test/providers/**/*.test.ts", "test/library*.test.ts"];
 
 export default defineConfig({
   test: {
