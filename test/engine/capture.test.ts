@@ -163,6 +163,8 @@ for (const factory of storeFactories) {
       expect(ended!.state).toBe("failed");
       expect(ended!.error?.code).toBe("result_download_failed");
       expect(ended!.error?.message).toMatch(/answered HTTP 503$/);
+      // The provider error's detail is kept with it (the status, whether it was worth retrying).
+      expect(ended!.error?.detail).toMatchObject({ provider: "d", httpStatus: 503, retryable: true });
       // One read that saw Ready before each of the five attempts: the read just before the first download, and one
       // before each later attempt. (Counted by position in the log: a read that arrives a moment before the render ends
       // can still answer Ready, so its arrival time does not tell which reads saw Ready.)

@@ -53,7 +53,12 @@ for (const factory of storeFactories) {
       await engine.stop();
       expect(ended!.state).toBe("failed");
       expect(ended!.error?.code).toBe("tracking_deadline_exceeded");
-      expect(ended!.error?.message).toMatch(/still not finished \d+ s after submit \(last status Pending\)/);
+      expect(ended!.error?.message).toMatch(/^still not finished \d+ s after submit \(last status Pending\); giving up tracking$/);
+      // The seconds are counted from the submit to the moment it was given up (past the 31 minutes the clock moved).
+      const seconds = Number(/still not finished (\d+) s/.exec(ended!.error!.message)![1]);
+      expect(seconds).toBe(Math.round((ended!.finishedAt! - ended!.submittedAt!) / 1_000));
+      expect(seconds).toBeGreaterThanOrEqual(31 * 60);
+      expect(ended!.reason).toBe(ended!.error!.message);
       expect(ended!.leaseOwner).toBeNull();
       expect((await store.poolStatus()).find((pool) => pool.key === "d:account")!.held).toBe(0);
       // The deadline is checked before polling: nothing was asked of D once it had passed.
@@ -121,6 +126,13 @@ for (const factory of storeFactories) {
       expect(failed!.error?.code).toBe("provider_rejected");
       expect(failed!.error?.message).toMatch(/^tracking failed after 3 attempts: D answered HTTP 404/);
       expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url) && request.statusCode === 404)).toBe(2 + 3);
+      // The provider's error is kept whole, the charge is marked unknown (accepted, never seen to end), and the event says why.
+      expect(failed!.error?.detail).toMatchObject({ provider: "d", httpStatus: 404, retryable: false });
+      expect(failed!.chargeSource).toBe(UNKNOWN_CHARGE);
+      expect(failed!.leaseOwner).toBeNull();
+      const last = (await store.events(victim.id)).at(-1)!;
+      expect(last.toState).toBe("failed");
+      expect(last.reason).toMatch(/^tracking failed: D answered HTTP 404/);
     });
 
     it("A: a task A reports expired ends the job expired (provider_expired) with A's detail kept; nothing is saved", async () => {
