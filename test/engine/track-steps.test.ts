@@ -82,6 +82,29 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
     expect(pollRequests(world)).toBe(polled);
   });
 
+  it("stopping the engine during a poll counts no failure: the job stays running as it was, and the next engine tracks it to the end", async () => {
+    const { d, world } = await dWorld();
+    // The first poll is held until the client gives up on it (the stop aborts it).
+    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 30_000 }, times: 1 });
+    const first = worldEngine(world, store, { virtualTime: true });
+    const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
+    first.engine.start();
+    await until(() => pollRequests(world) >= 1, "the first poll to be asked for");
+    await first.engine.stop();
+    const stopped = (await store.getJob(job.id))!;
+    expect(stopped.state).toBe("running");
+    expect(stopped.pollFailures).toBe(0);
+    expect(stopped.reason ?? "").not.toMatch(/poll failed/);
+    expect(stopped.leaseOwner).toBeNull();
+
+    const second = worldEngine(world, store, { virtualTime: true });
+    second.engine.start();
+    const [ended] = (await second.wait([job.id])).jobs;
+    await second.engine.stop();
+    expect(ended!.state).toBe("succeeded");
+    expect(d.jobs).toHaveLength(1);
+  });
+
   it("D reporting a job Error ends it failed (provider_failed) with D's answer quoted in the message and kept as detail; its charge is recorded as unknown, as D does not say", async () => {
     const { world } = await dWorld();
     const answer = { status: "Error", details: "the model could not render this" };

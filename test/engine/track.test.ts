@@ -44,6 +44,8 @@ for (const factory of storeFactories) {
       const { world } = await dWorld({ renderTimeMs: 5 * 3_600_000 }, 1);
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const job = await enqueue(pro("never done"));
+      const states: string[] = [];
+      engine.on("job", (update) => states.push(update.state));
       engine.start();
       const running = await untilJob(engine, store, job.id, (current) => current.state === "running" && current.providerStatus === "Pending");
       expect(running.trackingDeadlineAt).toBe(running.submittedAt! + 30 * 60_000);
@@ -58,6 +60,7 @@ for (const factory of storeFactories) {
       const seconds = Number(/still not finished (\d+) s/.exec(ended!.error!.message)![1]);
       expect(seconds).toBe(Math.round((ended!.finishedAt! - ended!.submittedAt!) / 1_000));
       expect(seconds).toBeGreaterThanOrEqual(31 * 60);
+      expect(states.at(-1)).toBe("failed");
       expect(ended!.reason).toBe(ended!.error!.message);
       expect(ended!.leaseOwner).toBeNull();
       expect((await store.poolStatus()).find((pool) => pool.key === "d:account")!.held).toBe(0);
@@ -112,6 +115,10 @@ for (const factory of storeFactories) {
       const { world } = await dWorld({ renderTimeMs: 3_000 }, 20);
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const refused = { kind: "status" as const, status: 404, body: { code: "not_found", message: "no such job" } };
+      const failedSeen: string[] = [];
+      engine.on("job", (update) => {
+        if (update.state === "failed") failedSeen.push(update.id);
+      });
       world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: refused, times: 2 });
       const survivor = await enqueue(pro("refused twice"));
       engine.start();
@@ -133,6 +140,8 @@ for (const factory of storeFactories) {
       const last = (await store.events(victim.id)).at(-1)!;
       expect(last.toState).toBe("failed");
       expect(last.reason).toMatch(/^tracking failed: D answered HTTP 404/);
+      // Reported as it happened (progress, the server), not only found later in the store.
+      expect(failedSeen).toEqual([victim.id]);
     });
 
     it("A: a task A reports expired ends the job expired (provider_expired) with A's detail kept; nothing is saved", async () => {
