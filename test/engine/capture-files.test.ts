@@ -11,15 +11,13 @@ import { renderPng } from "../../src/sandbox/media/png.js";
 import type { Store } from "../../src/store/store.js";
 import { fullDiskFor } from "../helpers/full-disk.js";
 import { sqliteFactory } from "../helpers/stores.js";
-import { until, untilJob } from "../helpers/until.js";
-import { startWorld, type World, worldEngine } from "../helpers/world.js";
+import { storedJobWhen, until, untilJob } from "../helpers/until.js";
+import { failOneAttemptThenHold, startWorld, type World, worldEngine } from "../helpers/world.js";
 
 // What the capture step makes of each result: its file's name and type, what is kept beside it, and the state a
 // job is left in when saving fails or the engine stops mid-download. Real sandboxes over loopback, real SQLite.
 
 const D_RESULT_PATH = /^\/d-results\//;
-/** ProviderHttp sends an idempotent request (a download) up to this many times before the capture sees the failure. */
-const HTTP_ATTEMPTS = 4;
 const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
@@ -210,23 +208,16 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
 
   it("a download that failed leaves the job capturing with one failure counted and the reason 'saving failed (…); retrying' until the next attempt", async () => {
     const { world } = await dWorld();
-    const faults = world.sandbox.context.faults;
-    faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS });
-    // The next attempt's download is held a real second, long enough to read the job between the attempts.
-    faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+    failOneAttemptThenHold(world, D_RESULT_PATH, { kind: "status", status: 503 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
-    let between: Job | null = null;
-    await until(async () => {
-      between = await store.getJob(job.id);
-      return between!.pollFailures === 1;
-    }, "the first failed capture attempt to be recorded");
-    expect(between!.state).toBe("capturing");
-    expect(between!.error).toBeNull();
-    expect(between!.reason).toMatch(/^saving failed \(downloading output 1 from .* answered HTTP 503\); retrying$/);
-    expect(between!.nextAttemptAt).toBeGreaterThan(between!.updatedAt);
-    expect(between!.nextAttemptAt - between!.updatedAt).toBeLessThanOrEqual(2_000);
+    const between = await storedJobWhen(store, job.id, (current) => current.pollFailures === 1, "the first failed capture attempt to be recorded");
+    expect(between.state).toBe("capturing");
+    expect(between.error).toBeNull();
+    expect(between.reason).toMatch(/^saving failed \(downloading output 1 from .* answered HTTP 503\); retrying$/);
+    expect(between.nextAttemptAt).toBeGreaterThan(between.updatedAt);
+    expect(between.nextAttemptAt - between.updatedAt).toBeLessThanOrEqual(2_000);
     const [ended] = (await wait([job.id])).jobs;
     await engine.stop();
     expect(ended!.state).toBe("succeeded");

@@ -3,15 +3,13 @@ import type { Job } from "../../src/core/job.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteFactory } from "../helpers/stores.js";
-import { until } from "../helpers/until.js";
-import { startWorld, type World, worldEngine } from "../helpers/world.js";
+import { storedJobWhen, until } from "../helpers/until.js";
+import { failOneAttemptThenHold, startWorld, type World, worldEngine } from "../helpers/world.js";
 
 // What one poll does to a running job: the status it records, what it reports, when it polls next, and how a
 // provider's failure or a failed poll is written down. Real sandbox D over loopback, real SQLite, virtual time.
 
 const D_POLL_PATH = /^\/d-poll\//;
-/** ProviderHttp sends an idempotent request (a poll) up to this many times before the engine sees the failure. */
-const HTTP_ATTEMPTS = 4;
 const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
 
 let store: Store;
@@ -135,22 +133,15 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
 
   it("a poll that fails with a Retry-After is tried again exactly that long after: the job stays running, the failure counted, with 'poll failed (…); retrying' as its reason", async () => {
     const { world } = await dWorld();
-    const faults = world.sandbox.context.faults;
-    faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 503, headers: { "retry-after": "7" } }, times: HTTP_ATTEMPTS });
-    // The next poll is held a real second, long enough to read the job between the two.
-    faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+    failOneAttemptThenHold(world, D_POLL_PATH, { kind: "status", status: 503, headers: { "retry-after": "7" } });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
-    let between: Job | null = null;
-    await until(async () => {
-      between = await store.getJob(job.id);
-      return between!.pollFailures === 1;
-    }, "the failed poll to be recorded");
-    expect(between!.state).toBe("running");
-    expect(between!.error).toBeNull();
-    expect(between!.reason).toMatch(/^poll failed \(.*HTTP 503.*\); retrying$/);
-    expect(between!.nextAttemptAt - between!.updatedAt).toBe(7_000);
+    const between = await storedJobWhen(store, job.id, (current) => current.pollFailures === 1, "the failed poll to be recorded");
+    expect(between.state).toBe("running");
+    expect(between.error).toBeNull();
+    expect(between.reason).toMatch(/^poll failed \(.*HTTP 503.*\); retrying$/);
+    expect(between.nextAttemptAt - between.updatedAt).toBe(7_000);
     const [ended] = (await wait([job.id])).jobs;
     await engine.stop();
     expect(ended!.state).toBe("succeeded");

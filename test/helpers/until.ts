@@ -36,3 +36,13 @@ export async function until(condition: () => boolean | Promise<boolean>, what: s
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/** Reads the job from the store every 10 ms until `predicate` holds for it, and returns it; fails naming `what` after `boundMs`. */
+export async function storedJobWhen(store: Store, jobId: string, predicate: (job: Job) => boolean, what: string, boundMs = 10_000): Promise<Job> {
+  let found: Job | null = null;
+  await until(async () => {
+    found = await store.getJob(jobId);
+    return found !== null && predicate(found);
+  }, what, boundMs);
+  return found!;
+}

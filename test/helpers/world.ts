@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { FaultKind } from "../../src/sandbox/faults.js";
 import type { Clock } from "../../src/core/clock.js";
 import type { OutputWriter } from "../../src/outputs/local-folder.js";
 import { loadConfig } from "../../src/core/config.js";
@@ -96,4 +97,15 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
     },
     wait: (ids: string[]) => waitAndRead(engine, store, ids),
   };
+}
+
+/**
+ * One failed attempt at `path` (the fault on each of the HTTP layer's own
+ * tries), then the next request held a real second: long enough for a test to
+ * read the job as the failed attempt left it.
+ */
+export function failOneAttemptThenHold(world: World, path: RegExp, fault: FaultKind, httpAttempts = 4): void {
+  const faults = world.sandbox.context.faults;
+  faults.add({ method: "GET", path, fault, times: httpAttempts });
+  faults.add({ method: "GET", path, fault: { kind: "delay", ms: 1_000 }, times: 1 });
 }
