@@ -158,11 +158,13 @@ async function handleCaptureFailure(context: EngineContext, job: Job, error: unk
     context.wake();
     return;
   }
-  // The next attempt reads the job again first, for fresh result links.
-  await store.updateJob(
+  // The next attempt reads the job again first, for fresh result links. Listeners (progress, the server) are told:
+  // "saving failed; retrying" is worth seeing while it lasts.
+  const retrying = await store.updateJob(
     job.id,
     { state: "capturing", leaseOwner: owner },
     { nextAttemptAt: now + fullJitterBackoffMs(failures, { baseMs: 1_000, capMs: 30_000 }), pollFailures: failures, reason: `saving failed (${message}); retrying` },
     now,
   );
+  if (retrying) context.emit(retrying);
 }

@@ -178,10 +178,12 @@ async function handlePollFailure(context: EngineContext, job: Job, error: unknow
   const wait = error instanceof ProviderError && error.detail.retryAfterMs !== undefined
     ? error.detail.retryAfterMs
     : fullJitterBackoffMs(failures, { baseMs: 1_000, capMs: POLL_FAILURE_BACKOFF_CAP_MS });
-  await store.updateJob(
+  const retrying = await store.updateJob(
     job.id,
     { state: job.state, leaseOwner: owner },
     { nextAttemptAt: now + wait, pollFailures: failures, reason: `poll failed (${message}); retrying` },
     now,
   );
+  // Listeners (progress, the server) see the failed poll and when the next one is, not only the store.
+  if (retrying) context.emit(retrying);
 }

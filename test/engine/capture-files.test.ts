@@ -206,16 +206,22 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
     expect(last.reason).toBe(`could not save the results: ${ended!.error!.message}`);
   });
 
-  it("a download that failed leaves the job capturing with one failure counted and the reason 'saving failed (…); retrying' until the next attempt", async () => {
+  it("a download that failed leaves the job capturing with one failure counted and the reason 'saving failed (…); retrying' until the next attempt, and says so to listeners", async () => {
     const { world } = await dWorld();
     failOneAttemptThenHold(world, D_RESULT_PATH, { kind: "status", status: 503 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const reported: Job[] = [];
+    engine.on("job", (update) => {
+      if (update.pollFailures === 1) reported.push(update);
+    });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
     const between = await storedJobWhen(store, job.id, (current) => current.pollFailures === 1, "the first failed capture attempt to be recorded");
     expect(between.state).toBe("capturing");
     expect(between.error).toBeNull();
     expect(between.reason).toMatch(/^saving failed \(downloading output 1 from .* answered HTTP 503\); retrying$/);
+    // Reported to listeners as it happened (a progress display shows it), not only written to the store.
+    expect(reported.map((update) => update.reason)).toEqual([between.reason]);
     expect(between.nextAttemptAt).toBeGreaterThan(between.updatedAt);
     expect(between.nextAttemptAt - between.updatedAt).toBeLessThanOrEqual(2_000);
     const [ended] = (await wait([job.id])).jobs;

@@ -131,10 +131,14 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
     expect(last.detail).toEqual({ raw: answer });
   });
 
-  it("a poll that fails with a Retry-After is tried again exactly that long after: the job stays running, the failure counted, with 'poll failed (…); retrying' as its reason", async () => {
+  it("a poll that fails with a Retry-After is tried again exactly that long after: the job stays running, the failure counted, with 'poll failed (…); retrying' as its reason, said to listeners", async () => {
     const { world } = await dWorld();
     failOneAttemptThenHold(world, D_POLL_PATH, { kind: "status", status: 503, headers: { "retry-after": "7" } });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const reported: Job[] = [];
+    engine.on("job", (update) => {
+      if (update.pollFailures === 1) reported.push(update);
+    });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
     const between = await storedJobWhen(store, job.id, (current) => current.pollFailures === 1, "the failed poll to be recorded");
@@ -142,6 +146,8 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
     expect(between.error).toBeNull();
     expect(between.reason).toMatch(/^poll failed \(.*HTTP 503.*\); retrying$/);
     expect(between.nextAttemptAt - between.updatedAt).toBe(7_000);
+    // Reported to listeners as it happened (a progress display shows it), not only written to the store.
+    expect(reported.map((update) => update.reason)).toEqual([between.reason]);
     const [ended] = (await wait([job.id])).jobs;
     await engine.stop();
     expect(ended!.state).toBe("succeeded");
