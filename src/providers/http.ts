@@ -84,6 +84,9 @@ export interface HttpRequest {
   untrustedUrl?: boolean;
 }
 
+/** How many times an idempotent request (a poll, a download) is sent before its caller sees the failure, first try included. */
+export const IDEMPOTENT_ATTEMPTS = 4;
+
 export interface ProviderHttpOptions {
   provider: string;
   clock: Clock;
@@ -98,7 +101,7 @@ export interface ProviderHttpOptions {
   afterResponse?: (response: { status: number; url: string }) => void;
   urlPolicy: UrlPolicy;
   defaultTimeoutMs?: number;
-  /** Attempts for idempotent requests (first try included). */
+  /** Attempts for idempotent requests (first try included); IDEMPOTENT_ATTEMPTS unless given. */
   maxAttempts?: number;
   /** A Retry-After longer than this is not waited here; the error goes to the engine. */
   maxInlineWaitMs?: number;
@@ -134,7 +137,7 @@ export class ProviderHttp {
   }
 
   async request(request: HttpRequest, signal?: AbortSignal): Promise<HttpResponse> {
-    const maxAttempts = request.retry === "idempotent" ? (this.options.maxAttempts ?? 4) : 1;
+    const maxAttempts = request.retry === "idempotent" ? (this.options.maxAttempts ?? IDEMPOTENT_ATTEMPTS) : 1;
     for (let attempt = 0; ; attempt++) {
       try {
         const response = await this.send(request, signal);

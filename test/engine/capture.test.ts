@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { IDEMPOTENT_ATTEMPTS } from "../../src/providers/http.js";
 import type { FaultKind } from "../../src/sandbox/faults.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import { renderPng } from "../../src/sandbox/media/png.js";
@@ -12,7 +13,7 @@ import { startWorld, type World, worldEngine } from "../helpers/world.js";
 const D_POLL_PATH = /^\/d-poll\//;
 const D_RESULT_PATH = /^\/d-results\//;
 /** ProviderHttp sends an idempotent request (a poll, a download) up to this many times before the engine sees the failure. */
-const HTTP_ATTEMPTS = 4;
+const HTTP_ATTEMPTS = IDEMPOTENT_ATTEMPTS;
 const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
 
 for (const factory of storeFactories) {

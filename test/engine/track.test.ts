@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { IDEMPOTENT_ATTEMPTS } from "../../src/providers/http.js";
 import { createAEmulator } from "../../src/sandbox/a/index.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import type { Store } from "../../src/store/store.js";
@@ -14,8 +15,8 @@ import { startWorld, type World, worldEngine } from "../helpers/world.js";
 const D_POLL_PATH = /^\/d-poll\//;
 const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
 
-/** Tries the HTTP layer makes of one idempotent request before the engine sees it fail (src/providers/http.ts). */
-const HTTP_ATTEMPTS = 4;
+/** Tries the HTTP layer makes of one idempotent request before the engine sees it fail. */
+const HTTP_ATTEMPTS = IDEMPOTENT_ATTEMPTS;
 
 for (const factory of storeFactories) {
   describe(`tracking a running job to its end (${factory.name}, real sandbox, virtual time)`, () => {

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { IDEMPOTENT_ATTEMPTS } from "../../src/providers/http.js";
 import type { FaultKind } from "../../src/sandbox/faults.js";
 import type { Clock } from "../../src/core/clock.js";
 import type { OutputWriter } from "../../src/outputs/local-folder.js";
@@ -104,8 +105,8 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
  * tries), then the next request held a real second: long enough for a test to
  * read the job as the failed attempt left it.
  */
-export function failOneAttemptThenHold(world: World, path: RegExp, fault: FaultKind, httpAttempts = 4): void {
+export function failOneAttemptThenHold(world: World, path: RegExp, fault: FaultKind): void {
   const faults = world.sandbox.context.faults;
-  faults.add({ method: "GET", path, fault, times: httpAttempts });
+  faults.add({ method: "GET", path, fault, times: IDEMPOTENT_ATTEMPTS });
   faults.add({ method: "GET", path, fault: { kind: "delay", ms: 1_000 }, times: 1 });
 }
