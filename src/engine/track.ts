@@ -120,7 +120,10 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
       const to = status.kind === "failed" ? "failed" : status.kind;
       const code = status.kind === "failed" ? status.code : status.kind === "expired" ? "provider_expired" : "provider_cancelled";
       const message = status.kind === "failed" ? status.message : `provider reported ${status.providerStatus}`;
-      const charge = chargeAtEnd(adapter, request, status, job, after);
+      // A capturing job was reported done, so it was charged as a success: a later read that says otherwise
+      // (the task expired or was removed before its result was saved) does not undo that charge.
+      const charged = job.state === "capturing" ? await succeededOutcome(context, job, status.raw) : status;
+      const charge = chargeAtEnd(adapter, request, charged, job, after);
       const target = job.state === "capturing" ? "failed" : to;
       const moved = await store.transition(
         job.id,
@@ -147,6 +150,17 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
   }
 }
 
+/**
+ * The success a capturing job was moved on, rebuilt from its `capturing`
+ * event (the outputs' count and the usage the provider reported then): what
+ * its charge is computed from when the result can no longer be read.
+ */
+async function succeededOutcome(context: EngineContext, job: Job, raw: unknown): Promise<ProviderStatus> {
+  const events = await context.store.events(job.id);
+  const reported = events.findLast((event) => event.toState === "capturing")?.detail as { usage?: unknown } | null | undefined;
+  return { kind: "succeeded", providerStatus: job.providerStatus ?? "succeeded", outputs: [], usage: reported?.usage, raw };
+}
+
 async function handlePollFailure(context: EngineContext, job: Job, error: unknown): Promise<void> {
   const { store, clock, owner } = context;
   if (context.signal.aborted) return; // stopping: the next engine polls again
@@ -158,18 +172,24 @@ async function handlePollFailure(context: EngineContext, job: Job, error: unknow
   const withinDeadline = job.trackingDeadlineAt !== null && now < job.trackingDeadlineAt;
   if ((!retryable && failures >= 3) || (retryable && !withinDeadline && failures >= MAX_POLL_FAILURES)) {
     const code = error instanceof ProviderError ? error.code : "tracking_failed";
+    // A running job was never seen to end: its charge is unknown. A capturing one was reported done: charged as a success.
+    const charge = job.state === "capturing"
+      ? chargeAtEnd(context.adapter(job.provider), validatedOf(job), await succeededOutcome(context, job, null), job, now)
+      : { patch: { chargeSource: UNKNOWN_CHARGE }, extras: {} };
     const moved = await store.transition(
       job.id,
       { state: job.state, leaseOwner: owner },
       "failed",
       {
+        ...charge.patch,
         error: { code, message: `tracking failed after ${failures} attempts: ${message}`, ...(error instanceof ProviderError ? { detail: error.detail } : {}) },
         leaseOwner: null,
         leaseExpiresAt: null,
-        chargeSource: UNKNOWN_CHARGE,
       },
       `tracking failed: ${message}`,
       now,
+      undefined,
+      charge.extras,
     );
     if (moved) context.emit(moved);
     context.wake();

@@ -1,15 +1,20 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/core/job.js";
+import { createAEmulator } from "../../src/sandbox/a/index.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
+import { UNKNOWN_CHARGE } from "../../src/engine/track.js";
 import { failOneAttemptThenHold, startWorld, type World, worldEngine } from "../helpers/world.js";
 
 // What one poll does to a running job: the status it records, what it reports, when it polls next, and how a
 // provider's failure or a failed poll is written down. Real sandbox D over loopback, real SQLite, virtual time.
 
 const D_POLL_PATH = /^\/d-poll\//;
+const D_RESULT_PATH = /^\/d-results\//;
+const A_RESULT_PATH = /^\/a\/results\//;
+const A_TASK_PATH = /^\/a\/api\/v3\/.*tasks\/[^/]+$/;
 const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
 
 let store: Store;
@@ -152,5 +157,96 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
     await engine.stop();
     expect(ended!.state).toBe("succeeded");
     expect(ended!.pollFailures).toBe(0);
+  });
+});
+
+/**
+ * Runs `job` until its result is being downloaded, then stops the engine with the download held: the job is left
+ * `capturing`, its link to be read again by the next engine (as after a crash or a Ctrl-C mid-download).
+ */
+async function leftCapturing(world: World, resultPath: RegExp, start: (engine: ReturnType<typeof worldEngine>) => Promise<Job>): Promise<Job> {
+  world.sandbox.context.faults.add({ method: "GET", path: resultPath, fault: { kind: "delay", ms: 60_000 }, times: 1 });
+  const first = worldEngine(world, store, { virtualTime: true });
+  const job = await start(first);
+  first.engine.start();
+  await until(() => world.sandbox.context.requests.all().some((request) => resultPath.test(request.url)), "the download to be asked for");
+  await first.engine.stop();
+  const stopped = (await store.getJob(job.id))!;
+  expect(stopped.state).toBe("capturing");
+  return stopped;
+}
+
+describe("a capturing job whose result must be read again (SQLite, real sandboxes, virtual time)", () => {
+  it("the provider now saying the job is not done keeps it capturing, read again after the provider's longest poll interval (D: 5 s), with no failure counted; then it is saved, submitted and charged once", async () => {
+    const { d, world } = await dWorld();
+    const stopped = await leftCapturing(world, D_RESULT_PATH, ({ enqueue }) => enqueue(pro("a lighthouse"), "lighthouse"));
+    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 200, body: { id: stopped.providerJobId, status: "Pending" } }, times: 1 });
+    // The held read is answered a real second late, so the job can be read as the Pending answer left it.
+    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+    const second = worldEngine(world, store, { virtualTime: true });
+    second.engine.start();
+    const between = await storedJobWhen(store, stopped.id, (job) => job.providerStatus === "Pending", "the Pending answer to be recorded");
+    expect(between.state).toBe("capturing");
+    expect(between.nextAttemptAt - between.updatedAt).toBe(5_000);
+    expect(between.pollFailures).toBe(0);
+    expect(between.error).toBeNull();
+    const [ended] = (await second.wait([stopped.id])).jobs;
+    await second.engine.stop();
+    expect(ended!.state).toBe("succeeded");
+    expect(d.jobs).toHaveLength(1);
+    expect(ended!.chargeMicroUsd).toBe(30_000);
+    expect(await store.ledgerTotal()).toBe(30_000);
+  });
+
+  for (const kind of ["expired", "cancelled"] as const) {
+    it(`A reporting a task ${kind} after it was reported succeeded, while its result was being saved, fails the job (not ${kind}: it was done) and keeps the charge of its success, from the tokens A reported then`, async () => {
+      const a = createAEmulator({ queueMs: 1_000, renderMs: 4_000 });
+      world = await startWorld([a], { timeScale: 20, env: { MEDIAGATE_A_USD_PER_MILLION_TOKENS: "2" } });
+      const stopped = await leftCapturing(world, A_RESULT_PATH, ({ enqueue }) =>
+        enqueue({ provider: "a", model: "vidgen-2-0-250601", input: { prompt: "a lighthouse at dusk", duration: 5, resolution: "480p" } }));
+      const tokens = (a.tasks()[0] as { usage?: { total_tokens?: number } }).usage?.total_tokens;
+      const reported = (await store.events(stopped.id)).find((event) => event.toState === "capturing")!.detail as { usage: { tokens: number } };
+      expect(reported.usage.tokens).toBeGreaterThan(0);
+      if (tokens !== undefined) expect(reported.usage.tokens).toBe(tokens);
+      const answer = { id: stopped.providerJobId, status: kind };
+      world.sandbox.context.faults.add({ provider: "a", method: "GET", path: A_TASK_PATH, fault: { kind: "status", status: 200, body: answer } });
+      const second = worldEngine(world, store, { virtualTime: true });
+      second.engine.start();
+      const [ended] = (await second.wait([stopped.id])).jobs;
+      await second.engine.stop();
+      expect(ended!.state).toBe("failed");
+      expect(ended!.error).toMatchObject({ code: kind === "expired" ? "provider_expired" : "provider_cancelled", message: `provider reported ${kind}`, detail: answer });
+      expect(ended!.chargeMicroUsd).toBe(reported.usage.tokens * 2);
+      expect(await store.ledgerTotal()).toBe(reported.usage.tokens * 2);
+      expect(await store.outputs(stopped.id)).toEqual([]);
+      expect((await store.events(stopped.id)).at(-1)).toMatchObject({ fromState: "capturing", toState: "failed" });
+    });
+  }
+
+  it("reads that keep failing at the network give a capturing job up only past its tracking deadline, after 8 failed reads, as tracking_failed: charged as the success D reported", async () => {
+    const d = createDEmulator({ renderTimeMs: 2_000 });
+    world = await startWorld([d], { timeScale: 200 });
+    const stopped = await leftCapturing(world!, D_RESULT_PATH, ({ enqueue }) => enqueue(pro("a lighthouse"), "lighthouse"));
+    expect(stopped.trackingDeadlineAt).toBe(stopped.submittedAt! + 30 * 60_000);
+    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" } });
+    const second = worldEngine(world, store, { virtualTime: true });
+    const seen: Job[] = [];
+    second.engine.on("job", (job) => seen.push(job));
+    second.engine.start();
+    // Within the deadline, failure after failure leaves it capturing (a provider outage must not lose a paid result).
+    const failing = await storedJobWhen(store, stopped.id, (job) => job.pollFailures >= 9, "nine failed reads", 30_000);
+    expect(failing.state).toBe("capturing");
+    expect(failing.error).toBeNull();
+    world.sandbox.context.clock.advance(31 * 60_000);
+    const [ended] = (await second.wait([stopped.id])).jobs;
+    await second.engine.stop();
+    expect(ended!.state).toBe("failed");
+    expect(ended!.error!.code).toBe("tracking_failed");
+    expect(ended!.error!.message).toMatch(/^tracking failed after 1\d attempts: /);
+    expect(ended!.chargeMicroUsd).toBe(30_000);
+    expect(ended!.chargeSource).not.toBe(UNKNOWN_CHARGE);
+    expect(await store.ledgerTotal()).toBe(30_000);
+    expect(seen.at(-1)!.state).toBe("failed");
+    expect(d.jobs).toHaveLength(1);
   });
 });
