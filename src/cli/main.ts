@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // First: V8's heap settings apply before anything else is loaded (see heap.ts).
 import "./heap.js";
+import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { configSecrets, loadConfig } from "../core/config.js";
 import { storeSecrets } from "../core/store-address.js";
@@ -22,6 +23,12 @@ import { registerBAccount } from "./b-account.js";
 import { registerServe } from "./serve.js";
 import { registerWorker } from "./worker.js";
 
+/** The version in the package's own package.json (two folders up from src/cli and from dist/cli alike). */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return manifest.version;
+}
+
 async function main(argv: string[]): Promise<number> {
   // After SIGHUP the terminal is gone and writes fail (EIO, EPIPE): a command that is detaching must not crash on them.
   for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
@@ -31,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
   };
   const program = new Command("mediagate")
     .description("run image and video generation jobs on six provider APIs as if they were one")
+    .version(packageVersion(), "-V, --version", "print mediagate's version")
     .option("--json", "machine-readable output (one JSON document, or JSON lines for streams)")
     .option("--config <file>", "config file (default ./mediagate.config.json when present)")
     .option("--store <location>", "sqlite:PATH or postgres://… (MEDIAGATE_STORE)")

@@ -39,6 +39,8 @@ export interface EngineContext {
   emit(job: Job): void;
   /** Wakes the loop early (a slot was freed, a job was queued). */
   wake(): void;
+  /** A provider was halted here: the loop reads the halts again at once instead of trusting its copy. */
+  haltsChanged(): void;
   /** A status a verified webhook delivered for this job, used once instead of the next poll. */
   takeKnownStatus(jobId: string): ProviderStatus | undefined;
   signal: AbortSignal;

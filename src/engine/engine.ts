@@ -72,6 +72,13 @@ const FULL_POOL_RECHECK_MS = 1_000;
 const EMPTY_QUEUE_TRUST_MS = 250;
 /** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
 const SETTLEMENT_READ_EVERY_MS = 500;
+/**
+ * Halted providers are read again at most this often (and at once after this
+ * engine halts one): a halt set or cleared by another process is seen within
+ * it. A submit sent meanwhile to a provider another process halted is refused
+ * by the provider as the one that caused the halt was (nothing is charged).
+ */
+const HALTS_READ_EVERY_MS = 1_000;
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -112,6 +119,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** Providers whose due queue was last read empty, and until when that is trusted (`EMPTY_QUEUE_TRUST_MS`). */
   private readonly emptyQueues = new Map<ProviderId, number>();
   private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
+  /** Whether a configured provider settles charges after the end (B): otherwise no settlement is ever read. */
+  private readonly settles: boolean;
+  /** The halted providers as last read, and when (see `HALTS_READ_EVERY_MS`); null to read them at the next tick. */
+  private halted: { providers: ProviderId[]; readAt: number } | null = null;
+  /** Counts this engine's own halts: a read that began before one must not be kept as current. */
+  private haltsWritten = 0;
   private stopListening: () => void = () => undefined;
   private listening = false;
   private readonly polls: PollScheduler;
@@ -152,6 +165,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     setMaxListeners(0, this.stopWaiting.signal);
     this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
     this.rateLimiter = new RateLimiter(this.store, this.clock);
+    this.settles = PROVIDER_IDS.some((provider) => {
+      const entry = options.providers.get(provider);
+      return entry?.adapter?.settle !== undefined && entry.missing.length === 0;
+    });
     this.context = {
       store: this.store,
       clock: this.clock,
@@ -169,6 +186,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
         this.emit("job", job);
       },
       wake: () => this.wakeLoop(),
+      haltsChanged: () => {
+        this.halted = null;
+        this.haltsWritten++;
+      },
       takeKnownStatus: (jobId) => {
         const status = this.knownStatuses.get(jobId);
         this.knownStatuses.delete(jobId);
@@ -496,7 +517,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     let napped = false;
     for (;;) {
       this.dueMoved = false;
-      const nextDue = await this.store.nextDueAt(this.owner, skip, after, this.scope);
+      const nextDue = await this.store.nextDueAt(this.owner, skip, after, this.scope, this.settles);
       if (this.wakeRequested || this.stopping) return napped;
       // A step ended while the store answered: its new due time may not be in the answer.
       if (this.dueMoved) continue;
@@ -519,8 +540,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   }
 
   private async skippedProviders(): Promise<ProviderId[]> {
-    const halted = (await this.store.halts()).map((halt) => halt.provider);
-    return [...new Set(halted)];
+    const now = this.clock.now();
+    if (this.halted !== null && now - this.halted.readAt < HALTS_READ_EVERY_MS) return this.halted.providers;
+    const written = this.haltsWritten;
+    const providers = [...new Set((await this.store.halts()).map((halt) => halt.provider))];
+    // A halt written here while the store answered may be missing from the answer: read again next tick.
+    this.halted = written === this.haltsWritten ? { providers, readAt: now } : null;
+    return providers;
   }
 
   /**
@@ -627,7 +653,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     }
     // Ended by its page count with claims still succeeding: more may be due.
     if (!queueRead) this.tickCut = true;
-    if (now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
+    if (this.settles && now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
       this.lastSettlementReadAt = now;
       const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);
       if (settling.length === SETTLEMENT_PAGE) this.tickCut = true;

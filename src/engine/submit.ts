@@ -220,6 +220,7 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
     if (error.detail.haltsProvider) {
       await persist(context, job, `${job.provider.toUpperCase()} must be halted (${error.code})`, async () => {
         await context.store.haltProvider({ provider: job.provider, code: error.code, message: error.message, jobId: job.id, at: now });
+        context.haltsChanged();
         return true;
       });
       await fail(context, job, "failed", error.code, error.message, detail);

@@ -733,7 +733,7 @@ export class KyselyStore implements Store {
       .execute();
   }
 
-  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null): Promise<number | null> {
+  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true): Promise<number | null> {
     // The first entry after `after` of each provider's queue (an index seek each), then the least of them.
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
     const firstDue = (provider: ProviderId) => {
@@ -759,7 +759,7 @@ export class KyselyStore implements Store {
       .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
       .where("next_attempt_at", ">", after);
     if (scope) settling = settling.where((eb) => inScope(eb, scope));
-    let all = owned.unionAll(settling);
+    let all = settlements ? owned.unionAll(settling) : owned;
     for (const provider of providers) all = all.unionAll(firstDue(provider));
     const rows = await this.db.selectFrom(all.as("due")).select((eb) => eb.fn.min("at").as("at")).executeTakeFirst();
     return rows?.at === null || rows?.at === undefined ? null : Number(rows.at);

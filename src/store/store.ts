@@ -255,8 +255,11 @@ export interface Store {
   adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope?: JobScope | null): Promise<Job[]>;
   renewLeases(owner: string, leaseExpiresAt: number): Promise<void>;
   releaseLeases(owner: string): Promise<void>;
-  /** The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs and this owner's jobs). */
-  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null): Promise<number | null>;
+  /**
+   * The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs, this owner's jobs,
+   * and charges to settle unless `settlements` is false: an engine with no provider that settles reads none).
+   */
+  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean): Promise<number | null>;
 
   releaseSlots(jobId: string, now: number): Promise<void>;
   /** The provider pushed back: believe no more slots than are held now, and hand none out until `blockedUntil`. */

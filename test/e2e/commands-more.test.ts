@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/core/job.js";
@@ -83,6 +83,18 @@ async function until(world: DWorld, jobId: string, predicate: (job: Job) => bool
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+describe("mediagate --version", () => {
+  it("--version and -V print the package's version and exit 0, with nothing else on stdout", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    for (const flag of ["--version", "-V"]) {
+      const result = await runCli([flag], { env: {} });
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe(`${version}\n`);
+    }
+  });
+});
 
 describe("mediagate resubmit", () => {
   it("resubmit queues an unknown_submission job again (nothing is sent by the command) and the next engine sends it once; any other state is refused with exit 2", async () => {

@@ -60,6 +60,7 @@ function contextFor(bed: BBed, signal = new AbortController().signal) {
     counters: () => ({ requests: 0, status429: 0, backpressure: 0, submits: 0, polls: 0, downloads: 0, claims: 0, claimsLost: 0 }),
     emit: (job) => emitted.push(job),
     wake: () => {},
+    haltsChanged: () => undefined,
     takeKnownStatus: () => undefined,
     signal,
     stopWaiting: signal,
