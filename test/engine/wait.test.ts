@@ -60,6 +60,72 @@ for (const factory of storeFactories) {
       expect(lastCounts).toMatchObject({ total: JOBS, done: JOBS, failed: JOBS, running: 0, queued: 0 });
     }, 60_000);
 
+    it("ends at once when every job is finished or blocked (over budget, behind a halted provider, not savable), with exact counts; each finished job is handed over once, read whole", async () => {
+      const jobs = [0, 1, 2, 3, 4, 5].map((index) => ({ ...queuedJob(index, "batch_c"), ...(index === 4 ? { provider: "c" as const, model: "c-model" } : {}) }));
+      await store.insertJobs(jobs, 1_000);
+      const [done, failed, cancelled, overBudget, halted, unsaved] = jobs.map((job) => job.id) as [string, string, string, string, string, string];
+      const run = async (id: string, to: "succeeded" | "failed" | "capturing") => {
+        await store.transition(id, { state: "queued" }, "submitting", {}, "claimed", 1_100);
+        await store.transition(id, { state: "submitting" }, "running", { providerJobId: `p-${id}` }, "accepted", 1_200);
+        if (to === "failed") return store.transition(id, { state: "running" }, "failed", { error: { code: "provider_failed", message: "no" } }, "failed", 1_300);
+        await store.transition(id, { state: "running" }, "capturing", {}, "done", 1_300);
+        if (to === "capturing") return store.updateJob(id, { state: "capturing" }, { blockedCode: "output_unwritable", reason: "folder gone" }, 1_400);
+        return store.transition(id, { state: "capturing" }, "succeeded", {}, "saved", 1_400);
+      };
+      await run(done, "succeeded");
+      await run(failed, "failed");
+      await run(unsaved, "capturing");
+      await store.transition(cancelled, { state: "queued" }, "cancelled", { error: { code: "cancelled", message: "by test" } }, "cancelled", 1_500);
+      await store.updateJob(overBudget, { state: "queued" }, { blockedCode: "over_budget", reason: "over budget" }, 1_500);
+      await store.haltProvider({ provider: "c", code: "insufficient_credits", message: "C is out of credits", jobId: null, at: 1_500 });
+      const finished: Job[] = [];
+      const outcome = await waitAndRead(idleEngine(store), store, jobs.map((job) => job.id), {
+        scope: { batchId: "batch_c" },
+        onTerminal: (job) => finished.push(job),
+        signal: AbortSignal.timeout(5_000),
+      });
+      expect(outcome.counts).toEqual({ total: 6, done: 3, succeeded: 1, failed: 2, running: 0, queued: 0, blocked: 3 });
+      expect(finished.map((job) => job.id).sort()).toEqual([done, failed, cancelled].sort());
+      // Read whole: the job as stored, not a brief.
+      expect(finished.find((job) => job.id === failed)!.error).toEqual({ code: "provider_failed", message: "no" });
+      expect(outcome.jobs.find((job) => job.id === halted)!.state).toBe("queued");
+    });
+
+    it("follows the engine's own events in order, counting each state once and ignoring a copy older than what it knows; ends when the job finishes", async () => {
+      const [job] = [queuedJob(0, "batch_e")];
+      await store.insertJobs([job!], 1_000);
+      const engine = idleEngine(store);
+      const changes: Array<[string, WaitCounts]> = [];
+      const terminal: string[] = [];
+      const waiting = waitAndRead(engine, store, [job!.id], {
+        scope: { batchId: "batch_e" },
+        onChange: (update, counts) => changes.push([update.state, { ...counts }]),
+        onTerminal: (update) => terminal.push(update.state),
+        signal: AbortSignal.timeout(5_000),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const submitting = (await store.transition(job!.id, { state: "queued" }, "submitting", {}, "claimed", 1_100))!;
+      engine.emit("job", submitting);
+      const running = (await store.transition(job!.id, { state: "submitting" }, "running", { providerJobId: "p-1" }, "accepted", 1_200))!;
+      engine.emit("job", running);
+      engine.emit("job", submitting);
+      const succeeded = (await store.transition(job!.id, { state: "running" }, "capturing", {}, "done", 1_300))!;
+      engine.emit("job", succeeded);
+      const saved = (await store.transition(job!.id, { state: "capturing" }, "succeeded", {}, "saved", 1_400))!;
+      engine.emit("job", saved);
+      const outcome = await waiting;
+      expect(changes.map(([state]) => state)).toEqual(["submitting", "running", "capturing", "succeeded"]);
+      const base = { total: 1, blocked: 0 };
+      expect(changes.map(([, counts]) => counts)).toEqual([
+        { ...base, done: 0, succeeded: 0, failed: 0, running: 1, queued: 0 },
+        { ...base, done: 0, succeeded: 0, failed: 0, running: 1, queued: 0 },
+        { ...base, done: 0, succeeded: 0, failed: 0, running: 1, queued: 0 },
+        { ...base, done: 1, succeeded: 1, failed: 0, running: 0, queued: 0 },
+      ]);
+      expect(terminal).toEqual(["succeeded"]);
+      expect(outcome.counts).toEqual({ ...base, done: 1, succeeded: 1, failed: 0, running: 0, queued: 0 });
+    });
+
     it("a store that stops answering is waited for and reported, not thrown: the wait ends once it answers again", async () => {
       const jobs = [queuedJob(0, "batch_s")];
       await store.insertJobs(jobs, 1_000);
