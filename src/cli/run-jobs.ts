@@ -2,8 +2,8 @@ import cliProgress from "cli-progress";
 import { isTerminal, type Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { escapeUnprintable } from "../core/printable.js";
-import { chargeUnsettled, jobsInPages, type WaitCounts, waitForJobs, waitForSettlement } from "../engine/wait.js";
-import type { JobScope } from "../store/store.js";
+import { chargeUnsettled, outcomesInPages, type WaitCounts, waitForJobs, waitForSettlement } from "../engine/wait.js";
+import type { JobOutcome, JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
 import { costText, jobJson } from "./job-json.js";
 import type { Runtime } from "./runtime.js";
@@ -191,11 +191,12 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   }
   // The accounting fact, read once a page at a time; with --json, jobs that never became terminal
   // (blocked behind a halt or a budget, or detached) still get their line.
+  // Only what the summary needs is read: a 20,000-job batch's bodies and answers are not parsed again to be counted.
   const report = new JobsReport();
-  for await (const page of jobsInPages(store, jobIds)) {
+  for await (const page of outcomesInPages(store, jobIds)) {
     for (const job of page) {
       report.add(job);
-      if (options.json && !isTerminal(job.state)) await writeJson(job);
+      if (options.json && !isTerminal(job.state)) await printJson(job.id);
     }
   }
   const interrupted = detach.signal.aborted && report.unfinished() > 0;
@@ -246,7 +247,7 @@ export class JobsReport {
   readonly unsavedRefs: string[] = [];
   unsavedReason: string | null = null;
 
-  add(job: Job): void {
+  add(job: JobOutcome): void {
     this.total++;
     this.firstRef ??= job.ref;
     this.chargedMicroUsd += job.chargeMicroUsd ?? 0;

@@ -1,13 +1,13 @@
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { isTerminal, type Job } from "../core/job.js";
 import type { ProviderId } from "../providers/adapter.js";
-import type { JobBrief, JobScope, Store } from "../store/store.js";
+import type { JobBrief, JobOutcome, JobScope, Store } from "../store/store.js";
 import type { Engine } from "./engine.js";
 
 /**
  * Where the watched jobs stand when waiting ends: counted, never read whole,
  * so that waiting on a batch of 20,000 holds no more than its counts. A
- * caller that wants the rows reads them (`jobsInPages`).
+ * caller that wants the rows reads them (`jobsInPages`, or `outcomesInPages` for what a summary needs).
  */
 export interface WaitOutcome {
   counts: WaitCounts;
@@ -143,6 +143,11 @@ function* idPages(ids: readonly string[]): Generator<string[]> {
 /** The jobs with these ids, read `JOB_PAGE` at a time (in the order of `ids`' pages, by creation within a page). */
 export async function* jobsInPages(store: Store, ids: readonly string[]): AsyncGenerator<Job[]> {
   for (const page of idPages(ids)) yield await store.listJobs({ ids: page });
+}
+
+/** What a summary needs of the jobs with these ids, `JOB_PAGE` at a time (see `Store.jobOutcomes`). */
+export async function* outcomesInPages(store: Store, ids: readonly string[]): AsyncGenerator<JobOutcome[]> {
+  for (const page of idPages(ids)) yield await store.jobOutcomes(page);
 }
 
 /**
@@ -289,7 +294,7 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
 }
 
 /** Whether this job's charge is one the provider settles after the end (B) and has not settled yet. */
-export function chargeUnsettled(job: Job): boolean {
+export function chargeUnsettled(job: Pick<Job, "chargeState">): boolean {
   return job.chargeState === "pending" || job.chargeState === "unavailable";
 }
 

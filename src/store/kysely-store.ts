@@ -10,6 +10,7 @@ import type {
   ClaimInstead,
   ClaimResult,
   JobBrief,
+  JobOutcome,
   JobExpectation,
   JobFilter,
   JobPatch,
@@ -428,6 +429,29 @@ export class KyselyStore implements Store {
       for (const row of rows) briefs.push(briefOf(row));
     }
     return briefs;
+  }
+
+  async jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]> {
+    if (ids.length === 0) return [];
+    if (ids.length > IDS_PER_STATEMENT) throw new Error(`jobOutcomes reads at most ${IDS_PER_STATEMENT} jobs a call`);
+    const rows = await this.db
+      .selectFrom("jobs")
+      .select(["id", "ref", "state", "reason", "attempts", "provider_job_id", "estimate_micro_usd", "charge_micro_usd", "charge_state", "blocked_code", "error_code", "error_message"])
+      .where("id", "in", [...ids])
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      ref: row.ref,
+      state: row.state as JobState,
+      reason: row.reason,
+      attempts: Number(row.attempts),
+      providerJobId: row.provider_job_id,
+      estimateMicroUsd: row.estimate_micro_usd === null ? null : Number(row.estimate_micro_usd),
+      chargeMicroUsd: row.charge_micro_usd === null ? null : Number(row.charge_micro_usd),
+      chargeState: row.charge_state as Job["chargeState"],
+      blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
+      error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
+    }));
   }
 
   async changedBriefs(scope: JobScope, since: number, limit: number, after: { updatedAt: number; id: string } | null = null): Promise<JobBrief[]> {

@@ -121,6 +121,16 @@ export interface JobBrief {
   updatedAt: number;
 }
 
+/**
+ * What a command's summary needs of a job: no request body, handles or
+ * provider answers, so that summing up 20,000 jobs reads (and parses) no
+ * more than that.
+ */
+export type JobOutcome = Pick<
+  Job,
+  "id" | "ref" | "state" | "reason" | "attempts" | "providerJobId" | "estimateMicroUsd" | "chargeMicroUsd" | "chargeState" | "blockedCode"
+> & { error: { code: string; message: string } | null };
+
 /** How many unfinished jobs of a scope are in one state at one provider, blocked or not. */
 export interface OpenCount {
   state: JobState;
@@ -226,6 +236,8 @@ export interface Store {
 
   /** Every job in `scope`, briefly: where a waiting command starts from (read once). */
   jobBriefs(scope: JobScope): Promise<JobBrief[]>;
+  /** What a summary needs of these jobs (at most 1,000 ids a call), in no particular order. */
+  jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]>;
   /**
    * Jobs in `scope` updated at or after `since`, earliest change first (then
    * by id), at most `limit`, continuing `after` the last one of a previous

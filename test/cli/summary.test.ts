@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { JobsReport, summaryText } from "../../src/cli/run-jobs.js";
 import { newId } from "../../src/core/ids.js";
-import { JOB_PAGE, jobsInPages } from "../../src/engine/wait.js";
+import { JOB_PAGE, outcomesInPages } from "../../src/engine/wait.js";
 import type { Store } from "../../src/store/store.js";
 import { freshStoreEachTest, sqliteFactory } from "../helpers/stores.js";
 
@@ -30,7 +30,7 @@ async function queue(store: Store, count: number, refPrefix: string): Promise<st
 
 async function reportOf(store: Store, ids: readonly string[]): Promise<JobsReport> {
   const report = new JobsReport();
-  for await (const page of jobsInPages(store, ids)) for (const job of page) report.add(job);
+  for await (const page of outcomesInPages(store, ids)) for (const job of page) report.add(job);
   return report;
 }
 

@@ -165,6 +165,36 @@ for (const factory of storeFactories) {
       for (const job of adopted) expect([job.leaseOwner, job.leaseExpiresAt, job.nextAttemptAt]).toEqual(["three", 40_000, 10_000]);
     });
 
+    it("jobOutcomes gives what a summary needs of each job, as the whole job has it (state, reason, tries, charge, estimate, blockage, error without its detail); unknown ids are left out; more than 1,000 ids a call is refused", async () => {
+      const done = await jobIn("done", "succeeded", "me", { chargeMicroUsd: 30_000, chargeSource: "D price", chargeState: "computed" });
+      const failed = await jobIn("failed", "failed", "me", { error: { code: "provider_failed", message: "D said no", detail: { big: "x".repeat(1_000) } } });
+      const blocked = await jobIn("blocked", "queued", "me", { blockedCode: "over_budget", reason: "over budget", attempts: 2 });
+      const outcomes = await store.jobOutcomes([done.id, failed.id, blocked.id, "job_nobody"]);
+      const byId = new Map(outcomes.map((outcome) => [outcome.id, outcome]));
+      expect(outcomes).toHaveLength(3);
+      for (const whole of [done, failed, blocked]) {
+        const stored = (await store.getJob(whole.id))!;
+        expect(byId.get(whole.id)).toEqual({
+          id: stored.id,
+          ref: stored.ref,
+          state: stored.state,
+          reason: stored.reason,
+          attempts: stored.attempts,
+          providerJobId: stored.providerJobId,
+          estimateMicroUsd: stored.estimateMicroUsd,
+          chargeMicroUsd: stored.chargeMicroUsd,
+          chargeState: stored.chargeState,
+          blockedCode: stored.blockedCode,
+          error: stored.error ? { code: stored.error.code, message: stored.error.message } : null,
+        });
+      }
+      expect(byId.get(done.id)).toMatchObject({ state: "succeeded", chargeMicroUsd: 30_000, chargeState: "computed", providerJobId: "p_done", error: null });
+      expect(byId.get(failed.id)!.error).toEqual({ code: "provider_failed", message: "D said no" });
+      expect(byId.get(blocked.id)).toMatchObject({ state: "queued", blockedCode: "over_budget", attempts: 2, estimateMicroUsd: 30_000 });
+      expect(await store.jobOutcomes([])).toEqual([]);
+      await expect(store.jobOutcomes(Array.from({ length: 1_001 }, (_, index) => `job_${index}`))).rejects.toThrow(/at most 1000/);
+    });
+
     it("nextDueAt is the earliest future due time of queued jobs (of providers not skipped), this owner's running or capturing jobs and settling charges", async () => {
       expect(await store.nextDueAt("me", [], 0)).toBeNull();
       await jobIn("queued-d", "queued", "me", { nextAttemptAt: 50_000 });
