@@ -1,4 +1,4 @@
-import { type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, sql } from "kysely";
+import { type Compilable, type CompiledQuery, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, sql } from "kysely";
 import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
@@ -170,6 +170,14 @@ function literalLimit(limit: number) {
   return sql.lit(limit);
 }
 
+/** A value's place in a statement built once (see `KyselyStore.reusable`). */
+class Slot {
+  constructor(readonly name: string) {}
+}
+
+/** Statement shapes kept compiled; the loop's hot statements have a few dozen. */
+const REUSABLE_STATEMENTS = 256;
+
 /**
  * The Store over Kysely, shared by SQLite and PostgreSQL. The few places
  * where the dialects differ (row locks for the claim and the slot take) are
@@ -179,6 +187,9 @@ export class KyselyStore implements Store {
   /** Slot holds this store deleted and pool capacity it recovered, counted (see `Store.slotReleases`). */
   slotReleases = 0;
 
+  /** Compiled statements by shape, each with the names of the slots among its parameters (see `reusable`). */
+  private readonly statements = new Map<string, { compiled: CompiledQuery; places: Array<string | null> }>();
+
   constructor(
     readonly db: Kysely<Database>,
     readonly dialect: "sqlite" | "postgres",
@@ -186,6 +197,45 @@ export class KyselyStore implements Store {
     /** Other processes told of new work (PostgreSQL's LISTEN/NOTIFY); none for an embedded store. */
     private readonly signals: WorkSignals | null = null,
   ) {}
+
+  /**
+   * Runs a statement whose shape `key` names. It is built and compiled at its
+   * first use, with `slot(name)` wherever a value changes from one use to the
+   * next, then reused with `values` put in those places: building and
+   * compiling a statement through Kysely costs more than SQLite takes to run
+   * it, and the engine loop runs a few shapes many times a job. `key` must
+   * name everything that changes the SQL (lists' lengths, optional clauses).
+   */
+  private async reusable<R>(
+    executor: Db,
+    key: string,
+    build: (slot: <T>(name: string) => T) => Compilable<R>,
+    values: Record<string, unknown>,
+  ): Promise<R[]> {
+    let entry = this.statements.get(key);
+    if (!entry) {
+      const named = new Map<string, Slot>();
+      const slot = <T>(name: string): T => {
+        let found = named.get(name);
+        if (!found) named.set(name, (found = new Slot(name)));
+        return found as T;
+      };
+      const compiled = build(slot).compile();
+      const places = compiled.parameters.map((value) => (value instanceof Slot ? value.name : null));
+      for (const name of named.keys()) if (!places.includes(name)) throw new Error(`statement ${key}: ${name} is not one of its parameters`);
+      entry = { compiled, places };
+      if (this.statements.size >= REUSABLE_STATEMENTS) this.statements.delete(this.statements.keys().next().value!);
+      this.statements.set(key, entry);
+    }
+    const { compiled, places } = entry;
+    const parameters = compiled.parameters.map((value, index) => {
+      const name = places[index];
+      if (name === null || name === undefined) return value;
+      if (!(name in values)) throw new Error(`statement ${key}: no value for ${name}`);
+      return values[name];
+    });
+    return (await executor.executeQuery<R>({ ...compiled, parameters })).rows;
+  }
 
   async close(): Promise<void> {
     await this.signals?.close();
@@ -252,7 +302,7 @@ export class KyselyStore implements Store {
   }
 
   async getJob(id: string): Promise<Job | null> {
-    const row = await this.db.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirst();
+    const [row] = await this.reusable(this.db, "getJob", (slot) => this.db.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id")), { id });
     return row ? rowToJob(row) : null;
   }
 
@@ -642,15 +692,15 @@ export class KyselyStore implements Store {
   async dueOwned(owner: string, now: number, limit: number, busy: { has(id: string): boolean } = new Set<string>()): Promise<Job[]> {
     // Ids first: the jobs being polled or saved right now are due too, and reading their whole rows
     // on every step would cost more than the step.
-    const due = await this.db
-      .selectFrom("jobs")
-      .select("id")
-      .where("lease_owner", "=", owner)
-      .where("state", "in", ["running", "capturing"])
-      .where("next_attempt_at", "<=", now)
-      .orderBy("next_attempt_at")
-      .limit(literalLimit(limit))
-      .execute();
+    const due = await this.reusable(this.db, `dueOwned:${limit}`, (slot) =>
+      this.db
+        .selectFrom("jobs")
+        .select("id")
+        .where("lease_owner", "=", slot<string>("owner"))
+        .where("state", "in", ["running", "capturing"])
+        .where("next_attempt_at", "<=", slot<number>("now"))
+        .orderBy("next_attempt_at")
+        .limit(literalLimit(limit)), { owner, now });
     const ids = due.map((row) => row.id).filter((id) => !busy.has(id));
     if (ids.length === 0) return [];
     const rows = await this.db
@@ -760,33 +810,44 @@ export class KyselyStore implements Store {
   async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true): Promise<number | null> {
     // The first entry after `after` of each provider's queue (an index seek each), then the least of them.
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
-    const firstDue = (provider: ProviderId) => {
-      let branch = this.db
+    // A command's own ids change from call to call in number only; a batch is one value.
+    const scopeKey = scope === null ? "all" : "batchId" in scope ? "batch" : `ids${scope.jobIds.length}`;
+    const key = `nextDueAt:${providers.join("")}:${scopeKey}:${settlements}`;
+    const scopeValues = scope === null ? {} : "batchId" in scope ? { batchId: scope.batchId } : Object.fromEntries(scope.jobIds.map((id, index) => [`id${index}`, id]));
+    const [row] = await this.reusable(this.db, key, (slot) => {
+      const inThisScope = (eb: ExpressionBuilder<Database, "jobs">): Expression<SqlBool> => {
+        if (scope === null) return sql<SqlBool>`1 = 1`;
+        if ("batchId" in scope) return eb("batch_id", "=", slot<string>("batchId"));
+        return scope.jobIds.length ? eb("id", "in", scope.jobIds.map((_, index) => slot<string>(`id${index}`))) : sql<SqlBool>`1 = 0`;
+      };
+      const firstDue = (provider: ProviderId) => {
+        let branch = this.db
+          .selectFrom("jobs")
+          .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+          .where("state", "=", "queued")
+          .where("provider", "=", provider)
+          .where("next_attempt_at", ">", slot<number>("after"));
+        if (scope) branch = branch.where(inThisScope);
+        return branch;
+      };
+      const owned = this.db
         .selectFrom("jobs")
         .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-        .where("state", "=", "queued")
-        .where("provider", "=", provider)
-        .where("next_attempt_at", ">", after);
-      if (scope) branch = branch.where((eb) => inScope(eb, scope));
-      return branch;
-    };
-    const owned = this.db
-      .selectFrom("jobs")
-      .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-      .where("lease_owner", "=", owner)
-      .where("state", "in", ["running", "capturing"])
-      .where("next_attempt_at", ">", after);
-    let settling = this.db
-      .selectFrom("jobs")
-      .select((eb) => eb.fn.min("next_attempt_at").as("at"))
-      .where("charge_state", "in", ["pending", "unavailable"])
-      .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
-      .where("next_attempt_at", ">", after);
-    if (scope) settling = settling.where((eb) => inScope(eb, scope));
-    let all = settlements ? owned.unionAll(settling) : owned;
-    for (const provider of providers) all = all.unionAll(firstDue(provider));
-    const rows = await this.db.selectFrom(all.as("due")).select((eb) => eb.fn.min("at").as("at")).executeTakeFirst();
-    return rows?.at === null || rows?.at === undefined ? null : Number(rows.at);
+        .where("lease_owner", "=", slot<string>("owner"))
+        .where("state", "in", ["running", "capturing"])
+        .where("next_attempt_at", ">", slot<number>("after"));
+      let settling = this.db
+        .selectFrom("jobs")
+        .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+        .where("charge_state", "in", ["pending", "unavailable"])
+        .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
+        .where("next_attempt_at", ">", slot<number>("after"));
+      if (scope) settling = settling.where(inThisScope);
+      let all = settlements ? owned.unionAll(settling) : owned;
+      for (const provider of providers) all = all.unionAll(firstDue(provider));
+      return this.db.selectFrom(all.as("due")).select((eb) => eb.fn.min("at").as("at"));
+    }, { owner, after, ...scopeValues });
+    return row?.at === null || row?.at === undefined ? null : Number(row.at);
   }
 
   async releaseSlots(jobId: string, now: number): Promise<void> {
@@ -1038,12 +1099,15 @@ export class KyselyStore implements Store {
   }
 
   private async lockJob(trx: Db, jobId: string, options: { skipLocked?: boolean } = {}): Promise<Job | null> {
-    let query = trx.selectFrom("jobs").selectAll().where("id", "=", jobId);
-    if (this.dialect === "postgres") {
-      query = query.forUpdate();
-      if (options.skipLocked) query = query.skipLocked();
-    }
-    const row = await query.executeTakeFirst();
+    const skipLocked = Boolean(options.skipLocked);
+    const [row] = await this.reusable(trx, `lockJob:${skipLocked}`, (slot) => {
+      let query = trx.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id"));
+      if (this.dialect === "postgres") {
+        query = query.forUpdate();
+        if (skipLocked) query = query.skipLocked();
+      }
+      return query;
+    }, { id: jobId });
     return row ? rowToJob(row) : null;
   }
 
@@ -1056,7 +1120,15 @@ export class KyselyStore implements Store {
     reason: string,
     detail?: unknown,
   ): Promise<void> {
-    await trx.insertInto("job_events").values(eventRow(jobId, at, fromState, toState, reason, detail)).execute();
+    const row = eventRow(jobId, at, fromState, toState, reason, detail);
+    await this.reusable(trx, "appendEvent", (slot) => trx.insertInto("job_events").values({
+      job_id: slot<string>("job_id"),
+      at: slot<number>("at"),
+      from_state: slot<string | null>("from_state"),
+      to_state: slot<string>("to_state"),
+      reason: slot<string>("reason"),
+      detail_json: slot<string | null>("detail_json"),
+    }), row);
   }
 
   // Refused webhook deliveries, counted rather than stored one by one (migration 6).
