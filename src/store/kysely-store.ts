@@ -1,9 +1,9 @@
-import { type Compilable, type CompiledQuery, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, sql } from "kysely";
+import { type Compilable, type CompiledQuery, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, type Updateable, sql } from "kysely";
 import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
 import { patchToRow, rowToJob, rowToOutput } from "./rows.js";
-import type { Database } from "./schema.js";
+import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import type {
   BudgetStatus,
@@ -405,12 +405,8 @@ export class KyselyStore implements Store {
           row.budget_held_micro_usd = held;
         }
       }
-      const updated = await trx
-        .updateTable("jobs")
-        .set({ ...row, state: to, updated_at: now })
-        .where("id", "=", jobId)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const updated = await this.updatedRow(trx, jobId, { ...row, state: to, updated_at: now }, null);
+      if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
       await this.appendEvent(trx, jobId, now, current.state, to, reason, detail);
       for (const output of extras.outputs ?? []) {
         await trx
@@ -457,15 +453,31 @@ export class KyselyStore implements Store {
   }
 
   async updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null> {
-    let query = this.db
-      .updateTable("jobs")
-      .set({ ...patchToRow(patch), updated_at: now })
-      .where("id", "=", jobId)
-      .where("state", "in", [...states(expect)]);
-    if (expect.leaseOwner === null) query = query.where("lease_owner", "is", null);
-    else if (expect.leaseOwner !== undefined) query = query.where("lease_owner", "=", expect.leaseOwner);
-    const row = await query.returningAll().executeTakeFirst();
+    const row = await this.updatedRow(this.db, jobId, { ...patchToRow(patch), updated_at: now }, expect);
     return row ? rowToJob(row) : null;
+  }
+
+  /**
+   * Sets `columns` on the job when it meets `expect` (any state and lease
+   * when it is null), returning the row as it is after; undefined when it
+   * does not. One compiled statement per set of columns and expectation.
+   */
+  private async updatedRow(executor: Db, jobId: string, columns: Partial<JobsTable>, expect: JobExpectation | null): Promise<JobsTable | undefined> {
+    const names = Object.keys(columns).sort() as Array<keyof JobsTable>;
+    const wanted = expect ? states(expect) : null;
+    const lease = expect?.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
+    const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}`;
+    const [row] = await this.reusable(executor, key, (slot) => {
+      let query = executor
+        .updateTable("jobs")
+        .set(Object.fromEntries(names.map((name) => [name, slot(`set_${name}`)])) as Updateable<JobsTable>)
+        .where("id", "=", slot<string>("id"));
+      if (wanted) query = query.where("state", "in", [...wanted]);
+      if (lease === "none") query = query.where("lease_owner", "is", null);
+      else if (lease === "owner") query = query.where("lease_owner", "=", slot<string>("owner"));
+      return query.returningAll();
+    }, { id: jobId, owner: expect?.leaseOwner, ...Object.fromEntries(names.map((name) => [`set_${name}`, columns[name]])) });
+    return row;
   }
 
   async jobBriefs(scope: JobScope): Promise<JobBrief[]> {
