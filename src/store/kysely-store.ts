@@ -56,6 +56,24 @@ function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expr
   return scope.jobIds.length ? eb("id", "in", [...scope.jobIds]) : sql<SqlBool>`1 = 0`;
 }
 
+/** What of a scope changes the SQL of a reusable statement: a command's own ids change from call to call in number only. */
+function scopeKeyOf(scope: JobScope | null): string {
+  return scope === null ? "all" : "batchId" in scope ? "batch" : `ids${scope.jobIds.length}`;
+}
+
+/** The values of a scope's slots (see `inScopeSlots`). */
+function scopeValuesOf(scope: JobScope | null): Record<string, string> {
+  if (scope === null) return {};
+  if ("batchId" in scope) return { batchId: scope.batchId };
+  return Object.fromEntries(scope.jobIds.map((id, index) => [`id${index}`, id]));
+}
+
+/** `inScope` for a reusable statement: its values in slots. */
+function inScopeSlots(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope, slot: <T>(name: string) => T): Expression<SqlBool> {
+  if ("batchId" in scope) return eb("batch_id", "=", slot<string>("batchId"));
+  return scope.jobIds.length ? eb("id", "in", scope.jobIds.map((_, index) => slot<string>(`id${index}`))) : sql<SqlBool>`1 = 0`;
+}
+
 /** Queue entries after `after` in due order (`next_attempt_at`, then id): the next page of a queue. */
 function afterInQueue(eb: ExpressionBuilder<Database, "jobs">, after: { nextAttemptAt: number; id: string }): Expression<SqlBool> {
   return eb.or([eb("next_attempt_at", ">", after.nextAttemptAt), eb.and([eb("next_attempt_at", "=", after.nextAttemptAt), eb("id", ">", after.id)])]);
@@ -559,35 +577,40 @@ export class KyselyStore implements Store {
   ): Promise<Job[]> {
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
     if (providers.length === 0) return [];
-    if (scope && "jobIds" in scope) {
-      // A command's own few jobs: read by their ids.
-      let query = this.db
-        .selectFrom("jobs")
-        .selectAll()
-        .where((eb) => inScope(eb, scope))
-        .where("state", "=", "queued")
-        .where("next_attempt_at", "<=", now)
-        .where("provider", "in", providers);
-      if (after) query = query.where((eb) => afterInQueue(eb, after));
-      const rows = await query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit)).execute();
-      return rows.map(rowToJob);
-    }
-    // The head of each provider's queue (jobs_queue, jobs_batch_queue: due order is index order), then
-    // the earliest of those: a halted provider's queue is never walked, and nothing is sorted but the heads.
-    const head = (provider: ProviderId) => {
-      let branch = this.db
-        .selectFrom("jobs")
-        .selectAll()
-        .where("state", "=", "queued")
-        .where("provider", "=", provider)
-        .where("next_attempt_at", "<=", now);
-      if (scope) branch = branch.where("batch_id", "=", scope.batchId);
-      if (after) branch = branch.where((eb) => afterInQueue(eb, after));
-      return this.db.selectFrom(branch.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit)).as(`head_${provider}`)).selectAll();
-    };
-    let heads = head(providers[0]!);
-    for (const provider of providers.slice(1)) heads = heads.unionAll(head(provider));
-    const rows = await this.db.selectFrom(heads.as("heads")).selectAll().orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit)).execute();
+    const key = `dueQueued:${providers.join("")}:${scopeKeyOf(scope)}:${after ? "after" : "first"}:${limit}`;
+    const values = { now, ...scopeValuesOf(scope), ...(after ? { afterAt: after.nextAttemptAt, afterId: after.id } : {}) };
+    const rows = await this.reusable(this.db, key, (slot) => {
+      const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
+      const afterSlots = () => ({ nextAttemptAt: slot<number>("afterAt"), id: slot<string>("afterId") });
+      if (scope && "jobIds" in scope) {
+        // A command's own few jobs: read by their ids.
+        let query = this.db
+          .selectFrom("jobs")
+          .selectAll()
+          .where(inThisScope)
+          .where("state", "=", "queued")
+          .where("next_attempt_at", "<=", slot<number>("now"))
+          .where("provider", "in", providers);
+        if (after) query = query.where((eb) => afterInQueue(eb, afterSlots()));
+        return query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit));
+      }
+      // The head of each provider's queue (jobs_queue, jobs_batch_queue: due order is index order), then
+      // the earliest of those: a halted provider's queue is never walked, and nothing is sorted but the heads.
+      const head = (provider: ProviderId) => {
+        let branch = this.db
+          .selectFrom("jobs")
+          .selectAll()
+          .where("state", "=", "queued")
+          .where("provider", "=", provider)
+          .where("next_attempt_at", "<=", slot<number>("now"));
+        if (scope) branch = branch.where(inThisScope);
+        if (after) branch = branch.where((eb) => afterInQueue(eb, afterSlots()));
+        return this.db.selectFrom(branch.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit)).as(`head_${provider}`)).selectAll();
+      };
+      let heads = head(providers[0]!);
+      for (const provider of providers.slice(1)) heads = heads.unionAll(head(provider));
+      return this.db.selectFrom(heads.as("heads")).selectAll().orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit));
+    }, values);
     return rows.map(rowToJob);
   }
 
@@ -822,16 +845,9 @@ export class KyselyStore implements Store {
   async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true): Promise<number | null> {
     // The first entry after `after` of each provider's queue (an index seek each), then the least of them.
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
-    // A command's own ids change from call to call in number only; a batch is one value.
-    const scopeKey = scope === null ? "all" : "batchId" in scope ? "batch" : `ids${scope.jobIds.length}`;
-    const key = `nextDueAt:${providers.join("")}:${scopeKey}:${settlements}`;
-    const scopeValues = scope === null ? {} : "batchId" in scope ? { batchId: scope.batchId } : Object.fromEntries(scope.jobIds.map((id, index) => [`id${index}`, id]));
+    const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${settlements}`;
     const [row] = await this.reusable(this.db, key, (slot) => {
-      const inThisScope = (eb: ExpressionBuilder<Database, "jobs">): Expression<SqlBool> => {
-        if (scope === null) return sql<SqlBool>`1 = 1`;
-        if ("batchId" in scope) return eb("batch_id", "=", slot<string>("batchId"));
-        return scope.jobIds.length ? eb("id", "in", scope.jobIds.map((_, index) => slot<string>(`id${index}`))) : sql<SqlBool>`1 = 0`;
-      };
+      const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
       const firstDue = (provider: ProviderId) => {
         let branch = this.db
           .selectFrom("jobs")
@@ -858,7 +874,7 @@ export class KyselyStore implements Store {
       let all = settlements ? owned.unionAll(settling) : owned;
       for (const provider of providers) all = all.unionAll(firstDue(provider));
       return this.db.selectFrom(all.as("due")).select((eb) => eb.fn.min("at").as("at"));
-    }, { owner, after, ...scopeValues });
+    }, { owner, after, ...scopeValuesOf(scope) });
     return row?.at === null || row?.at === undefined ? null : Number(row.at);
   }
 
