@@ -108,7 +108,10 @@ function scopeParts(scope: JobScope): JobScope[] {
  * estimate back; a known charge replaces the estimate; otherwise (running,
  * unknown outcome, a charge the provider settles later) it keeps holding.
  */
-function budgetHeldAfter(current: Job, to: JobState, patch: JobPatch): number {
+/** What a transition reads of the job it locks. */
+type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
+
+function budgetHeldAfter(current: LockedState, to: JobState, patch: JobPatch): number {
   const neverAccepted = to === "queued" || (current.state === "submitting" && to === "failed" && !current.providerJobId && !patch.providerJobId);
   if (neverAccepted) return 0;
   if (typeof patch.chargeMicroUsd === "number") return patch.chargeMicroUsd;
@@ -406,7 +409,7 @@ export class KyselyStore implements Store {
     extras: TransitionExtras = {},
   ): Promise<Job | null> {
     return this.db.transaction().execute(async (trx) => {
-      const current = await this.lockJob(trx, jobId);
+      const current = await this.lockJobState(trx, jobId);
       if (!current || !this.matches(current, expect)) return null;
       const row = patchToRow(patch);
       const releasing = !holdsSlots(to) && current.slotsHeld.length > 0;
@@ -456,8 +459,8 @@ export class KyselyStore implements Store {
           .insertInto("ledger")
           .values({
             job_id: jobId,
-            provider: current.provider,
-            model: current.model,
+            provider: updated.provider,
+            model: updated.model,
             micro_usd: extras.ledger.microUsd,
             source: extras.ledger.source,
             at: now,
@@ -1120,10 +1123,30 @@ export class KyselyStore implements Store {
     return this.dialect === "postgres" ? sql<number>`greatest(${a}, ${b})` : sql<number>`max(${a}, ${b})`;
   }
 
-  private matches(job: Job, expect: JobExpectation): boolean {
+  private matches(job: Pick<Job, "state" | "leaseOwner">, expect: JobExpectation): boolean {
     if (!states(expect).includes(job.state)) return false;
     if (expect.leaseOwner === undefined) return true;
     return job.leaseOwner === expect.leaseOwner;
+  }
+
+  /** The job's row locked, and what a transition needs of it (not its body or answers: it reads back the whole row it writes). */
+  private async lockJobState(trx: Db, jobId: string): Promise<LockedState | null> {
+    const [row] = await this.reusable(trx, "lockJobState", (slot) => {
+      const query = trx
+        .selectFrom("jobs")
+        .select(["state", "lease_owner", "slots_held_json", "budget_id", "budget_held_micro_usd", "provider_job_id"])
+        .where("id", "=", slot<string>("id"));
+      return this.dialect === "postgres" ? query.forUpdate() : query;
+    }, { id: jobId });
+    if (!row) return null;
+    return {
+      state: row.state as JobState,
+      leaseOwner: row.lease_owner,
+      slotsHeld: JSON.parse(row.slots_held_json) as string[],
+      budgetId: row.budget_id,
+      budgetHeldMicroUsd: Number(row.budget_held_micro_usd),
+      providerJobId: row.provider_job_id,
+    };
   }
 
   private async lockJob(trx: Db, jobId: string, options: { skipLocked?: boolean } = {}): Promise<Job | null> {
