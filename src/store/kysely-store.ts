@@ -426,9 +426,16 @@ export class KyselyStore implements Store {
           row.budget_held_micro_usd = held;
         }
       }
-      const updated = await this.updatedRow(trx, jobId, { ...row, state: to, updated_at: now }, null);
+      const event = eventRow(jobId, now, current.state, to, reason, detail);
+      let updated: JobsTable | undefined;
+      if (this.dialect === "postgres") {
+        // One round trip for the change and its event: on PostgreSQL each statement is one (SQLite runs in-process).
+        updated = await this.updatedRowWithEvent(trx, jobId, { ...row, state: to, updated_at: now }, event);
+      } else {
+        updated = await this.updatedRow(trx, jobId, { ...row, state: to, updated_at: now }, null);
+        if (updated) await this.appendEvent(trx, jobId, now, current.state, to, reason, detail);
+      }
       if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
-      await this.appendEvent(trx, jobId, now, current.state, to, reason, detail);
       for (const output of extras.outputs ?? []) {
         await trx
           .insertInto("outputs")
@@ -1127,6 +1134,44 @@ export class KyselyStore implements Store {
     if (!states(expect).includes(job.state)) return false;
     if (expect.leaseOwner === undefined) return true;
     return job.leaseOwner === expect.leaseOwner;
+  }
+
+  /**
+   * PostgreSQL: sets `columns` on the job and appends `event` in one
+   * statement (a data-modifying WITH), returning the row as it is after.
+   */
+  private async updatedRowWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>): Promise<JobsTable | undefined> {
+    const names = Object.keys(columns).sort() as Array<keyof JobsTable>;
+    const [row] = await this.reusable(trx, `updateJobWithEvent:${names.join(",")}`, (slot) =>
+      trx
+        .with("updated", (db) =>
+          db
+            .updateTable("jobs")
+            .set(Object.fromEntries(names.map((name) => [name, slot(`set_${name}`)])) as Updateable<JobsTable>)
+            .where("id", "=", slot<string>("id"))
+            .returningAll(),
+        )
+        .with("event", (db) =>
+          db
+            .insertInto("job_events")
+            .columns(["job_id", "at", "from_state", "to_state", "reason", "detail_json"])
+            .expression((eb) =>
+              eb
+                .selectFrom("updated")
+                .select([
+                  "updated.id",
+                  sql<number>`cast(${slot<number>("at")} as bigint)`.as("at"),
+                  sql<string | null>`cast(${slot<string | null>("from_state")} as text)`.as("from_state"),
+                  sql<string>`cast(${slot<string>("to_state")} as text)`.as("to_state"),
+                  sql<string>`cast(${slot<string>("reason")} as text)`.as("reason"),
+                  sql<string | null>`cast(${slot<string | null>("detail_json")} as text)`.as("detail_json"),
+                ]),
+            ),
+        )
+        .selectFrom("updated")
+        .selectAll(),
+    { id: jobId, ...Object.fromEntries(names.map((name) => [`set_${name}`, columns[name]])), at: event.at, from_state: event.from_state, to_state: event.to_state, reason: event.reason, detail_json: event.detail_json });
+    return row as JobsTable | undefined;
   }
 
   /** The job's row locked, and what a transition needs of it (not its body or answers: it reads back the whole row it writes). */
