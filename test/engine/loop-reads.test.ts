@@ -1,0 +1,67 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createBEmulator } from "../../src/sandbox/b/index.js";
+import { createDEmulator } from "../../src/sandbox/d/index.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { Store } from "../../src/store/store.js";
+import { tempDir } from "../helpers/stores.js";
+import { startWorld, type World, worldEngine } from "../helpers/world.js";
+
+// What the engine loop reads of the store while it works, counted from the statements the store ran (its query
+// listener): reads that do not depend on the jobs (the halts; settlements when nothing settles) must not be made
+// at every pass. Real sandbox, real SQLite, virtual time.
+
+const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
+
+let world: World | undefined;
+let store: Store | undefined;
+let folder: { path: string; remove(): void } | undefined;
+afterEach(async () => {
+  await store?.close();
+  await world?.close();
+  folder?.remove();
+  store = world = folder = undefined;
+});
+
+async function countingStore(): Promise<{ store: Store; statements: string[] }> {
+  folder = tempDir();
+  const statements: string[] = [];
+  store = await openSqliteStore(join(folder.path, "loop.db"), { onQuery: (sql) => statements.push(sql) });
+  return { store, statements };
+}
+
+describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", () => {
+  it("48 jobs in two waves: the halts are read at most once a second of the engine's clock, not at every pass; no settlement is looked for when no configured provider settles charges after the end", async () => {
+    const { store, statements } = await countingStore();
+    world = await startWorld([createDEmulator({ renderTimeMs: 2_000 })], { timeScale: 20 });
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const jobs = [];
+    for (let index = 0; index < 48; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
+    const clock = world.sandbox.context.clock;
+    const startedAt = clock.now();
+    statements.length = 0;
+    engine.start();
+    const ended = (await wait(jobs.map((job) => job.id))).jobs;
+    const elapsedMs = clock.now() - startedAt;
+    await engine.stop();
+    expect(ended.every((job) => job.state === "succeeded")).toBe(true);
+    const haltReads = statements.filter((sql) => /from "provider_halts"/.test(sql)).length;
+    // The loop passes many times a job (every submit, poll and save ends one); the halts are read once a second at most.
+    expect(engine.iterations).toBeGreaterThan(48);
+    expect(haltReads).toBeGreaterThanOrEqual(1);
+    expect(haltReads).toBeLessThanOrEqual(Math.ceil(elapsedMs / 1_000) + 1);
+    expect(statements.filter((sql) => /"charge_state" in/.test(sql))).toEqual([]);
+  });
+
+  it("with B configured (it settles charges after the end) settlements are looked for", async () => {
+    const { store, statements } = await countingStore();
+    world = await startWorld([createDEmulator({ renderTimeMs: 2_000 }), createBEmulator()], { timeScale: 20 });
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const job = await enqueue(pro("a lighthouse"), "lighthouse");
+    statements.length = 0;
+    engine.start();
+    await wait([job.id]);
+    await engine.stop();
+    expect(statements.filter((sql) => /"charge_state" in/.test(sql)).length).toBeGreaterThan(0);
+  });
+});
