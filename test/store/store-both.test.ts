@@ -58,6 +58,8 @@ for (const factory of storeFactories) {
       expect(results[1_200]).toMatchObject({ created: false, job: { id: "job_call_7" } });
       expect(await store.events("job_call_1199")).toMatchObject([{ fromState: null, toState: "queued", reason: "validated, estimated and queued" }]);
       expect(await store.listJobs({ ids: ["job_call_7", "job_call_1199", "job_r-5"] })).toHaveLength(3);
+      // A created job is handed back exactly as it is stored (it is not read back).
+      for (const index of [0, 7, 1_199]) expect(results[index]!.job).toEqual(await store.getJob(results[index]!.job.id));
     });
 
     it("a claim whose job another engine took first claims, instead, the next due job of the same provider's queue and batch that the engine accepts; never another provider's, batch's or one not yet due", async () => {
