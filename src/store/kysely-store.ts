@@ -494,7 +494,8 @@ export class KyselyStore implements Store {
    * does not. One compiled statement per set of columns and expectation.
    */
   private async updatedRow(executor: Db, jobId: string, columns: Partial<JobsTable>, expect: JobExpectation | null): Promise<JobsTable | undefined> {
-    const names = Object.keys(columns).sort() as Array<keyof JobsTable>;
+    // As Kysely does with an object of values, a column given as undefined is left out.
+    const names = (Object.keys(columns) as Array<keyof JobsTable>).filter((name) => columns[name] !== undefined).sort();
     const wanted = expect ? states(expect) : null;
     const lease = expect?.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
     const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}`;
@@ -1144,7 +1145,8 @@ export class KyselyStore implements Store {
    * statement (a data-modifying WITH), returning the row as it is after.
    */
   private async updatedRowWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>): Promise<JobsTable | undefined> {
-    const names = Object.keys(columns).sort() as Array<keyof JobsTable>;
+    // As Kysely does with an object of values, a column given as undefined is left out.
+    const names = (Object.keys(columns) as Array<keyof JobsTable>).filter((name) => columns[name] !== undefined).sort();
     const [row] = await this.reusable(trx, `updateJobWithEvent:${names.join(",")}`, (slot) =>
       trx
         .with("updated", (db) =>
