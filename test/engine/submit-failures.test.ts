@@ -261,6 +261,14 @@ describe("a submit that failed, by what failed (SQLite, the engine's clock stand
     const after = await expectRequeued(b, job, "provider at capacity (busy); waiting for a slot", [NOW + 1_000, NOW + 1_000 + 16_000]);
     expect(after.idempotencyKey).toBe("key-1");
     expect((await store.poolStatus())[0]!.blockedUntil).toBe(after.nextAttemptAt);
+
+    // At the first try the wait is 1 s plus at most 2 s: never sooner than a second.
+    await store.transition(job.id, { state: "queued" }, "submitting", { leaseOwner: OWNER, attempts: 0 }, "claimed again", NOW);
+    const first = bed();
+    await handleSubmitFailure(first.context, (await store.getJob(job.id))!, providerError("busy", { httpStatus: 503, retryable: true, backpressure: true }), true);
+    const waited = (await store.getJob(job.id))!.nextAttemptAt - NOW;
+    expect(waited).toBeGreaterThanOrEqual(1_000);
+    expect(waited).toBeLessThan(3_000);
   });
 
   it("a refusal that halts the provider (out of credits) fails the job, writes the halt with the job and the provider's words, and tells the loop at once", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config.js";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
-import type { WaitCounts } from "../../src/engine/wait.js";
+import { JOB_PAGE, jobsInPages, type WaitCounts, waitForSettlement } from "../../src/engine/wait.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { NewJob, Store } from "../../src/store/store.js";
 import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
@@ -124,6 +124,53 @@ for (const factory of storeFactories) {
       ]);
       expect(terminal).toEqual(["succeeded"]);
       expect(outcome.counts).toEqual({ ...base, done: 1, succeeded: 1, failed: 0, running: 0, queued: 0 });
+    });
+
+    it("a provider halted while its jobs wait in the queue: they count as blocked and the wait ends without them; a job of the batch not watched here does not hold it open", async () => {
+      const jobs = [queuedJob(0, "batch_h"), queuedJob(1, "batch_h"), queuedJob(2, "batch_h")];
+      await store.insertJobs(jobs, 1_000);
+      const watchedIds = [jobs[0]!.id, jobs[1]!.id];
+      const waiting = waitAndRead(idleEngine(store), store, watchedIds, { scope: { batchId: "batch_h" }, signal: AbortSignal.timeout(10_000) });
+      await store.transition(jobs[0]!.id, { state: "queued" }, "cancelled", { error: { code: "cancelled", message: "by test" } }, "cancelled", 2_000);
+      await store.haltProvider({ provider: "d", code: "insufficient_credits", message: "D is out of credits", jobId: null, at: 2_000 });
+      const outcome = await waiting;
+      expect(outcome.counts).toEqual({ total: 2, done: 1, succeeded: 0, failed: 1, running: 0, queued: 0, blocked: 1 });
+      expect(outcome.jobs.map((job) => job.state).sort()).toEqual(["cancelled", "queued"]);
+    });
+
+    it("jobsInPages reads every job of more than two pages once, page by page; waitForSettlement returns once the charges settle, or what is still unsettled at its bound or when aborted", async () => {
+      const jobs = Array.from({ length: 2 * JOB_PAGE + 3 }, (_, index) => queuedJob(index, "batch_p"));
+      await store.insertJobs(jobs, 1_000);
+      const pages: number[] = [];
+      const read: string[] = [];
+      for await (const page of jobsInPages(store, jobs.map((job) => job.id))) {
+        pages.push(page.length);
+        read.push(...page.map((job) => job.id));
+      }
+      expect(pages).toEqual([JOB_PAGE, JOB_PAGE, 3]);
+      expect(read.sort()).toEqual(jobs.map((job) => job.id).sort());
+
+      const [settling, settled] = [jobs[0]!.id, jobs[1]!.id];
+      for (const id of [settling, settled]) {
+        await store.transition(id, { state: "queued" }, "submitting", {}, "claimed", 1_100);
+        await store.transition(id, { state: "submitting" }, "running", { providerJobId: `p-${id}` }, "accepted", 1_200);
+        await store.transition(id, { state: "running" }, "capturing", {}, "done", 1_300);
+        await store.transition(id, { state: "capturing" }, "succeeded", { chargeState: "pending", chargeSource: "awaiting the provider's settlement" }, "saved", 1_400);
+      }
+      const started = Date.now();
+      const unsettled = await waitForSettlement(store, [settling, settled], 600);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+      expect(unsettled.map((job) => job.id).sort()).toEqual([settling, settled].sort());
+
+      const aborted = new AbortController();
+      aborted.abort();
+      expect((await waitForSettlement(store, [settling], 60_000, aborted.signal)).map((job) => job.id)).toEqual([settling]);
+
+      setTimeout(() => void store.settleCharge(settling, { microUsd: 450_000, source: "settled by B" }, 2_000), 100);
+      await store.settleCharge(settled, { microUsd: 30_000, source: "settled by B" }, 2_000);
+      const before = Date.now();
+      expect(await waitForSettlement(store, [settling, settled], 60_000)).toEqual([]);
+      expect(Date.now() - before).toBeLessThan(5_000);
     });
 
     it("a store that stops answering is waited for and reported, not thrown: the wait ends once it answers again", async () => {
