@@ -1,9 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
-import type { Store } from "../../src/store/store.js";
 import { storeFactories } from "../helpers/stores.js";
 import { until } from "../helpers/until.js";
-import { startWorld, type World, worldEngine } from "../helpers/world.js";
+import { startWorld, worldEngine, worldPerTest } from "../helpers/world.js";
 
 // Halts written by another process (a worker that ran D out of credits, a batch that cleared the halt to resume):
 // the engine keeps its own copy of the halts for at most a second of its clock, and honours both within it.
@@ -13,22 +12,13 @@ const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", i
 
 for (const factory of storeFactories) {
   describe(`halts set and cleared by another process (${factory.name}, real sandbox D, virtual time)`, () => {
-    let store: Store;
-    let cleanup: () => Promise<void>;
-    let world: World | undefined;
-    beforeEach(async () => {
-      ({ store, cleanup } = await factory.open());
-    });
-    afterEach(async () => {
-      await cleanup();
-      await world?.close();
-      world = undefined;
-    });
+    const bed = worldPerTest(factory);
 
     it("a halt written by another process while D's 24 slots are busy stops every further submit; clearing it resumes the rest, each job sent once", async () => {
+      const { store } = bed;
       const d = createDEmulator({ renderTimeMs: 4_000 });
-      world = await startWorld([d], { timeScale: 20 });
-      const submits = () => world!.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url));
+      const world = (bed.world = await startWorld([d], { timeScale: 20 }));
+      const submits = () => world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url));
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const jobs = [];
       for (let index = 0; index < 40; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));

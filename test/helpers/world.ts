@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { afterEach, beforeEach } from "vitest";
 import { IDEMPOTENT_ATTEMPTS } from "../../src/providers/http.js";
 import type { FaultKind } from "../../src/sandbox/faults.js";
 import type { Clock } from "../../src/core/clock.js";
@@ -11,7 +12,7 @@ import { sandboxEnvironment } from "../../src/sandbox/all.js";
 import type { ProviderEmulator } from "../../src/sandbox/context.js";
 import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
 import type { Store } from "../../src/store/store.js";
-import { tempDir } from "./stores.js";
+import { type StoreFactory, tempDir } from "./stores.js";
 import { waitAndRead } from "./wait.js";
 
 export interface World {
@@ -109,4 +110,22 @@ export function failOneAttemptThenHold(world: World, path: RegExp, fault: FaultK
   const faults = world.sandbox.context.faults;
   faults.add({ method: "GET", path, fault, times: IDEMPOTENT_ATTEMPTS });
   faults.add({ method: "GET", path, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+}
+
+/**
+ * For each test of the enclosing `describe`: a fresh store from `factory`,
+ * and the world the test starts in `bed.world`, closed after it.
+ */
+export function worldPerTest(factory: StoreFactory): { readonly store: Store; world: World | undefined } {
+  const bed: { store: Store; world: World | undefined } = { store: undefined as unknown as Store, world: undefined };
+  let cleanup: () => Promise<void> = async () => undefined;
+  beforeEach(async () => {
+    ({ store: bed.store, cleanup } = await factory.open());
+  });
+  afterEach(async () => {
+    await cleanup();
+    await bed.world?.close();
+    bed.world = undefined;
+  });
+  return bed;
 }
