@@ -51,7 +51,26 @@ interface Bed {
   stopWaiting: AbortController;
 }
 
-function bed(): Bed {
+/** The real store, whose next `failures` transitions fail as while a database restarts (then it answers again). */
+function restartingStore(failures: number): { store: Store; failed: () => number } {
+  let failed = 0;
+  const flaky = new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (property !== "transition" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      return (...args: unknown[]) => {
+        if (failed < failures) {
+          failed++;
+          return Promise.reject(new Error("Connection terminated unexpectedly"));
+        }
+        return (value as (...parameters: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: flaky, failed: () => failed };
+}
+
+function bed(options: { store?: Store; signal?: AbortSignal } = {}): Bed {
   const clock: Clock = { now: () => NOW, sleep: (ms, signal) => systemClock.sleep(ms, signal) };
   const logLines: Bed["logLines"] = [];
   const destination = new Writable({
@@ -64,7 +83,7 @@ function bed(): Bed {
   const stopWaiting = new AbortController();
   const result: Bed = { context: undefined as unknown as EngineContext, emitted: [], logLines, counters, wakes: 0, haltsChanged: 0, stopWaiting };
   result.context = {
-    store,
+    store: options.store ?? store,
     clock,
     owner: OWNER,
     leaseMs: 30_000,
@@ -84,7 +103,7 @@ function bed(): Bed {
       result.haltsChanged++;
     },
     takeKnownStatus: () => undefined,
-    signal: new AbortController().signal,
+    signal: options.signal ?? new AbortController().signal,
     stopWaiting: stopWaiting.signal,
     givenUp: () => false,
   };
@@ -335,6 +354,33 @@ describe("a submit that failed, by what failed (SQLite, the engine's clock stand
     await store.updateJob(job.id, { state: "submitting" }, { leaseOwner: "mg:other:2:fedcba" }, NOW);
     await handleSubmitFailure(b.context, job, providerError("content_policy", { httpStatus: 400 }), false);
     expect((await store.getJob(job.id))!).toMatchObject({ state: "submitting", leaseOwner: "mg:other:2:fedcba", error: null });
+    expect(b.emitted).toEqual([]);
+  });
+});
+
+describe("recording what became of a submit while the store fails", () => {
+  it("the outcome is written once the store answers again: the first failure logged as an error naming what is being recorded, the next ones as warnings", async () => {
+    const restarting = restartingStore(2);
+    const b = bed({ store: restarting.store });
+    const job = await claimed();
+    await handleSubmitFailure(b.context, job, providerError("content_policy", { httpStatus: 400 }), false);
+    expect(restarting.failed()).toBe(2);
+    expect((await store.getJob(job.id))!).toMatchObject({ state: "failed", error: { code: "content_policy" } });
+    const [first, second] = b.logLines.filter((line) => line.level >= 40);
+    expect(first).toMatchObject({ level: 50, msg: "the store failed while recording that it ended failed (content_policy: D said content_policy); retrying until it answers", jobId: job.id, failures: 1, err: "Connection terminated unexpectedly" });
+    expect(second).toMatchObject({ level: 40, msg: "still recording that it ended failed (content_policy: D said content_policy)", failures: 2 });
+    expect(b.emitted.map((update) => update.state)).toEqual(["failed"]);
+  });
+
+  it("an engine that stops while the store is away leaves the job submitting for the next engine, saying what it could not record", async () => {
+    const stopping = new AbortController();
+    const restarting = restartingStore(1_000);
+    const b = bed({ store: restarting.store, signal: stopping.signal });
+    const job = await claimed();
+    setTimeout(() => stopping.abort(), 300);
+    await handleSubmitFailure(b.context, job, providerError("content_policy", { httpStatus: 400 }), false);
+    expect((await store.getJob(job.id))!).toMatchObject({ state: "submitting", leaseOwner: OWNER });
+    expect(b.logLines.at(-1)).toMatchObject({ level: 50, msg: "the engine stopped before the store recorded that it ended failed (content_policy: D said content_policy)", jobId: job.id });
     expect(b.emitted).toEqual([]);
   });
 });
