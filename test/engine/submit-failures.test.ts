@@ -10,13 +10,14 @@ import type { Job } from "../../src/core/job.js";
 import type { EngineContext, ProviderCounters } from "../../src/engine/context.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { PollScheduler } from "../../src/engine/polling.js";
-import { handleSubmitFailure, recoverInterruptedSubmit } from "../../src/engine/submit.js";
+import { handleSubmitFailure, recoverInterruptedSubmit, submitJob } from "../../src/engine/submit.js";
 import { localFolderOutputs } from "../../src/outputs/local-folder.js";
 import type { ProviderAdapter } from "../../src/providers/adapter.js";
 import { RequestNotSentError, TransportError } from "../../src/providers/http.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { Store } from "../../src/store/store.js";
 import { sqliteFactory } from "../helpers/stores.js";
+import { type BBed, imageToVideo, startB } from "../providers/b/bed.js";
 
 // What a failed submit does to its job, one class of failure at a time: back to the queue (when, why, with which
 // idempotency key), failed, or unknown_submission; what is said to listeners, to the log and to the store (slots,
@@ -51,13 +52,13 @@ interface Bed {
   stopWaiting: AbortController;
 }
 
-/** The real store, whose next `failures` transitions fail as while a database restarts (then it answers again). */
-function restartingStore(failures: number): { store: Store; failed: () => number } {
+/** The real store, whose next `failures` calls of `method` fail as while a database restarts (then it answers again). */
+function restartingStore(failures: number, method: keyof Store = "transition"): { store: Store; failed: () => number } {
   let failed = 0;
   const flaky = new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
-      if (property !== "transition" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      if (property !== method || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
       return (...args: unknown[]) => {
         if (failed < failures) {
           failed++;
@@ -70,7 +71,7 @@ function restartingStore(failures: number): { store: Store; failed: () => number
   return { store: flaky, failed: () => failed };
 }
 
-function bed(options: { store?: Store; signal?: AbortSignal } = {}): Bed {
+function bed(options: { store?: Store; signal?: AbortSignal; adapter?: ProviderAdapter } = {}): Bed {
   const clock: Clock = { now: () => NOW, sleep: (ms, signal) => systemClock.sleep(ms, signal) };
   const logLines: Bed["logLines"] = [];
   const destination = new Writable({
@@ -90,7 +91,7 @@ function bed(options: { store?: Store; signal?: AbortSignal } = {}): Bed {
     log: createLogger({ level: "info", secrets: () => [], destination }),
     polls: new PollScheduler(store),
     outputs: localFolderOutputs,
-    adapter: () => d,
+    adapter: () => options.adapter ?? d,
     callContext: async () => {
       throw new Error("no request is made when a submit's failure is handled");
     },
@@ -382,6 +383,46 @@ describe("recording what became of a submit while the store fails", () => {
     expect((await store.getJob(job.id))!).toMatchObject({ state: "submitting", leaseOwner: OWNER });
     expect(b.logLines.at(-1)).toMatchObject({ level: 50, msg: "the engine stopped before the store recorded that it ended failed (content_policy: D said content_policy)", jobId: job.id });
     expect(b.emitted).toEqual([]);
+  });
+});
+
+describe("the idempotency key of a submit (B: idempotent submits)", () => {
+  async function claimedAtB(b: BBed): Promise<Job> {
+    const validated = await b.validated(imageToVideo());
+    const [inserted] = await store.insertJobs(
+      [{ id: "job_b1", ref: "clip", batchId: null, provider: "b", model: validated.model, operation: validated.operation, body: validated.body, facts: validated.facts, warnings: [], estimateMicroUsd: 450_000, estimateSource: "B quote", outDir: folder }],
+      NOW - 5_000,
+    );
+    const claim = await store.claimForSubmit(inserted!.job.id, OWNER, b.adapter.limits(validated).slotPools, NOW - 1_000, 30_000);
+    if (claim.kind !== "claimed") throw new Error(`not claimed: ${claim.kind}`);
+    return claim.job;
+  }
+  const submits = (b: BBed) => b.requests().filter((request) => request.method === "POST").length;
+
+  it("a store that fails before the key is saved: nothing is sent, and the job goes back to the queue at once with the reason", async () => {
+    const b = await startB();
+    const job = await claimedAtB(b);
+    const restarting = restartingStore(1, "updateJob");
+    const stepBed = bed({ store: restarting.store, adapter: b.adapter });
+    await submitJob(stepBed.context, job);
+    expect(submits(b)).toBe(0);
+    expect((await store.getJob(job.id))!).toMatchObject({
+      state: "queued",
+      idempotencyKey: null,
+      nextAttemptAt: NOW,
+      reason: "not sent: the store failed before the idempotency key was saved (Connection terminated unexpectedly)",
+    });
+  });
+
+  it("a job another engine took before its key was saved is left to it: nothing sent, nothing changed", async () => {
+    const b = await startB();
+    const job = await claimedAtB(b);
+    await store.updateJob(job.id, { state: "submitting" }, { leaseOwner: "mg:other:2:fedcba" }, NOW);
+    const stepBed = bed({ adapter: b.adapter });
+    await submitJob(stepBed.context, job);
+    expect(submits(b)).toBe(0);
+    expect((await store.getJob(job.id))!).toMatchObject({ state: "submitting", leaseOwner: "mg:other:2:fedcba", idempotencyKey: null });
+    expect(stepBed.emitted).toEqual([]);
   });
 });
 
