@@ -2,7 +2,7 @@ import { type Compilable, type CompiledQuery, type Expression, type ExpressionBu
 import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
-import { patchToRow, rowToJob, rowToOutput } from "./rows.js";
+import { patchToRow, rowToJob, rowToOutput, toNumber, toNumberOrNull } from "./rows.js";
 import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import type {
@@ -52,8 +52,8 @@ function states(expect: JobExpectation): readonly JobState[] {
 
 /** The jobs of one command: its batch (indexed by batch, state, due time) or its few job ids. */
 function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expression<SqlBool> {
-  if ("batchId" in scope) return eb("batch_id", "=", scope.batchId);
-  return scope.jobIds.length ? eb("id", "in", [...scope.jobIds]) : sql<SqlBool>`1 = 0`;
+  const values = scopeValuesOf(scope);
+  return inScopeSlots(eb, scope, <T>(name: string) => values[name] as T);
 }
 
 /** What of a scope changes the SQL of a reusable statement: a command's own ids change from call to call in number only. */
@@ -102,15 +102,15 @@ function scopeParts(scope: JobScope): JobScope[] {
   return parts;
 }
 
+/** What a transition reads of the job it locks. */
+type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
+
 /**
  * What a job holds in its budget after a move: a submit that was never
  * accepted (back to the queue, or refused) spent nothing and gives its
  * estimate back; a known charge replaces the estimate; otherwise (running,
  * unknown outcome, a charge the provider settles later) it keeps holding.
  */
-/** What a transition reads of the job it locks. */
-type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
-
 function budgetHeldAfter(current: LockedState, to: JobState, patch: JobPatch): number {
   const neverAccepted = to === "queued" || (current.state === "submitting" && to === "failed" && !current.providerJobId && !patch.providerJobId);
   if (neverAccepted) return 0;
@@ -189,6 +189,20 @@ function newJobRow(job: NewJob, now: number) {
 function literalLimit(limit: number) {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new Error(`a row limit must be a whole number, not ${limit}`);
   return sql.lit(limit);
+}
+
+/**
+ * The columns an update sets, for a reusable statement: their names (sorted,
+ * those given as undefined left out, as Kysely leaves them out of an object
+ * of values), the SET object in slots, and the slots' values.
+ */
+function columnSlots(columns: Partial<JobsTable>) {
+  const names = (Object.keys(columns) as Array<keyof JobsTable>).filter((name) => columns[name] !== undefined).sort();
+  return {
+    names,
+    set: (slot: <T>(name: string) => T) => Object.fromEntries(names.map((name) => [name, slot(`set_${name}`)])) as Updateable<JobsTable>,
+    values: Object.fromEntries(names.map((name) => [`set_${name}`, columns[name]])),
+  };
 }
 
 /** A value's place in a statement built once (see `KyselyStore.reusable`). */
@@ -436,7 +450,7 @@ export class KyselyStore implements Store {
         updated = await this.updatedRowWithEvent(trx, jobId, { ...row, state: to, updated_at: now }, event);
       } else {
         updated = await this.updatedRow(trx, jobId, { ...row, state: to, updated_at: now }, null);
-        if (updated) await this.appendEvent(trx, jobId, now, current.state, to, reason, detail);
+        if (updated) await this.appendEventRow(trx, event);
       }
       if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
       for (const output of extras.outputs ?? []) {
@@ -494,21 +508,20 @@ export class KyselyStore implements Store {
    * does not. One compiled statement per set of columns and expectation.
    */
   private async updatedRow(executor: Db, jobId: string, columns: Partial<JobsTable>, expect: JobExpectation | null): Promise<JobsTable | undefined> {
-    // As Kysely does with an object of values, a column given as undefined is left out.
-    const names = (Object.keys(columns) as Array<keyof JobsTable>).filter((name) => columns[name] !== undefined).sort();
+    const { names, set, values } = columnSlots(columns);
     const wanted = expect ? states(expect) : null;
     const lease = expect?.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
     const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}`;
     const [row] = await this.reusable(executor, key, (slot) => {
       let query = executor
         .updateTable("jobs")
-        .set(Object.fromEntries(names.map((name) => [name, slot(`set_${name}`)])) as Updateable<JobsTable>)
+        .set(set(slot))
         .where("id", "=", slot<string>("id"));
       if (wanted) query = query.where("state", "in", [...wanted]);
       if (lease === "none") query = query.where("lease_owner", "is", null);
       else if (lease === "owner") query = query.where("lease_owner", "=", slot<string>("owner"));
       return query.returningAll();
-    }, { id: jobId, owner: expect?.leaseOwner, ...Object.fromEntries(names.map((name) => [`set_${name}`, columns[name]])) });
+    }, { id: jobId, owner: expect?.leaseOwner, ...values });
     return row;
   }
 
@@ -538,10 +551,10 @@ export class KyselyStore implements Store {
       ref: row.ref,
       state: row.state as JobState,
       reason: row.reason,
-      attempts: Number(row.attempts),
+      attempts: toNumber(row.attempts),
       providerJobId: row.provider_job_id,
-      estimateMicroUsd: row.estimate_micro_usd === null ? null : Number(row.estimate_micro_usd),
-      chargeMicroUsd: row.charge_micro_usd === null ? null : Number(row.charge_micro_usd),
+      estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd),
+      chargeMicroUsd: toNumberOrNull(row.charge_micro_usd),
       chargeState: row.charge_state as Job["chargeState"],
       blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
       error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
@@ -1145,14 +1158,13 @@ export class KyselyStore implements Store {
    * statement (a data-modifying WITH), returning the row as it is after.
    */
   private async updatedRowWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>): Promise<JobsTable | undefined> {
-    // As Kysely does with an object of values, a column given as undefined is left out.
-    const names = (Object.keys(columns) as Array<keyof JobsTable>).filter((name) => columns[name] !== undefined).sort();
+    const { names, set, values } = columnSlots(columns);
     const [row] = await this.reusable(trx, `updateJobWithEvent:${names.join(",")}`, (slot) =>
       trx
         .with("updated", (db) =>
           db
             .updateTable("jobs")
-            .set(Object.fromEntries(names.map((name) => [name, slot(`set_${name}`)])) as Updateable<JobsTable>)
+            .set(set(slot))
             .where("id", "=", slot<string>("id"))
             .returningAll(),
         )
@@ -1175,7 +1187,7 @@ export class KyselyStore implements Store {
         )
         .selectFrom("updated")
         .selectAll(),
-    { id: jobId, ...Object.fromEntries(names.map((name) => [`set_${name}`, columns[name]])), at: event.at, from_state: event.from_state, to_state: event.to_state, reason: event.reason, detail_json: event.detail_json });
+    { id: jobId, ...values, at: event.at, from_state: event.from_state, to_state: event.to_state, reason: event.reason, detail_json: event.detail_json });
     return row as JobsTable | undefined;
   }
 
@@ -1194,7 +1206,7 @@ export class KyselyStore implements Store {
       leaseOwner: row.lease_owner,
       slotsHeld: JSON.parse(row.slots_held_json) as string[],
       budgetId: row.budget_id,
-      budgetHeldMicroUsd: Number(row.budget_held_micro_usd),
+      budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
       providerJobId: row.provider_job_id,
     };
   }
@@ -1221,7 +1233,10 @@ export class KyselyStore implements Store {
     reason: string,
     detail?: unknown,
   ): Promise<void> {
-    const row = eventRow(jobId, at, fromState, toState, reason, detail);
+    await this.appendEventRow(trx, eventRow(jobId, at, fromState, toState, reason, detail));
+  }
+
+  private async appendEventRow(trx: Db, row: ReturnType<typeof eventRow>): Promise<void> {
     await this.reusable(trx, "appendEvent", (slot) => trx.insertInto("job_events").values({
       job_id: slot<string>("job_id"),
       at: slot<number>("at"),

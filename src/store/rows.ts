@@ -4,10 +4,10 @@ import type { JobsTable, OutputsTable } from "./schema.js";
 import type { JobPatch } from "./store.js";
 
 /** PostgreSQL returns BIGINT as text; SQLite as number. */
-function toNumber(value: unknown): number {
+export function toNumber(value: unknown): number {
   return typeof value === "number" ? value : Number(value);
 }
-function toNumberOrNull(value: unknown): number | null {
+export function toNumberOrNull(value: unknown): number | null {
   return value === null || value === undefined ? null : toNumber(value);
 }
 
