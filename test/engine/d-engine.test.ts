@@ -4,7 +4,7 @@ import { type EngineLogger, silentLogger } from "../../src/engine/logger.js";
 import type { Store } from "../../src/store/store.js";
 import { D_KEY, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
-import { sqliteFactory } from "../helpers/stores.js";
+import { failingStore, sqliteFactory } from "../helpers/stores.js";
 import { untilJob } from "../helpers/until.js";
 
 let world: DWorld;
@@ -112,29 +112,16 @@ describe("engine on D (in-process, real sandbox and SQLite)", () => {
   it("a store that fails for a while (locked, unreachable) stalls the engine, which retries with backoff and finishes every job", async () => {
     world = await startDWorld({ renderTimeMs: 300 });
     // The real store, with its queue reads failing three times, as a locked or unreachable database would.
-    let failuresLeft = 3;
-    const flaky = new Proxy(store, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        if (property !== "dueQueued" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
-        return async (...args: unknown[]) => {
-          if (failuresLeft > 0) {
-            failuresLeft--;
-            throw new Error("database is locked");
-          }
-          return (value as (...callArgs: unknown[]) => Promise<unknown>).apply(target, args);
-        };
-      },
-    });
+    const locked = failingStore(store, 3, { fails: (method) => method === "dueQueued", message: "database is locked" });
     const logged: string[] = [];
     const log = { ...silentLogger, error: (_object: unknown, message?: string) => void logged.push(message ?? "") } as unknown as EngineLogger;
-    const { engine, enqueue, wait } = engineFor(world, flaky, { log });
+    const { engine, enqueue, wait } = engineFor(world, locked.store, { log });
     const jobs = [await enqueue(pro("first")), await enqueue(pro("second"))];
     engine.start();
     const outcome = await wait(jobs.map((job) => job.id));
     await engine.stop();
     expect(outcome.jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
-    expect(failuresLeft).toBe(0);
+    expect(locked.failed()).toBe(3);
     expect(logged.filter((message) => message === "engine step failed; retrying")).toHaveLength(3);
     expect(world.submits()).toBe(2);
   });

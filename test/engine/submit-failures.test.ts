@@ -16,7 +16,7 @@ import type { ProviderAdapter } from "../../src/providers/adapter.js";
 import { RequestNotSentError, TransportError } from "../../src/providers/http.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { Store } from "../../src/store/store.js";
-import { sqliteFactory } from "../helpers/stores.js";
+import { failingStore, sqliteFactory } from "../helpers/stores.js";
 import { type BBed, imageToVideo, startB } from "../providers/b/bed.js";
 
 // What a failed submit does to its job, one class of failure at a time: back to the queue (when, why, with which
@@ -54,21 +54,7 @@ interface Bed {
 
 /** The real store, whose next `failures` calls of `method` fail as while a database restarts (then it answers again). */
 function restartingStore(failures: number, method: keyof Store = "transition"): { store: Store; failed: () => number } {
-  let failed = 0;
-  const flaky = new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (property !== method || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
-      return (...args: unknown[]) => {
-        if (failed < failures) {
-          failed++;
-          return Promise.reject(new Error("Connection terminated unexpectedly"));
-        }
-        return (value as (...parameters: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { store: flaky, failed: () => failed };
+  return failingStore(store, failures, { fails: (name) => name === method, message: "Connection terminated unexpectedly" });
 }
 
 function bed(options: { store?: Store; signal?: AbortSignal; adapter?: ProviderAdapter } = {}): Bed {

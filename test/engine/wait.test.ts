@@ -5,7 +5,7 @@ import { Engine } from "../../src/engine/engine.js";
 import { JOB_PAGE, jobsInPages, type WaitCounts, waitForSettlement } from "../../src/engine/wait.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { NewJob, Store } from "../../src/store/store.js";
-import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
+import { failingStore, freshStoreEachTest, storeFactories } from "../helpers/stores.js";
 import { waitAndRead } from "../helpers/wait.js";
 
 /** More than one page of what a waiting command reads per look (src/engine/wait.ts). */
@@ -177,21 +177,8 @@ for (const factory of storeFactories) {
       const jobs = [queuedJob(0, "batch_s")];
       await store.insertJobs(jobs, 1_000);
       const errors: string[] = [];
-      let failing = 3;
       // The store fails its next reads (as while a database restarts), then answers again.
-      const flaky = new Proxy(store, {
-        get(target, property, receiver) {
-          const value = Reflect.get(target, property, receiver) as unknown;
-          if (typeof value !== "function") return value;
-          return (...args: unknown[]) => {
-            if (property !== "transition" && failing > 0) {
-              failing--;
-              return Promise.reject(new Error("Connection terminated unexpectedly"));
-            }
-            return (value as (...parameters: unknown[]) => unknown).apply(target, args);
-          };
-        },
-      });
+      const { store: flaky } = failingStore(store, 3, { fails: (method) => method !== "transition", message: "Connection terminated unexpectedly" });
       const waiting = waitAndRead(idleEngine(store), flaky, [jobs[0]!.id], {
         scope: { batchId: "batch_s" },
         onStoreError: (message) => errors.push(message),

@@ -80,3 +80,26 @@ export function freshStoreEachTest(factory: StoreFactory, use: (store: Store) =>
     cleanup = undefined;
   });
 }
+
+/**
+ * The real store, whose next `failures` calls of the methods `fails` names are
+ * refused with `message` (as while a database restarts or is locked), and
+ * answered as usual after that.
+ */
+export function failingStore(store: Store, failures: number, options: { fails: (method: string) => boolean; message: string }): { store: Store; failed(): number } {
+  let failed = 0;
+  const flaky = new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        if (failed < failures && options.fails(String(property))) {
+          failed++;
+          return Promise.reject(new Error(options.message));
+        }
+        return (value as (...parameters: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: flaky, failed: () => failed };
+}
