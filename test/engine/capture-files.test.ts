@@ -11,8 +11,8 @@ import { renderPng } from "../../src/sandbox/media/png.js";
 import type { Store } from "../../src/store/store.js";
 import { fullDiskFor } from "../helpers/full-disk.js";
 import { sqliteFactory } from "../helpers/stores.js";
-import { storedJobWhen, until, untilJob } from "../helpers/until.js";
-import { failOneAttemptThenHold, startWorld, type World, worldEngine } from "../helpers/world.js";
+import { storedJobWhen, untilJob } from "../helpers/until.js";
+import { failOneAttemptThenHold, startWorld, stoppedMidDownload, type World, worldEngine } from "../helpers/world.js";
 
 // What the capture step makes of each result: its file's name and type, what is kept beside it, and the state a
 // job is left in when saving fails or the engine stops mid-download. Real sandboxes over loopback, real SQLite.
@@ -258,13 +258,7 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
   it("stopping the engine during a download leaves the job capturing with no error; the next engine saves it, with one submit and one charge", async () => {
     const { d, outDir } = await dWorld();
     // The download is held until the client gives up on it (the stop aborts it).
-    world!.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "delay", ms: 30_000 }, times: 1 });
-    const first = worldEngine(world!, store, { virtualTime: true });
-    const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
-    first.engine.start();
-    await until(() => world!.sandbox.context.requests.all().some((request) => D_RESULT_PATH.test(request.url)), "the download to be asked for");
-    await first.engine.stop();
-    const stopped = (await store.getJob(job.id))!;
+    const stopped = await stoppedMidDownload(world!, store, D_RESULT_PATH, ({ enqueue }) => enqueue(pro("a lighthouse"), "lighthouse"));
     expect(stopped.state).toBe("capturing");
     expect(stopped.error).toBeNull();
     expect(stopped.pollFailures).toBe(0);
@@ -273,7 +267,7 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
 
     const second = worldEngine(world!, store, { virtualTime: true });
     second.engine.start();
-    const [ended] = (await second.wait([job.id])).jobs;
+    const [ended] = (await second.wait([stopped.id])).jobs;
     await second.engine.stop();
     expect(ended!.state).toBe("succeeded");
     expect(d.jobs).toHaveLength(1);

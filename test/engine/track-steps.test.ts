@@ -6,7 +6,7 @@ import type { Store } from "../../src/store/store.js";
 import { sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
 import { UNKNOWN_CHARGE } from "../../src/engine/track.js";
-import { failOneAttemptThenHold, startWorld, type World, worldEngine } from "../helpers/world.js";
+import { failOneAttemptThenHold, startWorld, stoppedMidDownload, type World, worldEngine } from "../helpers/world.js";
 
 // What one poll does to a running job: the status it records, what it reports, when it polls next, and how a
 // provider's failure or a failed poll is written down. Real sandbox D over loopback, real SQLite, virtual time.
@@ -160,18 +160,9 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
   });
 });
 
-/**
- * Runs `job` until its result is being downloaded, then stops the engine with the download held: the job is left
- * `capturing`, its link to be read again by the next engine (as after a crash or a Ctrl-C mid-download).
- */
+/** `stoppedMidDownload`, and the job it leaves is `capturing`. */
 async function leftCapturing(world: World, resultPath: RegExp, start: (engine: ReturnType<typeof worldEngine>) => Promise<Job>): Promise<Job> {
-  world.sandbox.context.faults.add({ method: "GET", path: resultPath, fault: { kind: "delay", ms: 60_000 }, times: 1 });
-  const first = worldEngine(world, store, { virtualTime: true });
-  const job = await start(first);
-  first.engine.start();
-  await until(() => world.sandbox.context.requests.all().some((request) => resultPath.test(request.url)), "the download to be asked for");
-  await first.engine.stop();
-  const stopped = (await store.getJob(job.id))!;
+  const stopped = await stoppedMidDownload(world, store, resultPath, start);
   expect(stopped.state).toBe("capturing");
   return stopped;
 }

@@ -3,6 +3,7 @@ import { afterEach, beforeEach } from "vitest";
 import { IDEMPOTENT_ATTEMPTS } from "../../src/providers/http.js";
 import type { FaultKind } from "../../src/sandbox/faults.js";
 import type { Clock } from "../../src/core/clock.js";
+import type { Job } from "../../src/core/job.js";
 import type { OutputWriter } from "../../src/outputs/local-folder.js";
 import { loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
@@ -13,6 +14,7 @@ import type { ProviderEmulator } from "../../src/sandbox/context.js";
 import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
 import type { Store } from "../../src/store/store.js";
 import { type StoreFactory, tempDir } from "./stores.js";
+import { until } from "./until.js";
 import { waitAndRead } from "./wait.js";
 
 export interface World {
@@ -128,4 +130,20 @@ export function worldPerTest(factory: StoreFactory): { readonly store: Store; wo
     bed.world = undefined;
   });
   return bed;
+}
+
+/**
+ * Runs the job `start` queues until its result is being downloaded, then stops
+ * the engine with the download held: the job is left `capturing`, its link to
+ * be read again by the next engine (as after a crash or a Ctrl-C mid-download).
+ * Returns the job as the store then has it.
+ */
+export async function stoppedMidDownload(world: World, store: Store, resultPath: RegExp, start: (engine: ReturnType<typeof worldEngine>) => Promise<Job>): Promise<Job> {
+  world.sandbox.context.faults.add({ method: "GET", path: resultPath, fault: { kind: "delay", ms: 60_000 }, times: 1 });
+  const first = worldEngine(world, store, { virtualTime: true });
+  const job = await start(first);
+  first.engine.start();
+  await until(() => world.sandbox.context.requests.all().some((request) => resultPath.test(request.url)), "the download to be asked for");
+  await first.engine.stop();
+  return (await store.getJob(job.id))!;
 }
