@@ -16,7 +16,9 @@ for (const factory of storeFactories) {
 
     it("a halt written by another process while D's 24 slots are busy stops every further submit; clearing it resumes the rest, each job sent once", async () => {
       const { store } = bed;
-      const d = createDEmulator({ renderTimeMs: 4_000 });
+      // Renders of 30 s of virtual time (1.5 s of wall time at scale 20): the halt below is written well inside the
+      // first wave's renders even on a loaded machine, where a 4 s render let 7 more submits through before it.
+      const d = createDEmulator({ renderTimeMs: 30_000 });
       const world = (bed.world = await startWorld([d], { timeScale: 20 }));
       const submits = () => world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url));
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
@@ -26,8 +28,8 @@ for (const factory of storeFactories) {
       await until(() => submits() >= 24, "the first wave of 24 submits");
       const clock = world.sandbox.context.clock;
       await store.haltProvider({ provider: "d", code: "insufficient_credits", message: "halted by another worker", jobId: null, at: clock.now() });
-      // Past the first wave's renders (4 s) and the engine's one second of trust in its copy of the halts.
-      await clock.sleep(8_000);
+      // Past the first wave's renders (30 s) and the engine's one second of trust in its copy of the halts.
+      await clock.sleep(34_000);
       expect(submits()).toBe(24);
       const queued = (await store.listJobs({ states: ["queued"] })).length;
       expect(queued).toBe(16);
