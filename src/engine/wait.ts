@@ -1,4 +1,5 @@
 import { fullJitterBackoffMs } from "../core/backoff.js";
+import { type Clock, systemClock } from "../core/clock.js";
 import { isTerminal, type Job } from "../core/job.js";
 import type { ProviderId } from "../providers/adapter.js";
 import type { JobBrief, JobOutcome, JobScope, Store } from "../store/store.js";
@@ -46,6 +47,8 @@ export interface WaitHandlers {
    * other processes are then found through the batch's index. Defaults to the ids.
    */
   scope?: JobScope;
+  /** Paces the looks at the store and the recounts (default: the system's clock). */
+  clock?: Clock;
 }
 
 /** How often changes made by other processes (a worker, `mediagate cancel`) are looked for. */
@@ -160,6 +163,7 @@ export async function* outcomesInPages(store: Store, ids: readonly string[]): As
  */
 export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly string[], handlers: WaitHandlers = {}): Promise<WaitOutcome> {
   let scope: JobScope = handlers.scope ?? { jobIds };
+  const clock = handlers.clock ?? systemClock;
   const watched = new Set(jobIds);
   const tally = new Tally(watched.size);
   const reported = new Set<string>();
@@ -204,12 +208,13 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
   };
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
+      const napping = new AbortController();
+      const done = () => {
+        napping.abort();
         wake = null;
         resolve();
-      }
+      };
+      clock.sleep(ms, napping.signal).then(done, () => undefined);
       wake = done;
     });
 
@@ -251,7 +256,7 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
   try {
     tally.halted = new Set(((await patiently(() => store.halts())) ?? []).map((halt) => halt.provider));
     await startFrom(false);
-    let confirmedAt = Date.now();
+    let confirmedAt = clock.now();
     while (!handlers.signal?.aborted) {
       if (tally.open() === 0) {
         // The counts say done: the store's own count has the last word (a change missed by a clock far behind ours).
@@ -278,8 +283,8 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
       }
       const halts = await patiently(() => store.halts());
       if (halts) tally.halted = new Set(halts.map((halt) => halt.provider));
-      if (Date.now() - confirmedAt >= CONFIRM_EVERY_MS) {
-        confirmedAt = Date.now();
+      if (clock.now() - confirmedAt >= CONFIRM_EVERY_MS) {
+        confirmedAt = clock.now();
         const open = await patiently(() => store.openCounts(scope));
         const counted = (open ?? []).reduce((sum, row) => sum + (row.blocked || (row.state === "queued" && tally.halted.has(row.provider)) ? 0 : row.count), 0);
         if (open && counted !== tally.open()) await startFrom(true);

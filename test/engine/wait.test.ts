@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config.js";
+import { ScaledClock } from "../../src/core/clock.js";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
 import { JOB_PAGE, jobsInPages, type WaitCounts, waitForSettlement } from "../../src/engine/wait.js";
@@ -171,6 +172,43 @@ for (const factory of storeFactories) {
       const before = Date.now();
       expect(await waitForSettlement(store, [settling, settled], 60_000)).toEqual([]);
       expect(Date.now() - before).toBeLessThan(5_000);
+    });
+
+    it("a change written by a process whose clock is far behind is missed by the follow, and found by the recount against the store within ten seconds of the wait's clock", async () => {
+      const jobs = [queuedJob(0, "batch_r"), queuedJob(1, "batch_r")];
+      await store.insertJobs(jobs, 100_000);
+      const [early, late] = jobs.map((job) => job.id) as [string, string];
+      // A writer an hour behind: its stamps fall before what the follow reads again (two seconds back).
+      await store.transition(early, { state: "queued" }, "cancelled", { error: { code: "cancelled", message: "by test" } }, "cancelled", 200_000);
+      const clock = new ScaledClock(100);
+      const started = clock.now();
+      const waiting = waitAndRead(idleEngine(store), store, [early, late], { scope: { batchId: "batch_r" }, clock, signal: AbortSignal.timeout(10_000) });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      await store.transition(late, { state: "queued" }, "cancelled", { error: { code: "cancelled", message: "by test" } }, "cancelled", 100_000 - 3_600_000);
+      const outcome = await waiting;
+      expect(outcome.counts).toMatchObject({ total: 2, done: 2, failed: 2, queued: 0 });
+      const waited = clock.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(10_000);
+      expect(waited).toBeLessThan(30_000);
+    });
+
+    it("counts that say done are checked against the store: an event saying finished for a job the store still has queued does not end the wait", async () => {
+      const jobs = [queuedJob(0, "batch_x")];
+      await store.insertJobs(jobs, 1_000);
+      const engine = idleEngine(store);
+      const clock = new ScaledClock(100);
+      let ended = false;
+      const waiting = waitAndRead(engine, store, [jobs[0]!.id], { scope: { batchId: "batch_x" }, clock, signal: AbortSignal.timeout(10_000) }).finally(() => (ended = true));
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const stored = (await store.getJob(jobs[0]!.id))!;
+      // A copy that says cancelled while the store says queued (an event from a step whose write was lost).
+      engine.emit("job", { ...stored, state: "cancelled", updatedAt: 5_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(ended).toBe(false);
+      await store.transition(jobs[0]!.id, { state: "queued" }, "cancelled", { error: { code: "cancelled", message: "by test" } }, "cancelled", 6_000);
+      const outcome = await waiting;
+      expect(outcome.counts).toMatchObject({ total: 1, done: 1, failed: 1, queued: 0 });
+      expect(outcome.jobs[0]!.state).toBe("cancelled");
     });
 
     it("a store that stops answering is waited for and reported, not thrown: the wait ends once it answers again", async () => {
