@@ -50,7 +50,7 @@ export async function startWorld(emulators: ProviderEmulator[], options: { timeS
  * `virtualTime` runs the engine on the sandbox's clock, so provider rules of
  * minutes or days (C's ten-minute release) pass in seconds on both sides.
  */
-export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter } = {}) {
+export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter; maxInFlight?: number } = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const clock: Clock | undefined = options.virtualTime ? world.sandbox.context.clock : undefined;
@@ -62,6 +62,7 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
     ...(clock ? { clock } : {}),
     ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}),
     ...(options.outputs ? { outputs: options.outputs } : {}),
   });
   let counter = 0;

@@ -1,0 +1,170 @@
+import { describe, expect, it } from "vitest";
+import { hostname } from "node:os";
+import { createDEmulator } from "../../src/sandbox/d/index.js";
+import { sqliteFactory } from "../helpers/stores.js";
+import { storedJobWhen, until } from "../helpers/until.js";
+import { startWorld, worldEngine, worldPerTest } from "../helpers/world.js";
+
+// The engine loop's own rules, each seen from outside (the store, the sandbox's request log): a provider that is
+// not configured, the jobs worked on at once, lease renewal, orphans of a dead engine, slot recovery after a
+// pushback, a nudge. Real sandbox D, real SQLite, virtual time; fast enough to be the loop's mutation test set.
+
+const D_SUBMIT_PATH = /^\/d\/v1\//;
+const D_POLL_PATH = /^\/d-poll\//;
+const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
+
+describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
+  const bed = worldPerTest(sqliteFactory);
+
+  it("a job of a provider that is not configured is left queued with the reason and looked at again 5 s later; the others are sent", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const clock = world.sandbox.context.clock;
+    const sent = await enqueue(pro("a lighthouse"), "lighthouse");
+    const [{ job: unconfigured }] = (await store.insertJobs(
+      [
+        {
+          id: "job_c-1",
+          ref: "c-1",
+          batchId: null,
+          provider: "c",
+          model: "c-model",
+          operation: null,
+          body: { prompt: "a fox" },
+          facts: {},
+          warnings: [],
+          estimateMicroUsd: 10_000,
+          estimateSource: "test",
+          outDir: world.folder,
+        },
+      ],
+      clock.now(),
+    )) as [{ job: { id: string } }];
+    engine.start();
+    const held = await storedJobWhen(store, unconfigured.id, (job) => job.reason !== null, "the reason C cannot be sent");
+    expect(held.state).toBe("queued");
+    expect(held.reason).toMatch(/^provider C is not configured: set MEDIAGATE_C_/);
+    expect(held.nextAttemptAt - held.updatedAt).toBe(5_000);
+    expect((await wait([sent.id])).jobs[0]!.state).toBe("succeeded");
+    // Looked at again at its due time, and held again.
+    const again = await storedJobWhen(store, unconfigured.id, (job) => job.updatedAt > held.updatedAt, "a second look at the C job");
+    expect(again.updatedAt).toBeGreaterThanOrEqual(held.nextAttemptAt);
+    expect(again.state).toBe("queued");
+    await engine.stop();
+  });
+
+  it("at most maxInFlight jobs are worked on at once: with 2, six submits held 300 ms each arrive two at a time", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 500 })], { timeScale: 20 }));
+    world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 300 }, times: 6 });
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true, maxInFlight: 2 });
+    const jobs = [];
+    for (let index = 0; index < 6; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
+    engine.start();
+    const ended = (await wait(jobs.map((job) => job.id))).jobs;
+    await engine.stop();
+    expect(ended.every((job) => job.state === "succeeded")).toBe(true);
+    const arrivals = world.sandbox.context.requests.filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).map((request) => request.realAt);
+    expect(arrivals).toHaveLength(6);
+    // Any three arrivals span at least one held submit (two at a time: the third waits for one of them).
+    for (let index = 2; index < arrivals.length; index++) expect(arrivals[index]! - arrivals[index - 2]!).toBeGreaterThanOrEqual(250);
+  });
+
+  it("a running job's lease is renewed every third of the lease while it renders, and it is sent once", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 20_000 })], { timeScale: 20 }));
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true, leaseMs: 3_000 });
+    const job = await enqueue(pro("a lighthouse"), "lighthouse");
+    engine.start();
+    const running = await storedJobWhen(store, job.id, (stored) => stored.state === "running", "the job to run");
+    const firstLease = running.leaseExpiresAt!;
+    const renewed = await storedJobWhen(store, job.id, (stored) => stored.state !== "running" || stored.leaseExpiresAt! >= firstLease + 2_000, "the lease to be renewed");
+    expect(renewed.state).toBe("running");
+    expect(renewed.leaseOwner).toBe(engine.owner);
+    expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
+    await engine.stop();
+    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(1);
+  });
+
+  it("jobs left running by other engines are adopted: a dead engine's of this host at once, a live one's when its lease ends (looked for every 5 s); each is followed to its end without a second submit", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 20_000 })], { timeScale: 20 }));
+    const clock = world.sandbox.context.clock;
+    // The first engine submitted both jobs (the sandbox renders them) and stopped.
+    const earlier = worldEngine(world, store, { virtualTime: true });
+    const dead = await earlier.enqueue(pro("a lighthouse"), "lighthouse");
+    const lapsed = await earlier.enqueue(pro("a harbour"), "harbour");
+    earlier.engine.start();
+    for (const job of [dead, lapsed]) await storedJobWhen(store, job.id, (stored) => stored.state === "running", "both jobs to run");
+    await earlier.engine.stop();
+    // One left by a dead process of this host (a lease of an hour); one by an engine elsewhere whose lease ends in 3 s.
+    await store.updateJob(dead.id, { state: "running" }, { leaseOwner: `mg:${hostname()}:999999:abcdef`, leaseExpiresAt: clock.now() + 3_600_000 }, clock.now());
+    const lapsesAt = clock.now() + 3_000;
+    await store.updateJob(lapsed.id, { state: "running" }, { leaseOwner: "mg:another-host:42:abcdef", leaseExpiresAt: lapsesAt }, clock.now());
+
+    const next = worldEngine(world, store, { virtualTime: true });
+    const startedAt = clock.now();
+    next.engine.start();
+    await storedJobWhen(store, dead.id, (stored) => stored.leaseOwner === next.engine.owner, "the dead engine's job to be adopted");
+    expect(clock.now() - startedAt).toBeLessThan(1_000);
+    await storedJobWhen(store, lapsed.id, (stored) => stored.leaseOwner === next.engine.owner, "the lapsed job to be adopted");
+    expect(clock.now()).toBeGreaterThanOrEqual(lapsesAt);
+    expect(clock.now() - lapsesAt).toBeLessThan(7_000);
+    expect((await next.wait([dead.id, lapsed.id])).jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
+    await next.engine.stop();
+    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(2);
+  });
+
+  it("a pool shrunk by a pushback is raised back toward its published capacity after 30 s without one, one slot per look (every 10 s)", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const clock = world.sandbox.context.clock;
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const job = await enqueue(pro("a lighthouse"), "lighthouse");
+    engine.start();
+    expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
+    const [pool] = await store.poolStatus();
+    expect(pool!.learnedCapacity).toBe(pool!.configuredCapacity);
+    // D said it had no room while this engine held none of its slots: the pool is believed to hold one.
+    const pushedAt = clock.now();
+    await store.slotPushback([pool!.key], pushedAt, pushedAt);
+    const learned = async () => (await store.poolStatus()).find((status) => status.key === pool!.key)!.learnedCapacity;
+    expect(await learned()).toBe(1);
+    await until(async () => (await learned()) === 2, "a slot recovered", 20_000);
+    expect(clock.now() - pushedAt).toBeGreaterThanOrEqual(30_000);
+    expect(clock.now() - pushedAt).toBeLessThan(42_000);
+    const raisedAt = clock.now();
+    await until(async () => (await learned()) === 3, "a second slot recovered", 20_000);
+    expect(clock.now() - raisedAt).toBeGreaterThanOrEqual(9_000);
+    await engine.stop();
+  });
+
+  it("a nudge reads a running job now rather than at its next due time; a job not running is not nudged", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 5_000 })], { timeScale: 20 }));
+    const clock = world.sandbox.context.clock;
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const job = await enqueue(pro("a lighthouse"), "lighthouse");
+    expect(await engine.nudge(job)).toBe(false);
+    engine.start();
+    await storedJobWhen(store, job.id, (stored) => stored.state === "running", "the job to run");
+    // Due in ten minutes (set again should a poll in flight have moved it): only a nudge reads it sooner.
+    const far = async () => {
+      await store.updateJob(job.id, { state: "running" }, { nextAttemptAt: clock.now() + 600_000 }, clock.now());
+      await clock.sleep(1_000);
+      return (await store.getJob(job.id))!.nextAttemptAt > clock.now() + 500_000;
+    };
+    await until(far, "the job due in ten minutes");
+    // Past its render: it is done at D, and not read.
+    await clock.sleep(6_000);
+    const polls = world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url));
+    expect((await store.getJob(job.id))!.state).toBe("running");
+    expect(await engine.nudge((await store.getJob(job.id))!)).toBe(true);
+    const nudgedAt = clock.now();
+    expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
+    expect(clock.now() - nudgedAt).toBeLessThan(5_000);
+    expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url))).toBe(polls + 1);
+    await engine.stop();
+  });
+});
