@@ -57,7 +57,7 @@ function restartingStore(failures: number, method: keyof Store = "transition"): 
   return failingStore(store, failures, { fails: (name) => name === method, message: "Connection terminated unexpectedly" });
 }
 
-function bed(options: { store?: Store; signal?: AbortSignal; adapter?: ProviderAdapter } = {}): Bed {
+function bed(options: { store?: Store; signal?: AbortSignal; adapter?: ProviderAdapter; callContext?: EngineContext["callContext"] } = {}): Bed {
   const clock: Clock = { now: () => NOW, sleep: (ms, signal) => systemClock.sleep(ms, signal) };
   const logLines: Bed["logLines"] = [];
   const destination = new Writable({
@@ -78,9 +78,11 @@ function bed(options: { store?: Store; signal?: AbortSignal; adapter?: ProviderA
     polls: new PollScheduler(store),
     outputs: localFolderOutputs,
     adapter: () => options.adapter ?? d,
-    callContext: async () => {
-      throw new Error("no request is made when a submit's failure is handled");
-    },
+    callContext:
+      options.callContext ??
+      (async () => {
+        throw new Error("no request is made when a submit's failure is handled");
+      }),
     counters: () => counters,
     emit: (job) => result.emitted.push(job),
     wake: () => {
@@ -431,5 +433,42 @@ describe("a submit its engine died during (D: no idempotency)", () => {
       "submit_outcome_unknown",
       `the engine stopped while this job's submit was in flight; D has no idempotency, so it is not resubmitted automatically (it may or may not have been accepted): check the provider, then \`mediagate resubmit ${job.id}\``,
     );
+  });
+});
+
+describe("a submit its engine died during (B: idempotent submits)", () => {
+  async function claimedAtB(b: BBed, patch: { idempotencyKey?: string; submitSentAt?: number } = {}): Promise<Job> {
+    const validated = await b.validated(imageToVideo());
+    const [inserted] = await store.insertJobs(
+      [{ id: "job_b2", ref: "clip", batchId: null, provider: "b", model: validated.model, operation: validated.operation, body: validated.body, facts: validated.facts, warnings: [], estimateMicroUsd: 450_000, estimateSource: "B quote", outDir: folder }],
+      NOW - 5_000,
+    );
+    const claim = await store.claimForSubmit(inserted!.job.id, OWNER, b.adapter.limits(validated).slotPools, NOW - 1_000, 30_000);
+    if (claim.kind !== "claimed") throw new Error(`not claimed: ${claim.kind}`);
+    if (Object.keys(patch).length === 0) return claim.job;
+    return (await store.updateJob(claim.job.id, { state: "submitting" }, patch, NOW - 1_000))!;
+  }
+  const submits = (b: BBed) => b.requests().filter((request) => request.method === "POST");
+
+  it("with its key stored, after B accepted it: resent under the same key, B hands back the same task, and the job runs it (one task at B)", async () => {
+    const b = await startB();
+    const job = await claimedAtB(b, { idempotencyKey: "key-crash", submitSentAt: NOW - 900 });
+    // The request that left before the engine died: B accepted it under the key.
+    const before = await b.submitted(imageToVideo(), { id: job.id, idempotencyKey: "key-crash" });
+    const stepBed = bed({ adapter: b.adapter, callContext: async (current) => b.jobContext({ id: current.id, idempotencyKey: current.idempotencyKey }) });
+    await recoverInterruptedSubmit(stepBed.context, (await store.getJob(job.id))!);
+    expect((await store.getJob(job.id))!).toMatchObject({ state: "running", providerJobId: before.submitted.providerJobId, idempotencyKey: "key-crash" });
+    expect(submits(b).map((request) => request.headers["idempotency-key"])).toEqual(["key-crash", "key-crash"]);
+    expect(b.emulator.jobs).toHaveLength(1);
+    expect(stepBed.emitted.map((update) => update.state)).toEqual(["running"]);
+  });
+
+  it("without a key stored: nothing can have left (the key is saved before any request), so it is queued again at once", async () => {
+    const b = await startB();
+    const job = await claimedAtB(b);
+    const stepBed = bed({ adapter: b.adapter });
+    await recoverInterruptedSubmit(stepBed.context, job);
+    expect(submits(b)).toEqual([]);
+    await expectRequeued(stepBed, job, "engine stopped before sending; queued again", NOW);
   });
 });
