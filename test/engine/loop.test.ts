@@ -168,4 +168,73 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url))).toBe(polls + 1);
     await engine.stop();
   });
+
+  it("past D's 24 slots the rest wait with the pool named as their reason, and go as slots free; over its budget a job stays queued, blocked, with what it would commit, looked at again 5 s later", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 20_000 })], { timeScale: 20 }));
+    const clock = world.sandbox.context.clock;
+    const d = world.sandbox.context;
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    await store.setBudget("budget_loop", 60_000, clock.now());
+    const budgeted = [];
+    for (let index = 0; index < 3; index++) budgeted.push(await enqueue(pro(`budgeted ${index}`), `budgeted-${index}`, { budgetId: "budget_loop" }));
+    const jobs = [];
+    for (let index = 0; index < 28; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
+    engine.start();
+    await until(() => d.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)) === 24, "D's 24 slots filled");
+    const waiting = await until(async () => (await store.listJobs({ states: ["queued"] })).filter((job) => job.reason?.startsWith("waiting for a slot (")).length >= 1, "the reason of jobs waiting for a slot").then(() => store.listJobs({ states: ["queued"] }));
+    // The first job refused a slot says so; the ones behind it are not asked for (the pool is known full) until a slot frees.
+    const slotReasons = new Set(waiting.filter((job) => job.blockedCode === null && job.reason !== null).map((job) => job.reason));
+    expect([...slotReasons]).toHaveLength(1);
+    expect([...slotReasons][0]).toMatch(/^waiting for a slot \(d[^)]*\)$/);
+    const over = waiting.find((job) => job.blockedCode === "over_budget")!;
+    expect(over.reason).toBe("over budget: sending it would commit $0.0900 of the $0.0600 budget; not sent");
+    expect(over.nextAttemptAt - over.updatedAt).toBe(5_000);
+    const outcome = await wait([...budgeted, ...jobs].map((job) => job.id));
+    await engine.stop();
+    expect(outcome.jobs.filter((job) => job.state === "succeeded")).toHaveLength(30);
+    expect(outcome.blocked.map((job) => job.blockedCode)).toEqual(["over_budget"]);
+    expect(d.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(30);
+  });
+
+  it("two engines on one store share D's 24 slots: each job is sent once, never more than 24 at D at a time", async () => {
+    const { store } = bed;
+    const d = createDEmulator({ renderTimeMs: 2_000 });
+    const world = (bed.world = await startWorld([d], { timeScale: 20 }));
+    const one = worldEngine(world, store, { virtualTime: true });
+    const two = worldEngine(world, store, { virtualTime: true });
+    const jobs = [];
+    for (let index = 0; index < 60; index++) jobs.push(await one.enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
+    one.engine.start();
+    two.engine.start();
+    const ended = (await one.wait(jobs.map((job) => job.id))).jobs;
+    await Promise.all([one.engine.stop(), two.engine.stop()]);
+    expect(ended.every((job) => job.state === "succeeded")).toBe(true);
+    const submitted = world.sandbox.context.requests.filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).map((request) => request.body?.prompt);
+    expect(new Set(submitted).size).toBe(60);
+    expect(submitted).toHaveLength(60);
+    expect(d.peakActive).toBeLessThanOrEqual(24);
+    // Both took part.
+    expect(one.engine.stats().d!.claims).toBeGreaterThan(0);
+    expect(two.engine.stats().d!.claims).toBeGreaterThan(0);
+  });
+
+  it("stop lets a submit in flight record D's answer and releases the leases: the next engine follows the job at once, sent once", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 400 }, times: 1 });
+    const first = worldEngine(world, store, { virtualTime: true });
+    const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
+    first.engine.start();
+    await until(() => world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)) === 1, "the submit to be sent");
+    await first.engine.stop();
+    const stopped = (await store.getJob(job.id))!;
+    expect(stopped).toMatchObject({ state: "running", leaseOwner: null, leaseExpiresAt: null });
+    expect(stopped.providerJobId).not.toBeNull();
+    const next = worldEngine(world, store, { virtualTime: true });
+    next.engine.start();
+    expect((await next.wait([job.id])).jobs[0]!.state).toBe("succeeded");
+    await next.engine.stop();
+    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(1);
+  });
 });
