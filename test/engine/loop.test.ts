@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { hostname } from "node:os";
+import { Writable } from "node:stream";
+import { createLogger } from "../../src/engine/logger.js";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
-import { sqliteFactory } from "../helpers/stores.js";
+import { failingStore, sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
 import { startWorld, worldEngine, worldPerTest } from "../helpers/world.js";
 
@@ -236,5 +238,29 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect((await next.wait([job.id])).jobs[0]!.state).toBe("succeeded");
     await next.engine.stop();
     expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(1);
+  });
+
+  it("a store that fails the loop's reads is waited for with backoff, logged with the count of failures, and the jobs go on once it answers, each sent once", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger({ level: "info", secrets: () => [], destination: new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }) });
+    // The queue read fails three times in a row (a database restarting), then answers.
+    const { store: flaky, failed } = failingStore(store, 3, { fails: (method) => method === "dueQueued", message: "Connection terminated unexpectedly" });
+    const { engine, enqueue, wait } = worldEngine(world, flaky, { virtualTime: true, log });
+    const jobs = [await enqueue(pro("a lighthouse"), "lighthouse"), await enqueue(pro("a harbour"), "harbour")];
+    engine.start();
+    const ended = (await wait(jobs.map((job) => job.id))).jobs;
+    await engine.stop();
+    expect(failed()).toBe(3);
+    expect(ended.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
+    const retries = lines.filter((line) => line.msg === "engine step failed; retrying");
+    expect(retries.map((line) => [line.failures, line.err])).toEqual([
+      [1, "Connection terminated unexpectedly"],
+      [2, "Connection terminated unexpectedly"],
+      [3, "Connection terminated unexpectedly"],
+    ]);
+    expect(retries.every((line) => typeof line.retryInMs === "number" && line.retryInMs >= 0 && line.retryInMs <= 30_000)).toBe(true);
+    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(2);
   });
 });

@@ -7,6 +7,7 @@ import type { Job } from "../../src/core/job.js";
 import type { OutputWriter } from "../../src/outputs/local-folder.js";
 import { loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
+import type { EngineLogger } from "../../src/engine/logger.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import { sandboxEnvironment } from "../../src/sandbox/all.js";
@@ -50,7 +51,7 @@ export async function startWorld(emulators: ProviderEmulator[], options: { timeS
  * `virtualTime` runs the engine on the sandbox's clock, so provider rules of
  * minutes or days (C's ten-minute release) pass in seconds on both sides.
  */
-export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter; maxInFlight?: number } = {}) {
+export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter; maxInFlight?: number; log?: EngineLogger } = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const clock: Clock | undefined = options.virtualTime ? world.sandbox.context.clock : undefined;
@@ -63,6 +64,7 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
     ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}),
+    ...(options.log ? { log: options.log } : {}),
     ...(options.outputs ? { outputs: options.outputs } : {}),
   });
   let counter = 0;
