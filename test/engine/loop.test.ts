@@ -7,9 +7,10 @@ import { failingStore, sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
 import { startWorld, worldEngine, worldPerTest } from "../helpers/world.js";
 
-// The engine loop's own rules, each seen from outside (the store, the sandbox's request log): a provider that is
-// not configured, the jobs worked on at once, lease renewal, orphans of a dead engine, slot recovery after a
-// pushback, a nudge. Real sandbox D, real SQLite, virtual time; fast enough to be the loop's mutation test set.
+// The engine loop's own rules, each seen from outside (the store, the sandbox's request log, the log): a provider
+// that is not configured, the jobs worked on at once, lease renewal, orphans of other engines, slot recovery after a
+// pushback, a nudge, a full pool and a budget, two engines on one store, a stop mid-submit, a failing store.
+// Real sandbox D, real SQLite, virtual time; fast enough to be the loop's mutation test set (`npm run mutate:loop`).
 
 const D_SUBMIT_PATH = /^\/d\/v1\//;
 const D_POLL_PATH = /^\/d-poll\//;
@@ -24,7 +25,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const clock = world.sandbox.context.clock;
     const sent = await enqueue(pro("a lighthouse"), "lighthouse");
-    const [{ job: unconfigured }] = (await store.insertJobs(
+    const [inserted] = await store.insertJobs(
       [
         {
           id: "job_c-1",
@@ -42,7 +43,8 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
         },
       ],
       clock.now(),
-    )) as [{ job: { id: string } }];
+    );
+    const unconfigured = inserted!.job;
     engine.start();
     const held = await storedJobWhen(store, unconfigured.id, (job) => job.reason !== null, "the reason C cannot be sent");
     expect(held.state).toBe("queued");
