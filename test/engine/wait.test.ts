@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/core/config.js";
-import { ScaledClock } from "../../src/core/clock.js";
+import { type Clock, ScaledClock } from "../../src/core/clock.js";
 import type { Job } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
-import { JOB_PAGE, jobsInPages, type WaitCounts, waitForSettlement } from "../../src/engine/wait.js";
+import { chargeUnsettled, JOB_PAGE, jobsInPages, type WaitCounts, waitForSettlement } from "../../src/engine/wait.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import type { NewJob, Store } from "../../src/store/store.js";
 import { failingStore, freshStoreEachTest, storeFactories } from "../helpers/stores.js";
@@ -28,6 +28,18 @@ function queuedJob(index: number, batchId: string): NewJob {
     outDir: "/tmp/out",
   };
 }
+
+/**
+ * A clock whose time never moves: a wait on it looks at the store only when
+ * woken (an engine event that ends it, the engine going idle, an abort), so a
+ * test sees exactly what each of those does.
+ */
+const stoppedClock: Clock = {
+  now: () => 5_000,
+  sleep: (_ms, signal) => new Promise((_resolve, reject) => signal?.addEventListener("abort", () => reject(signal.reason), { once: true })),
+};
+
+const cancel = (store: Store, id: string, at: number) => store.transition(id, { state: "queued" }, "cancelled", { error: { code: "cancelled", message: "by test" } }, "cancelled", at);
 
 /** An engine that is never started: every change below is made "by another process", so no event tells the waiter. */
 function idleEngine(store: Store): Engine {
@@ -80,11 +92,13 @@ for (const factory of storeFactories) {
       await store.updateJob(overBudget, { state: "queued" }, { blockedCode: "over_budget", reason: "over budget" }, 1_500);
       await store.haltProvider({ provider: "c", code: "insufficient_credits", message: "C is out of credits", jobId: null, at: 1_500 });
       const finished: Job[] = [];
+      const signal = AbortSignal.timeout(5_000);
       const outcome = await waitAndRead(idleEngine(store), store, jobs.map((job) => job.id), {
         scope: { batchId: "batch_c" },
         onTerminal: (job) => finished.push(job),
-        signal: AbortSignal.timeout(5_000),
+        signal,
       });
+      expect(signal.aborted).toBe(false);
       expect(outcome.counts).toEqual({ total: 6, done: 3, succeeded: 1, failed: 2, running: 0, queued: 0, blocked: 3 });
       expect(finished.map((job) => job.id).sort()).toEqual([done, failed, cancelled].sort());
       // Read whole: the job as stored, not a brief.
@@ -131,10 +145,12 @@ for (const factory of storeFactories) {
       const jobs = [queuedJob(0, "batch_h"), queuedJob(1, "batch_h"), queuedJob(2, "batch_h")];
       await store.insertJobs(jobs, 1_000);
       const watchedIds = [jobs[0]!.id, jobs[1]!.id];
-      const waiting = waitAndRead(idleEngine(store), store, watchedIds, { scope: { batchId: "batch_h" }, signal: AbortSignal.timeout(10_000) });
+      const signal = AbortSignal.timeout(10_000);
+      const waiting = waitAndRead(idleEngine(store), store, watchedIds, { scope: { batchId: "batch_h" }, signal });
       await store.transition(jobs[0]!.id, { state: "queued" }, "cancelled", { error: { code: "cancelled", message: "by test" } }, "cancelled", 2_000);
       await store.haltProvider({ provider: "d", code: "insufficient_credits", message: "D is out of credits", jobId: null, at: 2_000 });
       const outcome = await waiting;
+      expect(signal.aborted).toBe(false);
       expect(outcome.counts).toEqual({ total: 2, done: 1, succeeded: 0, failed: 1, running: 0, queued: 0, blocked: 1 });
       expect(outcome.jobs.map((job) => job.state).sort()).toEqual(["cancelled", "queued"]);
     });
@@ -150,6 +166,12 @@ for (const factory of storeFactories) {
       }
       expect(pages).toEqual([JOB_PAGE, JOB_PAGE, 3]);
       expect(read.sort()).toEqual(jobs.map((job) => job.id).sort());
+      const exact: number[] = [];
+      for await (const page of jobsInPages(store, jobs.slice(0, 2 * JOB_PAGE).map((job) => job.id))) exact.push(page.length);
+      expect(exact).toEqual([JOB_PAGE, JOB_PAGE]);
+      expect(chargeUnsettled({ chargeState: "unavailable" })).toBe(true);
+      expect(chargeUnsettled({ chargeState: "pending" })).toBe(true);
+      expect(chargeUnsettled({ chargeState: "settled" })).toBe(false);
 
       const [settling, settled] = [jobs[0]!.id, jobs[1]!.id];
       for (const id of [settling, settled]) {
@@ -210,6 +232,96 @@ for (const factory of storeFactories) {
       expect(outcome.counts).toMatchObject({ total: 1, done: 1, failed: 1, queued: 0 });
       expect(outcome.jobs[0]!.state).toBe("cancelled");
     });
+
+    it("on a clock that never moves: the engine's event for the last job ends the wait at once, and its listeners are removed", async () => {
+      const jobs = [queuedJob(0, "batch_k"), queuedJob(1, "batch_k")];
+      await store.insertJobs(jobs, 1_000);
+      const engine = idleEngine(store);
+      const waiting = waitAndRead(engine, store, jobs.map((job) => job.id), { scope: { batchId: "batch_k" }, clock: stoppedClock, onChange: () => undefined });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(engine.listenerCount("job")).toBe(1);
+      for (const job of jobs) engine.emit("job", (await cancel(store, job.id, 2_000))!);
+      const outcome = await waiting;
+      expect(outcome.counts).toMatchObject({ total: 2, done: 2, failed: 2 });
+      expect([engine.listenerCount("job"), engine.listenerCount("idle")]).toEqual([0, 0]);
+    });
+
+    it("on a clock that never moves: an idle engine makes the wait look at the store (a change made elsewhere is found), and an abort ends it at once with the counts so far", async () => {
+      const jobs = [queuedJob(0, "batch_i"), queuedJob(1, "batch_i")];
+      await store.insertJobs(jobs, 1_000);
+      const engine = idleEngine(store);
+      const waiting = waitAndRead(engine, store, [jobs[0]!.id], { scope: { batchId: "batch_i" }, clock: stoppedClock });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await cancel(store, jobs[0]!.id, 2_000);
+      engine.emit("idle");
+      expect((await waiting).counts).toMatchObject({ total: 1, done: 1 });
+
+      const aborting = new AbortController();
+      const aborted = waitAndRead(engine, store, [jobs[1]!.id], { scope: { jobIds: [jobs[1]!.id] }, clock: stoppedClock, signal: aborting.signal });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      aborting.abort();
+      expect((await aborted).counts).toMatchObject({ total: 1, done: 0, queued: 1 });
+    });
+
+    it("on a clock that never moves: a provider halted before the wait starts leaves its queued jobs blocked, and the wait ends at once; counts keep running, queued and halted apart", async () => {
+      const jobs = [queuedJob(0, "batch_q"), queuedJob(1, "batch_q"), { ...queuedJob(2, "batch_q"), provider: "c" as const, model: "c-model" }];
+      await store.insertJobs(jobs, 1_000);
+      await store.haltProvider({ provider: "c", code: "insufficient_credits", message: "C is out of credits", jobId: null, at: 1_500 });
+      const engine = idleEngine(store);
+      const changes: WaitCounts[] = [];
+      const waiting = waitAndRead(engine, store, jobs.map((job) => job.id), { scope: { batchId: "batch_q" }, clock: stoppedClock, onChange: (_job, counts) => changes.push({ ...counts }) });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      engine.emit("job", (await store.transition(jobs[0]!.id, { state: "queued" }, "submitting", {}, "claimed", 2_000))!);
+      engine.emit("job", (await cancel(store, jobs[1]!.id, 2_100))!);
+      engine.emit("job", (await store.transition(jobs[0]!.id, { state: "submitting" }, "failed", { error: { code: "provider_failed", message: "no" } }, "failed", 2_200))!);
+      const outcome = await waiting;
+      const base = { total: 3, succeeded: 0, blocked: 1 };
+      expect(changes).toEqual([
+        { ...base, done: 0, failed: 0, running: 1, queued: 1 },
+        { ...base, done: 1, failed: 1, running: 1, queued: 0 },
+        { ...base, done: 2, failed: 2, running: 0, queued: 0 },
+      ]);
+      expect(outcome.counts).toEqual({ ...base, done: 2, failed: 2, running: 0, queued: 0 });
+    });
+
+    it("a batch that holds a job not watched here (an edited file run again) is followed by the watched ids: the wait ends when they end, the other still queued", async () => {
+      const jobs = [queuedJob(0, "batch_u"), queuedJob(1, "batch_u")];
+      await store.insertJobs(jobs, 1_000);
+      const signal = AbortSignal.timeout(10_000);
+      const waiting = waitAndRead(idleEngine(store), store, [jobs[0]!.id], { scope: { batchId: "batch_u" }, signal });
+      await cancel(store, jobs[0]!.id, 2_000);
+      const outcome = await waiting;
+      expect(signal.aborted).toBe(false);
+      expect(outcome.counts).toMatchObject({ total: 1, done: 1 });
+      expect((await store.getJob(jobs[1]!.id))!.state).toBe("queued");
+    });
+
+    it("changes made elsewhere are handed over in the order they were made, not the order the jobs were created", async () => {
+      const jobs = [queuedJob(0, "batch_o"), queuedJob(1, "batch_o"), queuedJob(2, "batch_o")];
+      await store.insertJobs(jobs, 1_000);
+      const order: string[] = [];
+      const waiting = waitAndRead(idleEngine(store), store, jobs.map((job) => job.id), {
+        scope: { batchId: "batch_o" },
+        onChange: (job) => order.push(job.id),
+        signal: AbortSignal.timeout(10_000),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await cancel(store, jobs[2]!.id, 2_000);
+      await cancel(store, jobs[0]!.id, 2_100);
+      await cancel(store, jobs[1]!.id, 2_200);
+      await waiting;
+      expect(order).toEqual([jobs[2]!.id, jobs[0]!.id, jobs[1]!.id]);
+    });
+
+    it("a store that fails with no one listening for its errors is waited for all the same", async () => {
+      const jobs = [queuedJob(0, "batch_n")];
+      await store.insertJobs(jobs, 1_000);
+      const { store: flaky, failed } = failingStore(store, 2, { fails: (method) => method !== "transition", message: "Connection terminated unexpectedly" });
+      const waiting = waitAndRead(idleEngine(store), flaky, [jobs[0]!.id], { scope: { batchId: "batch_n" }, signal: AbortSignal.timeout(30_000) });
+      await cancel(store, jobs[0]!.id, 2_000);
+      expect((await waiting).jobs[0]!.state).toBe("cancelled");
+      expect(failed()).toBe(2);
+    }, 60_000);
 
     it("a store that stops answering is waited for and reported, not thrown: the wait ends once it answers again", async () => {
       const jobs = [queuedJob(0, "batch_s")];
