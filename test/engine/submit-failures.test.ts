@@ -463,6 +463,41 @@ describe("a submit its engine died during (B: idempotent submits)", () => {
     expect(stepBed.emitted.map((update) => update.state)).toEqual(["running"]);
   });
 
+  it("a job without a key: the key is stored before the request and sent under it; the accepted job is recorded running with B's task, its first read due after the first poll delay, its tracking deadline, one submit counted", async () => {
+    const b = await startB();
+    const job = await claimedAtB(b);
+    const stepBed = bed({ adapter: b.adapter, callContext: async (current) => b.jobContext({ id: current.id, idempotencyKey: current.idempotencyKey }) });
+    await submitJob(stepBed.context, job);
+    const after = (await store.getJob(job.id))!;
+    const limits = b.adapter.limits(await b.validated(imageToVideo()));
+    const firstPoll = await new PollScheduler(store).firstDelay(after, limits);
+    expect(firstPoll).toBeGreaterThan(0);
+    expect(after).toMatchObject({ state: "running", providerJobId: b.emulator.jobs[0]!.id, providerStatus: "submitted", submittedAt: NOW, nextAttemptAt: NOW + firstPoll, trackingDeadlineAt: NOW + limits.trackingDeadlineMs, reason: null, leaseOwner: OWNER });
+    expect(after.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(submits(b).map((request) => request.headers["idempotency-key"])).toEqual([after.idempotencyKey]);
+    expect(stepBed.counters.submits).toBe(1);
+    expect(stepBed.emitted.map((update) => update.state)).toEqual(["running"]);
+  });
+
+  it("accepted after another engine took the job (its lease lapsed mid-request): nothing is overwritten, and the error log names B's task to check", async () => {
+    const b = await startB();
+    const job = await claimedAtB(b);
+    const stepBed = bed({
+      adapter: b.adapter,
+      callContext: async (current) => {
+        await store.updateJob(current.id, { state: "submitting" }, { leaseOwner: "mg:other:2:fedcba" }, NOW);
+        return b.jobContext({ id: current.id, idempotencyKey: current.idempotencyKey });
+      },
+    });
+    await submitJob(stepBed.context, job);
+    const taskId = b.emulator.jobs[0]!.id;
+    expect((await store.getJob(job.id))!).toMatchObject({ state: "submitting", leaseOwner: "mg:other:2:fedcba", providerJobId: null });
+    expect(stepBed.emitted).toEqual([]);
+    expect(stepBed.logLines.filter((line) => line.level === 50).map((line) => [line.msg, line.jobId, line.providerJobId])).toEqual([
+      [`B accepted the job as ${taskId}, but it was no longer this engine's to record: check it at the provider`, job.id, taskId],
+    ]);
+  });
+
   it("without a key stored: nothing can have left (the key is saved before any request), so it is queued again at once", async () => {
     const b = await startB();
     const job = await claimedAtB(b);
