@@ -233,14 +233,17 @@ for (const factory of storeFactories) {
       expect(outcome.jobs[0]!.state).toBe("cancelled");
     });
 
-    it("on a clock that never moves: the engine's event for the last job ends the wait at once, and its listeners are removed", async () => {
+    it("on a clock that never moves: the engine's event for the last job ends the wait at once (a change in the same millisecond as the one before included), and its listeners are removed", async () => {
       const jobs = [queuedJob(0, "batch_k"), queuedJob(1, "batch_k")];
       await store.insertJobs(jobs, 1_000);
       const engine = idleEngine(store);
       const waiting = waitAndRead(engine, store, jobs.map((job) => job.id), { scope: { batchId: "batch_k" }, clock: stoppedClock, onChange: () => undefined });
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(engine.listenerCount("job")).toBe(1);
-      for (const job of jobs) engine.emit("job", (await cancel(store, job.id, 2_000))!);
+      // Two changes of one job stamped in the same millisecond: the later one is taken, not refused as stale.
+      engine.emit("job", (await store.transition(jobs[0]!.id, { state: "queued" }, "submitting", {}, "claimed", 2_000))!);
+      engine.emit("job", (await store.transition(jobs[0]!.id, { state: "submitting" }, "failed", { error: { code: "provider_failed", message: "no" } }, "failed", 2_000))!);
+      engine.emit("job", (await cancel(store, jobs[1]!.id, 2_000))!);
       const outcome = await waiting;
       expect(outcome.counts).toMatchObject({ total: 2, done: 2, failed: 2 });
       expect([engine.listenerCount("job"), engine.listenerCount("idle")]).toEqual([0, 0]);
