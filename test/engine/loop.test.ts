@@ -265,4 +265,51 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(retries.every((line) => typeof line.retryInMs === "number" && line.retryInMs >= 0 && line.retryInMs <= 30_000)).toBe(true);
     expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(2);
   });
+
+  it("an engine restricted to a batch sends only that batch's jobs, one restricted to job ids only those; a scope cannot change once the loop runs", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const first = worldEngine(world, store, { virtualTime: true });
+    const ours = [await first.enqueue(pro("ours 1"), "ours-1", { batchId: "batch_ours" }), await first.enqueue(pro("ours 2"), "ours-2", { batchId: "batch_ours" })];
+    const theirs = [await first.enqueue(pro("theirs 1"), "theirs-1", { batchId: "batch_theirs" }), await first.enqueue(pro("theirs 2"), "theirs-2", { batchId: "batch_theirs" })];
+    const loose = await first.enqueue(pro("loose"), "loose");
+    first.engine.restrictTo({ batchId: "batch_ours" });
+    first.engine.start();
+    expect(() => first.engine.restrictTo({ batchId: "batch_theirs" })).toThrow("an engine's scope is set before it starts");
+    expect((await first.wait(ours.map((job) => job.id))).jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
+    // Long enough for a loop that claimed outside its batch to have sent the others.
+    await world.sandbox.context.clock.sleep(3_000);
+    await first.engine.stop();
+    const sent = () => world.sandbox.context.requests.filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).map((request) => request.body?.prompt);
+    expect(sent().sort()).toEqual(["ours 1", "ours 2"]);
+
+    const second = worldEngine(world, store, { virtualTime: true });
+    second.engine.restrictTo({ jobIds: [theirs[1]!.id] });
+    second.engine.start();
+    expect((await second.wait([theirs[1]!.id])).jobs[0]!.state).toBe("succeeded");
+    await world.sandbox.context.clock.sleep(3_000);
+    await second.engine.stop();
+    expect(sent().sort()).toEqual(["ours 1", "ours 2", "theirs 2"]);
+    expect((await store.listJobs({ ids: [theirs[0]!.id, loose.id] })).map((job) => job.state)).toEqual(["queued", "queued"]);
+  });
+
+  it("the engine counts each provider's requests, submits, polls, downloads and claims, and notes a submit as sent before its answer", async () => {
+    const { store } = bed;
+    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const jobs = [await enqueue(pro("a lighthouse"), "lighthouse"), await enqueue(pro("a harbour"), "harbour")];
+    engine.start();
+    const ended = (await wait(jobs.map((job) => job.id))).jobs;
+    await engine.stop();
+    const at = world.sandbox.context.requests;
+    const submits = at.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url));
+    const polls = at.count((request) => D_POLL_PATH.test(request.url));
+    const downloads = at.count((request) => /^\/d-results\//.test(request.url));
+    expect([submits, downloads]).toEqual([2, 2]);
+    expect(engine.stats().d).toEqual({ requests: submits + polls + downloads, status429: 0, backpressure: 0, submits, polls, downloads, claims: 2, claimsLost: 0 });
+    for (const job of ended) {
+      expect(job.submitSentAt).not.toBeNull();
+      expect(job.submitSentAt!).toBeLessThanOrEqual(job.submittedAt!);
+    }
+  });
 });

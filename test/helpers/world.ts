@@ -71,7 +71,7 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
   return {
     engine,
     providers,
-    async enqueue(request: JobRequest, ref = `ref-${++counter}`, extra: { budgetId?: string } = {}) {
+    async enqueue(request: JobRequest, ref = `ref-${++counter}`, extra: { budgetId?: string; batchId?: string } = {}) {
       const adapter = providers.get(request.provider)!.adapter!;
       // As the CLI prepares a job: the provider's context for the prefetch and for an estimate the provider gives (B's quote).
       const context = await engine.providerContext(request.provider);
@@ -84,7 +84,7 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
           {
             id: `job_${ref}`,
             ref,
-            batchId: null,
+            batchId: extra.batchId ?? null,
             provider: request.provider,
             model: validated.model,
             operation: validated.operation,
