@@ -51,6 +51,17 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     expect(haltReads).toBeGreaterThanOrEqual(1);
     expect(haltReads).toBeLessThanOrEqual(Math.ceil(elapsedMs / 1_000) + 1);
     expect(statements.filter((sql) => /"charge_state" in/.test(sql))).toEqual([]);
+    // The loop's periodic work at its own pace, not at every pass: orphans (and claims stranded here) every 5 s, leases
+    // renewed every third of the 30 s lease, slot pools looked at for recovery every 10 s; each once at the start.
+    const count = (pattern: RegExp) => statements.filter((sql) => pattern.test(sql)).length;
+    const every = (periodMs: number) => Math.ceil(elapsedMs / periodMs) + 1;
+    expect(count(/^select "id", "lease_owner", "lease_expires_at" from "jobs" where "state" in/)).toBeGreaterThanOrEqual(1);
+    expect(count(/^select "id", "lease_owner", "lease_expires_at" from "jobs" where "state" in/)).toBeLessThanOrEqual(every(5_000));
+    expect(count(/^select \* from "jobs" where "state" in \(\?\) order by "created_at"/)).toBeLessThanOrEqual(every(5_000));
+    expect(count(/^update "jobs" set "lease_expires_at" = \? where "lease_owner" = \?/)).toBeGreaterThanOrEqual(1);
+    expect(count(/^update "jobs" set "lease_expires_at" = \? where "lease_owner" = \?/)).toBeLessThanOrEqual(every(10_000));
+    expect(count(/^select \* from "slot_pools" order by "pool_key"/)).toBeGreaterThanOrEqual(1);
+    expect(count(/^select \* from "slot_pools" order by "pool_key"/)).toBeLessThanOrEqual(every(10_000));
   });
 
   it("with B configured (it settles charges after the end) settlements are looked for", async () => {
