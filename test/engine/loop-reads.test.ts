@@ -62,6 +62,30 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     expect(count(/^update "jobs" set "lease_expires_at" = \? where "lease_owner" = \?/)).toBeLessThanOrEqual(every(10_000));
     expect(count(/^select \* from "slot_pools" order by "pool_key"/)).toBeGreaterThanOrEqual(1);
     expect(count(/^select \* from "slot_pools" order by "pool_key"/)).toBeLessThanOrEqual(every(10_000));
+    // What the passes cost, per job, with twice the room this run needs (2.6–2.9 passes, about 6 queue reads, 3 reads
+    // of the next due time and 41 statements a job): a loop that stops napping, or reads on after its page is cut, fails.
+    const perJob = (n: number) => n / jobs.length;
+    expect(perJob(engine.iterations)).toBeLessThanOrEqual(6);
+    expect(perJob(count(/from "jobs" where "state" = \? and "provider" = \?/))).toBeLessThanOrEqual(12);
+    expect(perJob(count(/^select min\("at"\)/))).toBeLessThanOrEqual(7);
+    expect(perJob(statements.length)).toBeLessThanOrEqual(85);
+  });
+
+  it("an engine with nothing to do naps a tick at a time (500 ms of its clock) and says it is idle: 10 s cost at most 30 passes", async () => {
+    const { store, statements } = await countingStore();
+    world = await startWorld([createDEmulator({ renderTimeMs: 2_000 })], { timeScale: 20 });
+    const { engine } = worldEngine(world, store, { virtualTime: true });
+    let idle = 0;
+    engine.on("idle", () => idle++);
+    const clock = world.sandbox.context.clock;
+    statements.length = 0;
+    engine.start();
+    await clock.sleep(10_000);
+    await engine.stop();
+    expect(engine.iterations).toBeGreaterThanOrEqual(2);
+    expect(engine.iterations).toBeLessThanOrEqual(30);
+    expect(idle).toBeGreaterThanOrEqual(2);
+    expect(statements.length).toBeLessThanOrEqual(30 * 6);
   });
 
   it("with B configured (it settles charges after the end) settlements are looked for", async () => {
