@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { hostname } from "node:os";
 import { Writable } from "node:stream";
 import { createLogger } from "../../src/engine/logger.js";
+import { createBEmulator } from "../../src/sandbox/b/index.js";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
+import { imageToVideo } from "../providers/b/bed.js";
 import { failingStore, sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
 import { startWorld, worldEngine, worldPerTest } from "../helpers/world.js";
@@ -311,5 +313,24 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
       expect(job.submitSentAt).not.toBeNull();
       expect(job.submitSentAt!).toBeLessThanOrEqual(job.submittedAt!);
     }
+  });
+
+  it("with a public URL (trailing slashes dropped), a provider with webhooks is given the job's callback under it; none without one", async () => {
+    const { store } = bed;
+    const b = createBEmulator();
+    const world = (bed.world = await startWorld([b], { timeScale: 20 }));
+    const withUrl = worldEngine(world, store, { virtualTime: true, publicUrl: "https://hooks.example.test/base//" });
+    const job = await withUrl.enqueue({ provider: "b", ...imageToVideo() }, "clip");
+    withUrl.engine.start();
+    await until(() => b.jobs.length === 1, "B's task");
+    await withUrl.engine.stop();
+    expect(b.jobs[0]!.webhookUrl).toBe(`https://hooks.example.test/base/webhooks/b/${encodeURIComponent(job.id)}`);
+
+    const without = worldEngine(world, store, { virtualTime: true });
+    await without.enqueue({ provider: "b", ...imageToVideo() }, "clip-2");
+    without.engine.start();
+    await until(() => b.jobs.length === 2, "B's second task");
+    await without.engine.stop();
+    expect(b.jobs[1]!.webhookUrl).toBeNull();
   });
 });
