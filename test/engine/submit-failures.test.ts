@@ -374,17 +374,20 @@ describe("recording what became of a submit while the store fails", () => {
   });
 });
 
+/** A B job claimed for its submit as the engine claims it, with `patch` (its key, its sent time) written after the claim. */
+async function claimedAtB(b: BBed, patch: { idempotencyKey?: string; submitSentAt?: number } = {}): Promise<Job> {
+  const validated = await b.validated(imageToVideo());
+  const [inserted] = await store.insertJobs(
+    [{ id: "job_b1", ref: "clip", batchId: null, provider: "b", model: validated.model, operation: validated.operation, body: validated.body, facts: validated.facts, warnings: [], estimateMicroUsd: 450_000, estimateSource: "B quote", outDir: folder }],
+    NOW - 5_000,
+  );
+  const claim = await store.claimForSubmit(inserted!.job.id, OWNER, b.adapter.limits(validated).slotPools, NOW - 1_000, 30_000);
+  if (claim.kind !== "claimed") throw new Error(`not claimed: ${claim.kind}`);
+  if (Object.keys(patch).length === 0) return claim.job;
+  return (await store.updateJob(claim.job.id, { state: "submitting" }, patch, NOW - 1_000))!;
+}
+
 describe("the idempotency key of a submit (B: idempotent submits)", () => {
-  async function claimedAtB(b: BBed): Promise<Job> {
-    const validated = await b.validated(imageToVideo());
-    const [inserted] = await store.insertJobs(
-      [{ id: "job_b1", ref: "clip", batchId: null, provider: "b", model: validated.model, operation: validated.operation, body: validated.body, facts: validated.facts, warnings: [], estimateMicroUsd: 450_000, estimateSource: "B quote", outDir: folder }],
-      NOW - 5_000,
-    );
-    const claim = await store.claimForSubmit(inserted!.job.id, OWNER, b.adapter.limits(validated).slotPools, NOW - 1_000, 30_000);
-    if (claim.kind !== "claimed") throw new Error(`not claimed: ${claim.kind}`);
-    return claim.job;
-  }
   const submits = (b: BBed) => b.requests().filter((request) => request.method === "POST").length;
 
   it("a store that fails before the key is saved: nothing is sent, and the job goes back to the queue at once with the reason", async () => {
@@ -437,17 +440,6 @@ describe("a submit its engine died during (D: no idempotency)", () => {
 });
 
 describe("a submit its engine died during (B: idempotent submits)", () => {
-  async function claimedAtB(b: BBed, patch: { idempotencyKey?: string; submitSentAt?: number } = {}): Promise<Job> {
-    const validated = await b.validated(imageToVideo());
-    const [inserted] = await store.insertJobs(
-      [{ id: "job_b2", ref: "clip", batchId: null, provider: "b", model: validated.model, operation: validated.operation, body: validated.body, facts: validated.facts, warnings: [], estimateMicroUsd: 450_000, estimateSource: "B quote", outDir: folder }],
-      NOW - 5_000,
-    );
-    const claim = await store.claimForSubmit(inserted!.job.id, OWNER, b.adapter.limits(validated).slotPools, NOW - 1_000, 30_000);
-    if (claim.kind !== "claimed") throw new Error(`not claimed: ${claim.kind}`);
-    if (Object.keys(patch).length === 0) return claim.job;
-    return (await store.updateJob(claim.job.id, { state: "submitting" }, patch, NOW - 1_000))!;
-  }
   const submits = (b: BBed) => b.requests().filter((request) => request.method === "POST");
 
   it("with its key stored, after B accepted it: resent under the same key, B hands back the same task, and the job runs it (one task at B)", async () => {
