@@ -333,4 +333,20 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     await without.engine.stop();
     expect(b.jobs[1]!.webhookUrl).toBeNull();
   });
+
+  it("a charge B settles after the end is read by the loop once due, and written once: the job's charge and the ledger equal B's", async () => {
+    const { store } = bed;
+    const b = createBEmulator({ renderTimeMs: 2_000, settlementDelayMs: 4_000 });
+    const world = (bed.world = await startWorld([b], { timeScale: 20 }));
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const job = await enqueue({ provider: "b", ...imageToVideo({ resolution: "720p" }) }, "clip");
+    engine.start();
+    expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
+    const settled = await storedJobWhen(store, job.id, (stored) => stored.chargeState === "settled", "B's charge to be settled");
+    await engine.stop();
+    const atB = Object.values(b.settledChargesByKey).reduce((sum, value) => sum + value, 0);
+    expect(atB).toBeGreaterThan(0);
+    expect(settled.chargeMicroUsd).toBe(atB);
+    expect(await store.ledgerTotal({ provider: "b" })).toBe(atB);
+  });
 });
