@@ -7,7 +7,9 @@ import { createDEmulator } from "../../src/sandbox/d/index.js";
 import { imageToVideo } from "../providers/b/bed.js";
 import { failingStore, sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
-import { startWorld, worldEngine, worldPerTest } from "../helpers/world.js";
+import type { ProviderEmulator } from "../../src/sandbox/context.js";
+import type { LoggedRequest } from "../../src/sandbox/request-log.js";
+import { startWorld, type World, worldEngine, worldPerTest } from "../helpers/world.js";
 
 // The engine loop's own rules, each seen from outside (the store, the sandbox's request log, the log): a provider
 // that is not configured, the jobs worked on at once, lease renewal, orphans of other engines, slot recovery after a
@@ -18,12 +20,19 @@ const D_SUBMIT_PATH = /^\/d\/v1\//;
 const D_POLL_PATH = /^\/d-poll\//;
 const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width: 256, height: 256 } });
 
+/** A submit to D, as the sandbox logged it. */
+const isDSubmit = (request: LoggedRequest) => request.method === "POST" && D_SUBMIT_PATH.test(request.url);
+/** D's submits the sandbox received. */
+const dSubmits = (world: World) => world.sandbox.context.requests.count(isDSubmit);
+
 describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   const bed = worldPerTest(sqliteFactory);
+  /** The test's world: these emulators at twenty times real time, closed after the test. */
+  const worldOf = async (emulators: ProviderEmulator[]) => (bed.world = await startWorld(emulators, { timeScale: 20 }));
 
   it("a job of a provider that is not configured is left queued with the reason and looked at again 5 s later; the others are sent", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const clock = world.sandbox.context.clock;
     const sent = await enqueue(pro("a lighthouse"), "lighthouse");
@@ -62,7 +71,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
 
   it("at most maxInFlight jobs are worked on at once: with 2, six submits held 300 ms each arrive two at a time", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 500 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 500 })]);
     world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 300 }, times: 6 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true, maxInFlight: 2 });
     const jobs = [];
@@ -71,7 +80,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const ended = (await wait(jobs.map((job) => job.id))).jobs;
     await engine.stop();
     expect(ended.every((job) => job.state === "succeeded")).toBe(true);
-    const arrivals = world.sandbox.context.requests.filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).map((request) => request.realAt);
+    const arrivals = world.sandbox.context.requests.filter(isDSubmit).map((request) => request.realAt);
     expect(arrivals).toHaveLength(6);
     // Any three arrivals span at least one held submit (two at a time: the third waits for one of them).
     for (let index = 2; index < arrivals.length; index++) expect(arrivals[index]! - arrivals[index - 2]!).toBeGreaterThanOrEqual(250);
@@ -79,7 +88,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
 
   it("a running job's lease is renewed every third of the lease while it renders, and it is sent once", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 20_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 20_000 })]);
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true, leaseMs: 3_000 });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
@@ -90,12 +99,12 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(renewed.leaseOwner).toBe(engine.owner);
     expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
     await engine.stop();
-    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(1);
+    expect(dSubmits(world)).toBe(1);
   });
 
   it("jobs left running by other engines are adopted: a dead engine's of this host at once, a live one's when its lease ends (looked for every 5 s); each is followed to its end without a second submit", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 20_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 20_000 })]);
     const clock = world.sandbox.context.clock;
     // The first engine submitted both jobs (the sandbox renders them) and stopped.
     const earlier = worldEngine(world, store, { virtualTime: true });
@@ -120,12 +129,12 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(clock.now() - lapsesAt).toBeLessThan(20_000);
     expect((await next.wait([dead.id, lapsed.id])).jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
     await next.engine.stop();
-    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(2);
+    expect(dSubmits(world)).toBe(2);
   });
 
   it("a pool shrunk by a pushback is raised back toward its published capacity after 30 s without one, one slot per look (every 10 s)", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const clock = world.sandbox.context.clock;
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
@@ -149,7 +158,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
 
   it("a nudge reads a running job now rather than at its next due time; a job not running is not nudged", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 5_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 5_000 })]);
     const clock = world.sandbox.context.clock;
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
@@ -177,9 +186,8 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
 
   it("past D's 24 slots the rest wait with the pool named as their reason, and go as slots free; over its budget a job stays queued, blocked, with what it would commit, looked at again 5 s later", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 20_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 20_000 })]);
     const clock = world.sandbox.context.clock;
-    const d = world.sandbox.context;
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     await store.setBudget("budget_loop", 60_000, clock.now());
     const budgeted = [];
@@ -187,7 +195,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const jobs = [];
     for (let index = 0; index < 28; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
     engine.start();
-    await until(() => d.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)) === 24, "D's 24 slots filled");
+    await until(() => dSubmits(world) === 24, "D's 24 slots filled");
     const waiting = await until(async () => (await store.listJobs({ states: ["queued"] })).filter((job) => job.reason?.startsWith("waiting for a slot (")).length >= 1, "the reason of jobs waiting for a slot").then(() => store.listJobs({ states: ["queued"] }));
     // The first job refused a slot says so; the ones behind it are not asked for (the pool is known full) until a slot frees.
     const slotReasons = new Set(waiting.filter((job) => job.blockedCode === null && job.reason !== null).map((job) => job.reason));
@@ -200,13 +208,13 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     await engine.stop();
     expect(outcome.jobs.filter((job) => job.state === "succeeded")).toHaveLength(30);
     expect(outcome.blocked.map((job) => job.blockedCode)).toEqual(["over_budget"]);
-    expect(d.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(30);
+    expect(dSubmits(world)).toBe(30);
   });
 
   it("two engines on one store share D's 24 slots: each job is sent once, never more than 24 at D at a time", async () => {
     const { store } = bed;
     const d = createDEmulator({ renderTimeMs: 2_000 });
-    const world = (bed.world = await startWorld([d], { timeScale: 20 }));
+    const world = await worldOf([d]);
     const one = worldEngine(world, store, { virtualTime: true });
     const two = worldEngine(world, store, { virtualTime: true });
     const jobs = [];
@@ -216,7 +224,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const ended = (await one.wait(jobs.map((job) => job.id))).jobs;
     await Promise.all([one.engine.stop(), two.engine.stop()]);
     expect(ended.every((job) => job.state === "succeeded")).toBe(true);
-    const submitted = world.sandbox.context.requests.filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).map((request) => request.body?.prompt);
+    const submitted = world.sandbox.context.requests.filter(isDSubmit).map((request) => request.body?.prompt);
     expect(new Set(submitted).size).toBe(60);
     expect(submitted).toHaveLength(60);
     expect(d.peakActive).toBeLessThanOrEqual(24);
@@ -227,12 +235,12 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
 
   it("stop lets a submit in flight record D's answer and releases the leases: the next engine follows the job at once, sent once", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 400 }, times: 1 });
     const first = worldEngine(world, store, { virtualTime: true });
     const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
     first.engine.start();
-    await until(() => world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)) === 1, "the submit to be sent");
+    await until(() => dSubmits(world) === 1, "the submit to be sent");
     await first.engine.stop();
     const stopped = (await store.getJob(job.id))!;
     expect(stopped).toMatchObject({ state: "running", leaseOwner: null, leaseExpiresAt: null });
@@ -241,12 +249,12 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     next.engine.start();
     expect((await next.wait([job.id])).jobs[0]!.state).toBe("succeeded");
     await next.engine.stop();
-    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(1);
+    expect(dSubmits(world)).toBe(1);
   });
 
   it("a store that fails the loop's reads is waited for with backoff, logged with the count of failures, and the jobs go on once it answers, each sent once", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const lines: Array<Record<string, unknown>> = [];
     const log = createLogger({ level: "info", secrets: () => [], destination: new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }) });
     // The queue read fails three times in a row (a database restarting), then answers.
@@ -265,12 +273,12 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
       [3, "Connection terminated unexpectedly"],
     ]);
     expect(retries.every((line) => typeof line.retryInMs === "number" && line.retryInMs >= 0 && line.retryInMs <= 30_000)).toBe(true);
-    expect(world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url))).toBe(2);
+    expect(dSubmits(world)).toBe(2);
   });
 
   it("an engine restricted to a batch sends only that batch's jobs, one restricted to job ids only those; a scope cannot change once the loop runs", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const first = worldEngine(world, store, { virtualTime: true });
     const ours = [await first.enqueue(pro("ours 1"), "ours-1", { batchId: "batch_ours" }), await first.enqueue(pro("ours 2"), "ours-2", { batchId: "batch_ours" })];
     const theirs = [await first.enqueue(pro("theirs 1"), "theirs-1", { batchId: "batch_theirs" }), await first.enqueue(pro("theirs 2"), "theirs-2", { batchId: "batch_theirs" })];
@@ -282,7 +290,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     // Long enough for a loop that claimed outside its batch to have sent the others.
     await world.sandbox.context.clock.sleep(3_000);
     await first.engine.stop();
-    const sent = () => world.sandbox.context.requests.filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).map((request) => request.body?.prompt);
+    const sent = () => world.sandbox.context.requests.filter(isDSubmit).map((request) => request.body?.prompt);
     expect(sent().sort()).toEqual(["ours 1", "ours 2"]);
 
     const second = worldEngine(world, store, { virtualTime: true });
@@ -297,14 +305,14 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
 
   it("the engine counts each provider's requests, submits, polls, downloads and claims, and notes a submit as sent before its answer", async () => {
     const { store } = bed;
-    const world = (bed.world = await startWorld([createDEmulator({ renderTimeMs: 1_000 })], { timeScale: 20 }));
+    const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const jobs = [await enqueue(pro("a lighthouse"), "lighthouse"), await enqueue(pro("a harbour"), "harbour")];
     engine.start();
     const ended = (await wait(jobs.map((job) => job.id))).jobs;
     await engine.stop();
     const at = world.sandbox.context.requests;
-    const submits = at.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url));
+    const submits = at.count(isDSubmit);
     const polls = at.count((request) => D_POLL_PATH.test(request.url));
     const downloads = at.count((request) => /^\/d-results\//.test(request.url));
     expect([submits, downloads]).toEqual([2, 2]);
@@ -318,7 +326,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("with a public URL (trailing slashes dropped), a provider with webhooks is given the job's callback under it; none without one", async () => {
     const { store } = bed;
     const b = createBEmulator();
-    const world = (bed.world = await startWorld([b], { timeScale: 20 }));
+    const world = await worldOf([b]);
     const withUrl = worldEngine(world, store, { virtualTime: true, publicUrl: "https://hooks.example.test/base//" });
     const job = await withUrl.enqueue({ provider: "b", ...imageToVideo() }, "clip");
     withUrl.engine.start();
@@ -337,7 +345,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("a charge B settles after the end is read by the loop once due, and written once: the job's charge and the ledger equal B's", async () => {
     const { store } = bed;
     const b = createBEmulator({ renderTimeMs: 2_000, settlementDelayMs: 4_000 });
-    const world = (bed.world = await startWorld([b], { timeScale: 20 }));
+    const world = await worldOf([b]);
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue({ provider: "b", ...imageToVideo({ resolution: "720p" }) }, "clip");
     engine.start();
