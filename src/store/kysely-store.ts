@@ -425,6 +425,10 @@ export class KyselyStore implements Store {
     detail?: unknown,
     extras: TransitionExtras = {},
   ): Promise<Job | null> {
+    if (this.dialect === "postgres") {
+      const done = await this.transitionInOneStatement(jobId, expect, to, patch, reason, now, detail, extras);
+      if (done !== "budget") return done;
+    }
     return this.db.transaction().execute(async (trx) => {
       const current = await this.lockJobState(trx, jobId);
       if (!current || !this.matches(current, expect)) return null;
@@ -495,6 +499,98 @@ export class KyselyStore implements Store {
       if (releasing) this.slotReleases++;
       return rowToJob(updated);
     });
+  }
+
+  /**
+   * PostgreSQL: a transition as one statement (data-modifying WITHs), so one
+   * round trip where a transaction takes four or more (begin, the row's
+   * lock, the change and its event, commit): the job's row locked, changed
+   * when it meets `expect`, its slots released when it leaves them, its
+   * event, outputs and ledger line written, all or none. A job that commits
+   * to a budget is left unchanged ("budget"): the held amount is worked out
+   * from the row, in the transaction that follows.
+   */
+  private async transitionInOneStatement(
+    jobId: string,
+    expect: JobExpectation,
+    to: JobState,
+    patch: JobPatch,
+    reason: string,
+    now: number,
+    detail: unknown,
+    extras: TransitionExtras,
+  ): Promise<Job | null | "budget"> {
+    const row = patchToRow(patch);
+    const releasing = !holdsSlots(to);
+    if (releasing) row.slots_held_json = "[]";
+    if (isTerminal(to) && patch.finishedAt === undefined) row.finished_at = now;
+    if (patch.blockedCode === undefined) row.blocked_code = null;
+    const { names, set, values } = columnSlots({ ...row, state: to, updated_at: now });
+    const wanted = states(expect);
+    const lease = expect.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
+    const outputs = extras.outputs ?? [];
+    const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}`;
+    const outputValues = Object.fromEntries(
+      outputs.flatMap((output, index) => [
+        [`o${index}_idx`, output.index],
+        [`o${index}_path`, output.path],
+        [`o${index}_url`, output.url],
+        [`o${index}_type`, output.contentType],
+        [`o${index}_bytes`, output.bytes],
+        [`o${index}_sha256`, output.sha256],
+        [`o${index}_metadata`, JSON.stringify(output.metadata)],
+      ]),
+    );
+    const event = eventRow(jobId, now, null, to, reason, detail);
+    const [result] = await this.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_slots: string; cur_budget: string | null; updated_id: string | null }>(
+      this.db,
+      key,
+      (slot) => {
+        const assignments = sql.join(names.map((name) => sql`${sql.ref(name)} = ${set(slot)[name]}`));
+        const leaseCheck = lease === "none" ? sql` and cur.lease_owner is null` : lease === "owner" ? sql` and cur.lease_owner = ${slot<string>("owner")}` : sql``;
+        const text = (name: string) => sql`cast(${slot(name)} as text)`;
+        const bigint = (name: string) => sql`cast(${slot(name)} as bigint)`;
+        const parts = [
+          sql`cur as (select id, state, lease_owner, slots_held_json, budget_id from jobs where id = ${slot<string>("id")} for update)`,
+          sql`updated as (update jobs set ${assignments} from cur where jobs.id = cur.id and cur.state in (${sql.join(wanted.map((_, index) => slot(`state${index}`)))})${leaseCheck} and cur.budget_id is null returning jobs.*, cur.state as from_state)`,
+          sql`event as (insert into job_events (job_id, at, from_state, to_state, reason, detail_json) select id, ${bigint("at")}, from_state, ${text("to_state")}, ${text("reason")}, ${text("detail_json")} from updated)`,
+        ];
+        if (releasing) parts.push(sql`released as (delete from slot_holds where job_id in (select id from updated))`);
+        if (outputs.length > 0) {
+          const rows = sql.join(
+            outputs.map((_, index) => sql`(${sql.join([sql`cast(${slot(`o${index}_idx`)} as integer)`, text(`o${index}_path`), text(`o${index}_url`), text(`o${index}_type`), bigint(`o${index}_bytes`), text(`o${index}_sha256`), text(`o${index}_metadata`)])})`),
+          );
+          parts.push(
+            sql`saved as (insert into outputs (job_id, idx, path, url, content_type, bytes, sha256, metadata_json, saved_at) select updated.id, o.idx, o.path, o.url, o.content_type, o.bytes, o.sha256, o.metadata_json, ${bigint("at")} from updated cross join (values ${rows}) as o (idx, path, url, content_type, bytes, sha256, metadata_json) on conflict (job_id, idx) do update set path = excluded.path, url = excluded.url, content_type = excluded.content_type, bytes = excluded.bytes, sha256 = excluded.sha256, metadata_json = excluded.metadata_json, saved_at = excluded.saved_at)`,
+          );
+        }
+        if (extras.ledger) {
+          parts.push(sql`charged as (insert into ledger (job_id, provider, model, micro_usd, source, at) select id, provider, model, ${bigint("ledger_micro_usd")}, ${text("ledger_source")}, ${bigint("at")} from updated on conflict (job_id) do nothing)`);
+        }
+        const statement = sql`with ${sql.join(parts)} select updated.*, updated.id as updated_id, cur.state as cur_state, cur.lease_owner as cur_lease_owner, cur.slots_held_json as cur_slots, cur.budget_id as cur_budget from cur left join updated on true`;
+        return { compile: () => statement.compile(this.db) } as Compilable<never>;
+      },
+      {
+        id: jobId,
+        owner: expect.leaseOwner,
+        ...Object.fromEntries(wanted.map((state, index) => [`state${index}`, state])),
+        ...values,
+        ...outputValues,
+        at: now,
+        to_state: to,
+        reason: event.reason,
+        detail_json: event.detail_json,
+        ledger_micro_usd: extras.ledger?.microUsd,
+        ledger_source: extras.ledger?.source,
+      },
+    );
+    if (!result) return null;
+    if (result.updated_id === null) {
+      const current = { state: result.cur_state as JobState, leaseOwner: result.cur_lease_owner };
+      return result.cur_budget !== null && this.matches(current, expect) ? "budget" : null;
+    }
+    if (releasing && (JSON.parse(result.cur_slots) as string[]).length > 0) this.slotReleases++;
+    return rowToJob(result);
   }
 
   async updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null> {
@@ -728,26 +824,26 @@ export class KyselyStore implements Store {
     for (const pool of pools) {
       await trx.insertInto("slot_holds").values({ pool_key: pool.key, job_id: jobId, acquired_at: now }).execute();
     }
-    const updated = await trx
-      .updateTable("jobs")
-      .set({
-        state: "submitting",
-        reason: null,
-        blocked_code: null,
-        attempts: job.attempts + 1,
-        lease_owner: owner,
-        lease_expires_at: now + leaseMs,
-        slots_held_json: JSON.stringify(pools.map((pool) => pool.key)),
-        ...(job.budgetId ? { budget_held_micro_usd: budgetHeld } : {}),
-        updated_at: now,
-      })
-      .where("id", "=", jobId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await this.appendEvent(trx, jobId, now, "queued", "submitting", `claimed by ${owner}`, {
-      attempt: job.attempts + 1,
-      slots: pools.map((pool) => pool.key),
-    });
+    const columns: Partial<JobsTable> = {
+      state: "submitting",
+      reason: null,
+      blocked_code: null,
+      attempts: job.attempts + 1,
+      lease_owner: owner,
+      lease_expires_at: now + leaseMs,
+      slots_held_json: JSON.stringify(pools.map((pool) => pool.key)),
+      ...(job.budgetId ? { budget_held_micro_usd: budgetHeld } : {}),
+      updated_at: now,
+    };
+    const event = eventRow(jobId, now, "queued", "submitting", `claimed by ${owner}`, { attempt: job.attempts + 1, slots: pools.map((pool) => pool.key) });
+    let updated: JobsTable | undefined;
+    if (this.dialect === "postgres") {
+      updated = await this.updatedRowWithEvent(trx, jobId, columns, event);
+    } else {
+      updated = await this.updatedRow(trx, jobId, columns, null);
+      await this.appendEventRow(trx, event);
+    }
+    if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
     return { kind: "claimed", job: rowToJob(updated) } as const;
   }
 

@@ -6,19 +6,40 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { openPostgresStore } from "../../src/store/postgres.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import type { Store } from "../../src/store/store.js";
+import type { QueryListener } from "../../src/store/kysely-store.js";
+import type { NewJob, Store } from "../../src/store/store.js";
 
 export interface StoreFactory {
   name: string;
-  open(): Promise<{ store: Store; cleanup(): Promise<void> }>;
+  /** `onQuery` sees each statement the store sends. */
+  open(options?: { onQuery?: QueryListener }): Promise<{ store: Store; cleanup(): Promise<void> }>;
+}
+
+/** A queued D job as a test inserts it (`job_<ref>`, a $0.03 estimate); `overrides` win. */
+export function newDJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
+  return {
+    id: `job_${ref}`,
+    ref,
+    batchId: null,
+    provider: "d",
+    model: "gen-2-pro",
+    operation: null,
+    body: { prompt: ref },
+    facts: {},
+    warnings: [],
+    estimateMicroUsd: 30_000,
+    estimateSource: "test",
+    outDir: "/tmp/out",
+    ...overrides,
+  };
 }
 
 /** A fresh SQLite file per call, in its own temporary folder. */
 export const sqliteFactory: StoreFactory = {
   name: "sqlite",
-  async open() {
+  async open(options = {}) {
     const folder = mkdtempSync(join(tmpdir(), "mediagate-test-"));
-    const store = await openSqliteStore(join(folder, "test.db"));
+    const store = await openSqliteStore(join(folder, "test.db"), options);
     return {
       store,
       async cleanup() {
@@ -33,9 +54,9 @@ export const sqliteFactory: StoreFactory = {
 export function postgresFactory(databaseUrl: string): StoreFactory {
   return {
     name: "postgres",
-    async open() {
+    async open(options = {}) {
       const schema = `mg_test_${randomBytes(6).toString("hex")}`;
-      const store = await openPostgresStore(databaseUrl, { schema, maxConnections: 4 });
+      const store = await openPostgresStore(databaseUrl, { schema, maxConnections: 4, ...options });
       return {
         store,
         async cleanup() {

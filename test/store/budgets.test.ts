@@ -1,24 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { NewJob, Store } from "../../src/store/store.js";
-import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, newDJob, storeFactories } from "../helpers/stores.js";
 
 function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
-  return {
-    id: `job_${ref}`,
-    ref,
-    batchId: "batch_1",
-    provider: "d",
-    model: "gen-2-pro",
-    operation: null,
-    body: { prompt: ref },
-    facts: {},
-    warnings: [],
-    estimateMicroUsd: 30_000,
-    estimateSource: "test",
-    outDir: "/tmp/out",
-    budgetId: "budget_1",
-    ...overrides,
-  };
+  return newDJob(ref, { batchId: "batch_1", budgetId: "budget_1", ...overrides });
 }
 
 for (const factory of storeFactories) {

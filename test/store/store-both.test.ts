@@ -1,27 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { JobState } from "../../src/core/job.js";
 import type { JobPatch, NewJob, Store } from "../../src/store/store.js";
-import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, newDJob, storeFactories } from "../helpers/stores.js";
 
 // The store calls the engine makes for settlement, webhooks, leases, its idle sleep and adaptive polling,
 // on SQLite and (with DATABASE_URL) PostgreSQL alike.
 
 function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
-  return {
-    id: `job_${ref}`,
-    ref,
-    batchId: null,
-    provider: "d",
-    model: "gen-2-pro",
-    operation: null,
-    body: { prompt: ref, width: 256, height: 256 },
-    facts: {},
-    warnings: [],
-    estimateMicroUsd: 30_000,
-    estimateSource: "test",
-    outDir: "/tmp/out",
-    ...overrides,
-  };
+  return newDJob(ref, { body: { prompt: ref, width: 256, height: 256 }, ...overrides });
 }
 
 for (const factory of storeFactories) {

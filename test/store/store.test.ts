@@ -1,24 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs, type RateTake, type Store, type NewJob } from "../../src/store/store.js";
 import { MIGRATIONS } from "../../src/store/migrations/index.js";
-import { freshStoreEachTest, storeFactories } from "../helpers/stores.js";
+import { freshStoreEachTest, newDJob, storeFactories } from "../helpers/stores.js";
 
 function newJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
-  return {
-    id: `job_${ref}`,
-    ref,
-    batchId: null,
-    provider: "d",
-    model: "gen-2-pro",
-    operation: null,
-    body: { prompt: "p", width: 1024, height: 768 },
-    facts: {},
-    warnings: [],
-    estimateMicroUsd: 30_000,
-    estimateSource: "test",
-    outDir: "/tmp/out",
-    ...overrides,
-  };
+  return newDJob(ref, { body: { prompt: "p", width: 1024, height: 768 }, ...overrides });
 }
 
 for (const factory of storeFactories) {
