@@ -23,11 +23,25 @@ afterEach(async () => {
   store = world = folder = undefined;
 });
 
-async function countingStore(): Promise<{ store: Store; statements: string[] }> {
+/** A statement the store ran: its SQL, its values, and when on the clock `at` reads (once set). */
+interface Ran {
+  sql: string;
+  parameters: readonly unknown[];
+  at: number;
+}
+
+async function countingStore(): Promise<{ store: Store; statements: string[]; ran: Ran[]; timeBy(clock: { now(): number }): void }> {
   folder = tempDir();
   const statements: string[] = [];
-  store = await openSqliteStore(join(folder.path, "loop.db"), { onQuery: (sql) => statements.push(sql) });
-  return { store, statements };
+  const ran: Ran[] = [];
+  let now = () => 0;
+  store = await openSqliteStore(join(folder.path, "loop.db"), {
+    onQuery: (sql, parameters) => {
+      statements.push(sql);
+      ran.push({ sql, parameters, at: now() });
+    },
+  });
+  return { store, statements, ran, timeBy: (clock) => (now = () => clock.now()) };
 }
 
 describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", () => {
@@ -101,5 +115,43 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     await wait([job.id]);
     await engine.stop();
     expect(statements.filter((sql) => /"charge_state" in/.test(sql)).length).toBeGreaterThan(0);
+  });
+  it("while D's pool is full its queue is read once a second of the engine's clock, not at every pass; the job held back is told why once", async () => {
+    const { store, ran, timeBy } = await countingStore();
+    world = await startWorld([createDEmulator({ renderTimeMs: 20_000 })], { timeScale: 20 });
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+    const jobs = [];
+    for (let index = 0; index < 40; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
+    const clock = world.sandbox.context.clock;
+    timeBy(clock);
+    ran.length = 0;
+    const startedAt = clock.now();
+    engine.start();
+    await wait(jobs.map((job) => job.id));
+    await engine.stop();
+    // Until the first slot is released (the first render ends, 20 s in), D's 24 slots are all taken.
+    const firstRelease = ran.findIndex((statement) => /^delete from "slot_holds"/.test(statement.sql));
+    expect(firstRelease).toBeGreaterThan(0);
+    const full = ran.slice(0, firstRelease);
+    const fullForMs = full.at(-1)!.at - startedAt;
+    expect(fullForMs).toBeGreaterThan(15_000);
+    const dQueueReads = full.filter((statement) => /"next_attempt_at" <= \?/.test(statement.sql) && /"provider" = \?/.test(statement.sql) && statement.parameters.includes("d"));
+    // The first pass reads a page of 16, then the next 16 after the last it read (24 claimed, the 25th finds no slot).
+    expect(dQueueReads.slice(0, 2).map((statement) => [/limit 16\b/.test(statement.sql), /"id" > \?/.test(statement.sql)])).toEqual([
+      [true, false],
+      [true, true],
+    ]);
+    // Then at most once a second (a full pool is asked again after a second, or when a slot is freed here).
+    expect(dQueueReads.length).toBeLessThanOrEqual(2 + Math.ceil(fullForMs / 1_000) + 1);
+    expect(dQueueReads.length).toBeGreaterThanOrEqual(2 + Math.floor(fullForMs / 1_000) - 3);
+    // Claims: 24 taken and the 25th refused in the first pass, then one refused claim a look.
+    const claims = full.filter((statement) => /^select \* from "slot_pools" where "pool_key" = \?/.test(statement.sql)).length;
+    expect(claims).toBeGreaterThanOrEqual(25);
+    expect(claims).toBeLessThanOrEqual(25 + Math.ceil(fullForMs / 1_000) + 1);
+    expect(full.filter((statement) => /^insert into "slot_holds"/.test(statement.sql))).toHaveLength(24);
+    // The job held back is told it waits for a slot once, not at every look.
+    const told = full.filter((statement) => /^update "jobs" set "reason" = \?, "updated_at" = \? where "id" = \?/.test(statement.sql));
+    expect(told).toHaveLength(1);
+    expect(told[0]!.parameters[0]).toBe("waiting for a slot (d:account)");
   });
 });

@@ -4,6 +4,7 @@ import { Writable } from "node:stream";
 import { createLogger } from "../../src/engine/logger.js";
 import { createBEmulator } from "../../src/sandbox/b/index.js";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
+import { createEEmulator } from "../../src/sandbox/e/index.js";
 import { imageToVideo } from "../providers/b/bed.js";
 import { failingStore, sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
@@ -97,6 +98,15 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const renewed = await storedJobWhen(store, job.id, (stored) => stored.state !== "running" || stored.leaseExpiresAt! >= firstLease + 2_000, "the lease to be renewed");
     expect(renewed.state).toBe("running");
     expect(renewed.leaseOwner).toBe(engine.owner);
+    // Looked at through the render, the lease is renewed every second of a 3 s lease: it is never seen lapsed by a
+    // lease's length (room for a loaded machine: 3 s here is 150 ms of wall time; renewed every 9 s it lapses by 6 s).
+    const clock = world.sandbox.context.clock;
+    let lapsedBy = Number.NEGATIVE_INFINITY;
+    for (let seen = await store.getJob(job.id); seen!.state === "running"; seen = await store.getJob(job.id)) {
+      lapsedBy = Math.max(lapsedBy, clock.now() - seen!.leaseExpiresAt!);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(lapsedBy).toBeLessThan(3_000);
     expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
     await engine.stop();
     expect(dSubmits(world)).toBe(1);
@@ -308,6 +318,8 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const jobs = [await enqueue(pro("a lighthouse"), "lighthouse"), await enqueue(pro("a harbour"), "harbour")];
+    // One poll answered 429 (retried within the read): counted as a request and as a 429.
+    world.sandbox.context.faults.add({ method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 429, headers: { "retry-after": "0" } }, times: 1 });
     engine.start();
     const ended = (await wait(jobs.map((job) => job.id))).jobs;
     await engine.stop();
@@ -316,7 +328,8 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const polls = at.count((request) => D_POLL_PATH.test(request.url));
     const downloads = at.count((request) => /^\/d-results\//.test(request.url));
     expect([submits, downloads]).toEqual([2, 2]);
-    expect(engine.stats().d).toEqual({ requests: submits + polls + downloads, status429: 0, backpressure: 0, submits, polls, downloads, claims: 2, claimsLost: 0 });
+    const readsMade = polls - 1;
+    expect(engine.stats().d).toEqual({ requests: submits + polls + downloads, status429: 1, backpressure: 0, submits, polls: readsMade, downloads, claims: 2, claimsLost: 0 });
     for (const job of ended) {
       expect(job.submitSentAt).not.toBeNull();
       expect(job.submitSentAt!).toBeLessThanOrEqual(job.submittedAt!);
@@ -356,5 +369,87 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(atB).toBeGreaterThan(0);
     expect(settled.chargeMicroUsd).toBe(atB);
     expect(await store.ledgerTotal({ provider: "b" })).toBe(atB);
+  });
+  it("a provider-level call (outside any job) is counted with the provider's requests and 429s, and its errors carry no configured secret", async () => {
+    const { store } = bed;
+    const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
+    const { engine } = worldEngine(world, store, { virtualTime: true });
+    world.sandbox.context.faults.add({ method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 429 }, times: 1 });
+    const context = await engine.providerContext("d");
+    const read = { method: "GET" as const, url: `${world.sandbox.url}/d-poll/v1/get_result?id=none`, retry: "none" as const };
+    expect((await context.http.request(read)).status).toBe(429);
+    expect((await context.http.request(read)).status).not.toBe(429);
+    expect(engine.stats().d).toMatchObject({ requests: 2, status429: 1 });
+    // A refused connection to a link that quotes the key: the error names neither.
+    const key = world.env.MEDIAGATE_D_API_KEY!;
+    const failure = await context.http.request({ method: "GET", url: `http://127.0.0.1:9/?k=${key}`, retry: "none" }).catch((error: Error) => error);
+    expect(failure).toBeInstanceOf(Error);
+    expect(String((failure as Error).message)).not.toContain(key);
+  });
+
+  it("the secrets the engine redacts are the configured ones and what each adapter holds now (E's access token once it has one)", async () => {
+    const { store } = bed;
+    const world = await worldOf([createEEmulator({ renderMs: { min: 1_000, max: 1_000 } })]);
+    const { engine, enqueue, wait, providers } = worldEngine(world, store, { virtualTime: true });
+    const configured = Object.entries(world.env).filter(([name]) => /KEY|SECRET/.test(name)).map(([, value]) => value);
+    expect(configured.length).toBeGreaterThan(0);
+    // The configured ones first, then what E's adapter holds before it has a token.
+    const before = engine.secrets();
+    expect(before.slice(0, configured.length)).toEqual(configured);
+    const heldBefore = providers.get("e")!.adapter!.secrets!();
+    expect(before).toEqual([...configured, ...heldBefore]);
+    const job = await enqueue({ provider: "e", model: "v3", input: { prompt: "a crane" } }, "crane");
+    engine.start();
+    expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
+    await engine.stop();
+    const held = providers.get("e")!.adapter!.secrets!();
+    expect(held.length).toBeGreaterThan(heldBefore.length);
+    expect(engine.secrets()).toEqual([...configured, ...held]);
+  });
+
+  it("a nudge with a verified status is taken instead of a poll for a job this engine owns; a nudge of a job no longer running changes nothing", async () => {
+    const { store } = bed;
+    const world = await worldOf([createDEmulator({ renderTimeMs: 120_000 })]);
+    const { engine, enqueue } = worldEngine(world, store, { virtualTime: true });
+    const job = await enqueue(pro("a lighthouse"), "lighthouse");
+    engine.start();
+    const running = await storedJobWhen(store, job.id, (stored) => stored.state === "running", "the job to be accepted");
+    const pollsBefore = world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url));
+    expect(await engine.nudge(running, { kind: "failed", providerStatus: "Error", code: "verified_failure", message: "the webhook said so", raw: {} })).toBe(true);
+    const failed = await storedJobWhen(store, job.id, (stored) => stored.state === "failed", "the verified status to be taken");
+    expect(failed.error?.code).toBe("verified_failure");
+    expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url))).toBe(pollsBefore);
+    // The caller's copy still says running; the store says otherwise.
+    expect(await engine.nudge(running)).toBe(false);
+    expect(await engine.nudge({ ...failed })).toBe(false);
+    expect((await store.getJob(job.id))!.updatedAt).toBe(failed.updatedAt);
+    await engine.stop();
+  });
+
+  it("a stop aborts a poll that hangs (the job stays running for the next engine); a giveUp lets a submit in flight record its answer", async () => {
+    const { store } = bed;
+    const world = await worldOf([createDEmulator({ renderTimeMs: 2_000 })]);
+    world.sandbox.context.faults.add({ method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 60_000 } });
+    const first = worldEngine(world, store, { virtualTime: true });
+    const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
+    first.engine.start();
+    await until(() => world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url)) > 0, "a poll to hang");
+    const stopping = Date.now();
+    await first.engine.stop();
+    expect(Date.now() - stopping).toBeLessThan(5_000);
+    expect((await store.getJob(job.id))).toMatchObject({ state: "running", leaseOwner: null });
+
+    // A submit held 1 s at D when the engine gives up: it is not aborted, its answer is recorded.
+    world.sandbox.context.faults.clear();
+    world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+    const second = worldEngine(world, store, { virtualTime: true });
+    const sent = await second.enqueue(pro("a harbour"), "harbour");
+    second.engine.start();
+    await until(() => dSubmits(world) === 2, "the second submit to reach D");
+    second.engine.giveUp();
+    const recorded = await storedJobWhen(store, sent.id, (stored) => stored.state !== "submitting", "the held submit's answer");
+    expect(recorded.state).toBe("running");
+    expect(recorded.providerJobId).not.toBeNull();
+    await second.engine.stop();
   });
 });
