@@ -146,7 +146,7 @@ export interface CliExit {
   stdout: string;
   stderr: string;
   /** The CLI process's own CPU time and peak RSS (from its exit), when it exited normally. */
-  usage: { cpuMs: number; maxRssMb: number; peakHeapMb: number } | null;
+  usage: { cpuMs: number; maxRssMb: number; peakHeapMb: number; cpuMsAfter(realAt: number): number } | null;
 }
 
 /** Runs the built CLI as a user would, killed at `deadlineMs`; its own CPU time and peak RSS come back with its exit. */
@@ -170,9 +170,12 @@ export function runCli(args: string[], options: { cwd: string; env: NodeJS.Proce
       clearTimeout(timer);
       let usage: CliExit["usage"] = null;
       if (existsSync(usageFile)) {
-        const raw = JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number; maxRssKb: number; peakHeapBytes: number; heapTrace?: number[][] };
+        const raw = JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number; maxRssKb: number; peakHeapBytes: number; cpuTrace: Array<[number, number]>; heapTrace?: number[][] };
         if (raw.heapTrace) process.stderr.write(`  heap (s: heap/RSS/external MB): ${raw.heapTrace.map((sample) => `${sample[0]}:${sample.slice(1).join("/")}`).join(" ")}\n`);
-        usage = { cpuMs: raw.userMs + raw.systemMs, maxRssMb: (raw.maxRssKb * 1024) / 1e6, peakHeapMb: raw.peakHeapBytes / 1e6 };
+        const cpuMs = raw.userMs + raw.systemMs;
+        // The CPU spent after a moment: the total less what the last sample before it had counted (at most 250 ms early).
+        const cpuMsAfter = (realAt: number) => cpuMs - (raw.cpuTrace.filter(([at]) => at <= realAt).at(-1)?.[1] ?? 0);
+        usage = { cpuMs, maxRssMb: (raw.maxRssKb * 1024) / 1e6, peakHeapMb: raw.peakHeapBytes / 1e6, cpuMsAfter };
         rmSync(usageFile, { force: true });
       }
       resolve({ code, signal, stdout, stderr, usage });
