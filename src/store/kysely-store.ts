@@ -50,6 +50,17 @@ function states(expect: JobExpectation): readonly JobState[] {
   return typeof expect.state === "string" ? [expect.state] : expect.state;
 }
 
+/** What an expectation asks of the job's lease, as the statements that check it differ. */
+function leaseKind(expect: JobExpectation | null): "any" | "none" | "owner" {
+  return expect?.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
+}
+
+/** A transition's columns that follow from its target state: a terminal job's end time, and its blockage cleared unless set. */
+function endsAndUnblocks(row: Partial<JobsTable>, to: JobState, patch: JobPatch, now: number): void {
+  if (isTerminal(to) && patch.finishedAt === undefined) row.finished_at = now;
+  if (patch.blockedCode === undefined) row.blocked_code = null;
+}
+
 /** The jobs of one command: its batch (indexed by batch, state, due time) or its few job ids. */
 function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expression<SqlBool> {
   const values = scopeValuesOf(scope);
@@ -438,8 +449,7 @@ export class KyselyStore implements Store {
         await trx.deleteFrom("slot_holds").where("job_id", "=", jobId).execute();
         row.slots_held_json = "[]";
       }
-      if (isTerminal(to) && patch.finishedAt === undefined) row.finished_at = now;
-      if (patch.blockedCode === undefined) row.blocked_code = null;
+      endsAndUnblocks(row, to, patch, now);
       if (current.budgetId) {
         const held = budgetHeldAfter(current, to, patch);
         if (held !== current.budgetHeldMicroUsd) {
@@ -448,15 +458,7 @@ export class KyselyStore implements Store {
         }
       }
       const event = eventRow(jobId, now, current.state, to, reason, detail);
-      let updated: JobsTable | undefined;
-      if (this.dialect === "postgres") {
-        // One round trip for the change and its event: on PostgreSQL each statement is one (SQLite runs in-process).
-        updated = await this.updatedRowWithEvent(trx, jobId, { ...row, state: to, updated_at: now }, event);
-      } else {
-        updated = await this.updatedRow(trx, jobId, { ...row, state: to, updated_at: now }, null);
-        if (updated) await this.appendEventRow(trx, event);
-      }
-      if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
+      const updated = await this.changeLockedWithEvent(trx, jobId, { ...row, state: to, updated_at: now }, event);
       for (const output of extras.outputs ?? []) {
         await trx
           .insertInto("outputs")
@@ -523,11 +525,10 @@ export class KyselyStore implements Store {
     const row = patchToRow(patch);
     const releasing = !holdsSlots(to);
     if (releasing) row.slots_held_json = "[]";
-    if (isTerminal(to) && patch.finishedAt === undefined) row.finished_at = now;
-    if (patch.blockedCode === undefined) row.blocked_code = null;
+    endsAndUnblocks(row, to, patch, now);
     const { names, set, values } = columnSlots({ ...row, state: to, updated_at: now });
     const wanted = states(expect);
-    const lease = expect.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
+    const lease = leaseKind(expect);
     const outputs = extras.outputs ?? [];
     const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}`;
     const outputValues = Object.fromEntries(
@@ -606,7 +607,7 @@ export class KyselyStore implements Store {
   private async updatedRow(executor: Db, jobId: string, columns: Partial<JobsTable>, expect: JobExpectation | null): Promise<JobsTable | undefined> {
     const { names, set, values } = columnSlots(columns);
     const wanted = expect ? states(expect) : null;
-    const lease = expect?.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
+    const lease = leaseKind(expect);
     const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}`;
     const [row] = await this.reusable(executor, key, (slot) => {
       let query = executor
@@ -836,15 +837,7 @@ export class KyselyStore implements Store {
       updated_at: now,
     };
     const event = eventRow(jobId, now, "queued", "submitting", `claimed by ${owner}`, { attempt: job.attempts + 1, slots: pools.map((pool) => pool.key) });
-    let updated: JobsTable | undefined;
-    if (this.dialect === "postgres") {
-      updated = await this.updatedRowWithEvent(trx, jobId, columns, event);
-    } else {
-      updated = await this.updatedRow(trx, jobId, columns, null);
-      await this.appendEventRow(trx, event);
-    }
-    if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
-    return { kind: "claimed", job: rowToJob(updated) } as const;
+    return { kind: "claimed", job: rowToJob(await this.changeLockedWithEvent(trx, jobId, columns, event)) } as const;
   }
 
   async dueOwned(owner: string, now: number, limit: number, busy: { has(id: string): boolean } = new Set<string>()): Promise<Job[]> {
@@ -1247,6 +1240,23 @@ export class KyselyStore implements Store {
     if (!states(expect).includes(job.state)) return false;
     if (expect.leaseOwner === undefined) return true;
     return job.leaseOwner === expect.leaseOwner;
+  }
+
+  /**
+   * Sets `columns` on a job locked in `trx` and appends its event; the row as
+   * it is after. One round trip on PostgreSQL, where each statement is one
+   * (SQLite runs in-process).
+   */
+  private async changeLockedWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>): Promise<JobsTable> {
+    let updated: JobsTable | undefined;
+    if (this.dialect === "postgres") {
+      updated = await this.updatedRowWithEvent(trx, jobId, columns, event);
+    } else {
+      updated = await this.updatedRow(trx, jobId, columns, null);
+      if (updated) await this.appendEventRow(trx, event);
+    }
+    if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
+    return updated;
   }
 
   /**
