@@ -65,11 +65,6 @@ const OWNED_PAGE = 256;
 const SETTLEMENT_PAGE = 64;
 /** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
 const FULL_POOL_RECHECK_MS = 1_000;
-/**
- * A provider whose due queue a read found empty is not read again for this
- * long while the loop is busy (a nap, or a job queued here, ends it sooner).
- */
-const EMPTY_QUEUE_TRUST_MS = 250;
 /** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
 const SETTLEMENT_READ_EVERY_MS = 500;
 /**
@@ -116,7 +111,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** The store's `slotReleases` at the last queue read: a page holds about as many jobs as slots freed since. */
   private releasesAtQueueRead: number | null = null;
   private readonly busyIds = { has: (id: string) => this.busy(id) };
-  /** Providers whose due queue was last read empty, and until when that is trusted (`EMPTY_QUEUE_TRUST_MS`). */
+  /**
+   * Providers whose due queue was last read empty, and until when that is
+   * trusted: an idle tick, as long as an idle engine takes to see a job
+   * another process queued without a nudge. A queued job coming due (see
+   * `napUntilDue`), a nudge, or a job queued here ends it sooner.
+   */
   private readonly emptyQueues = new Map<ProviderId, number>();
   private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
   /** Whether a configured provider settles charges after the end (B): otherwise no settlement is ever read. */
@@ -494,8 +494,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     // A tick that reached all due work (started or waiting for a slot) is followed by a nap; one cut short is not.
     const napped = !this.tickCut && !this.wakeRequested && (await this.napUntilDue(skip, tickAt));
     if (napped) {
-      // After a nap everything is read again: queues filled meanwhile, settlements came due.
-      this.emptyQueues.clear();
+      // Settlements that came due meanwhile are read at once.
       this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
     } else {
       // An embedded store answers without I/O: without this, steps that keep finding work would run
@@ -510,8 +509,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
    * woken. A step that ends without freeing a slot only moves its own job's
    * due time: the nap is measured again (one read) instead of a whole tick.
    * Due times after `after` (the tick's time) count: a job due by then was
-   * started or waits for a slot, whose release wakes the loop. Returns
-   * whether it napped.
+   * started or waits for a slot, whose release wakes the loop. A queued
+   * job's due time reached (by the nap or before it) ends every queue's
+   * trusted emptiness; nothing else does but a nudge, a job queued here
+   * and the trust's own end. Returns whether it napped.
    */
   private async napUntilDue(skip: ProviderId[], after: number): Promise<boolean> {
     let napped = false;
@@ -521,12 +522,14 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       if (this.wakeRequested || this.stopping) return napped;
       // A step ended while the store answered: its new due time may not be in the answer.
       if (this.dueMoved) continue;
-      const delay = nextDue === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, nextDue - this.clock.now()));
-      if (delay === 0) return napped;
-      if (this.inFlight.size === 0) this.emit("idle");
-      await this.nap(delay);
-      napped = true;
-      if (!this.dueMoved || this.wakeRequested || this.stopping) return true;
+      const delay = nextDue.at === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, nextDue.at - this.clock.now()));
+      if (delay > 0) {
+        if (this.inFlight.size === 0) this.emit("idle");
+        await this.nap(delay);
+        napped = true;
+      }
+      if (nextDue.queuedAt !== null && this.clock.now() >= nextDue.queuedAt) this.emptyQueues.clear();
+      if (delay === 0 || !this.dueMoved || this.wakeRequested || this.stopping) return napped;
     }
   }
 
@@ -588,7 +591,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       if (queued.length < pageSize) {
         // Every provider read has fewer due jobs than the page: those with none are not read again for a while.
         const present = new Set(queued.map((job) => job.provider));
-        for (const provider of PROVIDER_IDS) if (!queueSkip.includes(provider) && !present.has(provider)) this.emptyQueues.set(provider, now + EMPTY_QUEUE_TRUST_MS);
+        for (const provider of PROVIDER_IDS) if (!queueSkip.includes(provider) && !present.has(provider)) this.emptyQueues.set(provider, now + this.idleTickMs);
       }
       let claimed = false;
       const heldBack = new Set<ProviderId>();
@@ -670,7 +673,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     }
   }
 
-  /** Providers whose due queue was read empty less than `EMPTY_QUEUE_TRUST_MS` ago (expired entries dropped). */
+  /** Providers whose due queue was read empty less than an idle tick ago (expired entries dropped). */
   private trustedEmptyQueues(now: number): ProviderId[] {
     const empty: ProviderId[] = [];
     for (const [provider, until] of this.emptyQueues) {

@@ -16,6 +16,7 @@ import type {
   JobPatch,
   JobScope,
   NewJob,
+  NextDue,
   OpenCount,
   PoolStatus,
   ProviderHalt,
@@ -958,8 +959,9 @@ export class KyselyStore implements Store {
       .execute();
   }
 
-  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true): Promise<number | null> {
-    // The first entry after `after` of each provider's queue (an index seek each), then the least of them.
+  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true): Promise<NextDue> {
+    // The first entry after `after` of each provider's queue (an index seek each), then the least of them, and the
+    // least of the queues' alone.
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
     const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${settlements}`;
     const [row] = await this.reusable(this.db, key, (slot) => {
@@ -967,7 +969,7 @@ export class KyselyStore implements Store {
       const firstDue = (provider: ProviderId) => {
         let branch = this.db
           .selectFrom("jobs")
-          .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+          .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`1`.as("queued")])
           .where("state", "=", "queued")
           .where("provider", "=", provider)
           .where("next_attempt_at", ">", slot<number>("after"));
@@ -976,22 +978,25 @@ export class KyselyStore implements Store {
       };
       const owned = this.db
         .selectFrom("jobs")
-        .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+        .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
         .where("lease_owner", "=", slot<string>("owner"))
         .where("state", "in", ["running", "capturing"])
         .where("next_attempt_at", ">", slot<number>("after"));
       let settling = this.db
         .selectFrom("jobs")
-        .select((eb) => eb.fn.min("next_attempt_at").as("at"))
+        .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
         .where("charge_state", "in", ["pending", "unavailable"])
         .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
         .where("next_attempt_at", ">", slot<number>("after"));
       if (scope) settling = settling.where(inThisScope);
       let all = settlements ? owned.unionAll(settling) : owned;
       for (const provider of providers) all = all.unionAll(firstDue(provider));
-      return this.db.selectFrom(all.as("due")).select((eb) => eb.fn.min("at").as("at"));
+      return this.db
+        .selectFrom(all.as("due"))
+        .select((eb) => [eb.fn.min("at").as("at"), eb.fn.min(eb.case().when("queued", "=", 1).then(eb.ref("at")).end()).as("queued_at")]);
     }, { owner, after, ...scopeValuesOf(scope) });
-    return row?.at === null || row?.at === undefined ? null : Number(row.at);
+    const number = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+    return { at: number(row?.at), queuedAt: number(row?.queued_at) };
   }
 
   async releaseSlots(jobId: string, now: number): Promise<void> {

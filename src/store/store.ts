@@ -1,6 +1,12 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../providers/adapter.js";
 
+/** See `Store.nextDueAt`: null where nothing is due later. */
+export interface NextDue {
+  at: number | null;
+  queuedAt: number | null;
+}
+
 /** A job as first stored: validated, estimated, queued. */
 export interface NewJob {
   id: string;
@@ -269,9 +275,10 @@ export interface Store {
   releaseLeases(owner: string): Promise<void>;
   /**
    * The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs, this owner's jobs,
-   * and charges to settle unless `settlements` is false: an engine with no provider that settles reads none).
+   * and charges to settle unless `settlements` is false: an engine with no provider that settles reads none): `at`;
+   * and of the queued jobs alone, `queuedAt` (a nap that reaches it ends a queue's emptiness).
    */
-  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean): Promise<number | null>;
+  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean): Promise<NextDue>;
 
   releaseSlots(jobId: string, now: number): Promise<void>;
   /** The provider pushed back: believe no more slots than are held now, and hand none out until `blockedUntil`. */

@@ -70,6 +70,26 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     await engine.stop();
   });
 
+  it("a queued job that falls due while the engine naps between another job's polls is sent at its due time: its queue, read empty, is trusted for an idle tick only until then", async () => {
+    const { store } = bed;
+    const world = await worldOf([createDEmulator({ renderTimeMs: 20_000 })]);
+    // An idle tick of 10 s: an emptiness trusted to its end would hold the second job back by seconds.
+    const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true, idleTickMs: 10_000 });
+    const clock = world.sandbox.context.clock;
+    const first = await enqueue(pro("a lighthouse"), "lighthouse");
+    const later = await enqueue(pro("a harbour"), "harbour");
+    const dueAt = clock.now() + 3_000;
+    await store.updateJob(later.id, { state: "queued" }, { nextAttemptAt: dueAt }, clock.now());
+    engine.start();
+    expect((await wait([first.id, later.id])).jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
+    await engine.stop();
+    const submits = world.sandbox.context.requests.all().filter(isDSubmit);
+    expect(submits).toHaveLength(2);
+    expect(submits[1]!.at).toBeGreaterThanOrEqual(dueAt);
+    // D's first job is polled every few hundred milliseconds meanwhile: the nap that reaches the due time ends the trust.
+    expect(submits[1]!.at - dueAt).toBeLessThan(1_000);
+  });
+
   it("at most maxInFlight jobs are worked on at once: with 2, six submits held 300 ms each arrive two at a time", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 500 })]);

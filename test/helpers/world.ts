@@ -51,7 +51,7 @@ export async function startWorld(emulators: ProviderEmulator[], options: { timeS
  * `virtualTime` runs the engine on the sandbox's clock, so provider rules of
  * minutes or days (C's ten-minute release) pass in seconds on both sides.
  */
-export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter; maxInFlight?: number; log?: EngineLogger } = {}) {
+export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter; maxInFlight?: number; log?: EngineLogger; idleTickMs?: number } = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const clock: Clock | undefined = options.virtualTime ? world.sandbox.context.clock : undefined;
@@ -64,6 +64,7 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
     ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     ...(options.maxInFlight ? { maxInFlight: options.maxInFlight } : {}),
+    ...(options.idleTickMs ? { idleTickMs: options.idleTickMs } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.outputs ? { outputs: options.outputs } : {}),
   });

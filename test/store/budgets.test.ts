@@ -100,8 +100,8 @@ for (const factory of storeFactories) {
       expect((await store.dueQueued(10, 10, [])).map((job) => job.ref).sort()).toEqual(["mine", "other", "single"]);
       await store.updateJob("job_other", { state: "queued" }, { nextAttemptAt: 50 }, 2);
       await store.updateJob("job_mine", { state: "queued" }, { nextAttemptAt: 80 }, 2);
-      expect(await store.nextDueAt("me", [], 10, { batchId: "batch_mine" })).toBe(80);
-      expect(await store.nextDueAt("me", [], 10)).toBe(50);
+      expect(await store.nextDueAt("me", [], 10, { batchId: "batch_mine" })).toEqual({ at: 80, queuedAt: 80 });
+      expect(await store.nextDueAt("me", [], 10)).toEqual({ at: 50, queuedAt: 50 });
       // An orphan of another batch (its engine died) is not adopted by a command scoped to its own batch.
       await store.claimForSubmit("job_other", "dead-engine", [], 60, 1);
       expect(await store.adoptOrphans("me", 1_000, 30_000, () => true, { batchId: "batch_mine" })).toEqual([]);

@@ -183,8 +183,8 @@ for (const factory of storeFactories) {
       await expect(store.jobOutcomes(Array.from({ length: 1_001 }, (_, index) => `job_${index}`))).rejects.toThrow(/at most 1000/);
     });
 
-    it("nextDueAt is the earliest future due time of queued jobs (of providers not skipped), this owner's running or capturing jobs and settling charges", async () => {
-      expect(await store.nextDueAt("me", [], 0)).toBeNull();
+    it("nextDueAt is the earliest future due time of queued jobs (of providers not skipped), this owner's running or capturing jobs and settling charges; and of the queued jobs alone", async () => {
+      expect(await store.nextDueAt("me", [], 0)).toEqual({ at: null, queuedAt: null });
       await jobIn("queued-d", "queued", "me", { nextAttemptAt: 50_000 });
       await jobIn("queued-c", "queued", "me", { nextAttemptAt: 8_000 }, { provider: "c", model: "m" });
       await jobIn("mine", "running", "me", { nextAttemptAt: 40_000 });
@@ -192,13 +192,15 @@ for (const factory of storeFactories) {
       await jobIn("theirs", "running", "them", { nextAttemptAt: 6_000 });
       await jobIn("settling", "succeeded", "me", { chargeState: "pending", nextAttemptAt: 20_000 });
       await jobIn("past", "queued", "me", { nextAttemptAt: 4_000 });
-      expect(await store.nextDueAt("me", [], 5_000)).toBe(8_000);
-      expect(await store.nextDueAt("me", ["c"], 5_000)).toBe(20_000);
-      expect(await store.nextDueAt("me", ["c"], 20_000)).toBe(30_000);
-      expect(await store.nextDueAt("me", ["c"], 30_000)).toBe(40_000);
-      expect(await store.nextDueAt("me", ["c"], 40_000)).toBe(50_000);
-      expect(await store.nextDueAt("me", ["c", "d"], 40_000)).toBeNull();
-      expect(await store.nextDueAt("them", ["c", "d"], 5_000)).toBe(6_000);
+      expect(await store.nextDueAt("me", [], 5_000)).toEqual({ at: 8_000, queuedAt: 8_000 });
+      expect(await store.nextDueAt("me", ["c"], 5_000)).toEqual({ at: 20_000, queuedAt: 50_000 });
+      expect(await store.nextDueAt("me", ["c"], 5_000, null, false)).toEqual({ at: 30_000, queuedAt: 50_000 });
+      expect(await store.nextDueAt("me", ["c"], 20_000)).toEqual({ at: 30_000, queuedAt: 50_000 });
+      expect(await store.nextDueAt("me", ["c"], 30_000)).toEqual({ at: 40_000, queuedAt: 50_000 });
+      expect(await store.nextDueAt("me", ["c"], 40_000)).toEqual({ at: 50_000, queuedAt: 50_000 });
+      expect(await store.nextDueAt("me", ["c", "d"], 40_000)).toEqual({ at: null, queuedAt: null });
+      expect(await store.nextDueAt("them", ["c", "d"], 5_000)).toEqual({ at: 6_000, queuedAt: null });
+      expect(await store.nextDueAt("me", ["c", "d"], 5_000)).toEqual({ at: 20_000, queuedAt: null });
     });
 
     it("recentRenderSamples are this provider's and model's newest finished jobs, submit to done, with the last pending poll", async () => {
