@@ -134,8 +134,32 @@ function budgetStatusOf(row: { id: string; ceiling_micro_usd: number; committed_
   return { id: row.id, ceilingMicroUsd: Number(row.ceiling_micro_usd), committedMicroUsd: Number(row.committed_micro_usd) };
 }
 
-/** New jobs inserted per statement: about 40 columns each, far inside SQLite's and PostgreSQL's parameter limits. */
+/** New jobs inserted per statement on SQLite: about 40 columns each, far inside its limit on bound parameters. */
 const INSERT_CHUNK = 500;
+/**
+ * New jobs inserted per statement on PostgreSQL, where a column of them is one
+ * array parameter (`unnest`): bounded only to keep each statement's text a few
+ * megabytes.
+ */
+const INSERT_CHUNK_POSTGRES = 5_000;
+/** The columns of a new job's row that PostgreSQL stores as integers (`unnest` needs each array's type). */
+const INTEGER_JOB_COLUMNS: ReadonlySet<string> = new Set([
+  "attempts",
+  "estimate_micro_usd",
+  "charge_micro_usd",
+  "lease_expires_at",
+  "next_attempt_at",
+  "created_at",
+  "updated_at",
+  "submitted_at",
+  "submit_sent_at",
+  "provider_done_at",
+  "finished_at",
+  "tracking_deadline_at",
+  "last_pending_elapsed_ms",
+  "poll_failures",
+  "budget_held_micro_usd",
+]);
 
 /** Due jobs locked at once when a claim's job was taken first: the first one the engine accepts is claimed instead. */
 const NEXT_QUEUED_CANDIDATES = 4;
@@ -143,6 +167,27 @@ const NEXT_QUEUED_CANDIDATES = 4;
 /** One line of a job's event log. */
 function eventRow(jobId: string, at: number, fromState: JobState | null, toState: JobState, reason: string, detail?: unknown) {
   return { job_id: jobId, at, from_state: fromState, to_state: toState, reason, detail_json: detail === undefined ? null : JSON.stringify(detail) };
+}
+
+/**
+ * New jobs and their first events in one PostgreSQL statement: each column an
+ * array parameter (`unnest`), not a parameter per value (a chunk of 500 rows was
+ * 21,000 parameters to send and parse), the events written by a data-modifying
+ * WITH. Every column of `newJobRow` is written, so the two stay in step.
+ */
+async function insertJobsWithEventsPostgres(trx: Db, rows: ReadonlyArray<ReturnType<typeof newJobRow>>, events: ReadonlyArray<ReturnType<typeof eventRow>>): Promise<void> {
+  const columns = Object.keys(rows[0]!) as Array<keyof ReturnType<typeof newJobRow>>;
+  const arrays = columns.map((column) => sql`${rows.map((row) => row[column])}::${sql.raw(INTEGER_JOB_COLUMNS.has(column) ? "bigint" : "text")}[]`);
+  const eventColumns = Object.keys(events[0]!) as Array<keyof ReturnType<typeof eventRow>>;
+  const eventArrays = eventColumns.map((column) => sql`${events.map((row) => row[column])}::${sql.raw(column === "at" ? "bigint" : "text")}[]`);
+  await sql`
+    with added as (
+      insert into jobs (${sql.join(columns.map((column) => sql.ref(column)))})
+      select * from unnest(${sql.join(arrays)})
+    )
+    insert into job_events (${sql.join(eventColumns.map((column) => sql.ref(column)))})
+    select * from unnest(${sql.join(eventArrays)})
+  `.execute(trx);
 }
 
 /** The row of a job just validated and queued. */
@@ -308,8 +353,9 @@ export class KyselyStore implements Store {
       // A ref given twice in one call is created once; the second gets the first's job, as a ref stored before would.
       const createdHere = new Map<string, Job>();
       // A few hundred jobs per statement (a 20,000-line batch is queued in seconds, not one statement per column of work).
-      for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
-        const chunk = jobs.slice(start, start + INSERT_CHUNK);
+      const chunkSize = this.dialect === "postgres" ? INSERT_CHUNK_POSTGRES : INSERT_CHUNK;
+      for (let start = 0; start < jobs.length; start += chunkSize) {
+        const chunk = jobs.slice(start, start + chunkSize);
         const stored = new Map((await this.jobsWithRefs(trx, chunk.map((job) => job.ref))).map((job) => [job.ref, job]));
         const fresh: NewJob[] = [];
         const pendingRefs = new Set<string>();
@@ -322,16 +368,15 @@ export class KyselyStore implements Store {
           // Every column is set here, so the rows as written are the rows as stored: not read back (a 20,000-line
           // batch would otherwise send 70 MB back from PostgreSQL to be parsed).
           const rows = fresh.map((job) => newJobRow(job, now));
-          await trx.insertInto("jobs").values(rows).execute();
+          const events = fresh.map((job) =>
+            eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
+          );
+          if (this.dialect === "postgres") await insertJobsWithEventsPostgres(trx, rows, events);
+          else {
+            await trx.insertInto("jobs").values(rows).execute();
+            await trx.insertInto("job_events").values(events).execute();
+          }
           for (const row of rows) createdHere.set(row.ref, rowToJob(row));
-          await trx
-            .insertInto("job_events")
-            .values(
-              fresh.map((job) =>
-                eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
-              ),
-            )
-            .execute();
         }
         const reported = new Set<string>();
         for (const job of chunk) {
@@ -401,6 +446,11 @@ export class KyselyStore implements Store {
 
   private async jobsWithRefs(db: Db, refs: readonly string[]): Promise<Job[]> {
     const unique = [...new Set(refs)];
+    if (this.dialect === "postgres") {
+      // One array parameter, however many refs.
+      const rows = await db.selectFrom("jobs").selectAll().where(sql<SqlBool>`ref = any(${unique}::text[])`).execute();
+      return rows.map(rowToJob);
+    }
     const jobs: Job[] = [];
     for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
       const rows = await db.selectFrom("jobs").selectAll().where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();

@@ -30,22 +30,49 @@ for (const factory of storeFactories) {
       return (await store.transition(id, { state: "capturing" }, to, { leaseOwner: null, leaseExpiresAt: null, error: { code: "x", message: "x" }, ...patch }, "ended", 4_000))!;
     }
 
-    it("insertJobs queues a large batch in chunks: each new ref once with its event, a ref already stored or given twice returns the existing job, in the order given", async () => {
+    it("insertJobs queues a large batch in chunks (500 rows a statement on SQLite, 5,000 on PostgreSQL): each new ref once with its event, a ref already stored or given twice returns the existing job, in the order given", async () => {
       await store.insertJobs([newJob("r-5")], 500);
-      const refs = [...Array.from({ length: 1_200 }, (_, index) => `r-${index}`), "r-7"];
+      const refs = [...Array.from({ length: 5_200 }, (_, index) => `r-${index}`), "r-7"];
       const jobs = refs.map((ref, index) => newJob(ref, { id: `job_call_${index}` }));
       const results = await store.insertJobs(jobs, 1_000);
       expect(results.map((result) => result.job.ref)).toEqual(refs);
-      expect(results.filter((result) => result.created)).toHaveLength(1_199);
+      expect(results.filter((result) => result.created)).toHaveLength(5_199);
       // Stored before: the earlier job, not created.
       expect(results[5]).toMatchObject({ created: false, job: { id: "job_r-5", createdAt: 500 } });
       // Given twice: created once, the repeat is that same job.
       expect(results[7]).toMatchObject({ created: true, job: { id: "job_call_7", state: "queued", createdAt: 1_000, nextAttemptAt: 1_000 } });
-      expect(results[1_200]).toMatchObject({ created: false, job: { id: "job_call_7" } });
-      expect(await store.events("job_call_1199")).toMatchObject([{ fromState: null, toState: "queued", reason: "validated, estimated and queued" }]);
-      expect(await store.listJobs({ ids: ["job_call_7", "job_call_1199", "job_r-5"] })).toHaveLength(3);
+      expect(results[5_200]).toMatchObject({ created: false, job: { id: "job_call_7" } });
+      expect(await store.events("job_call_5199")).toMatchObject([{ fromState: null, toState: "queued", reason: "validated, estimated and queued" }]);
+      expect(await store.listJobs({ ids: ["job_call_7", "job_call_5199", "job_r-5"] })).toHaveLength(3);
       // A created job is handed back exactly as it is stored (it is not read back).
-      for (const index of [0, 7, 1_199]) expect(results[index]!.job).toEqual(await store.getJob(results[index]!.job.id));
+      for (const index of [0, 7, 5_199]) expect(results[index]!.job).toEqual(await store.getJob(results[index]!.job.id));
+    });
+
+    it("insertJobs stores every value as given: quotes, braces, commas, backslashes, the word NULL and unicode in text; nulls; large amounts", async () => {
+      const awkward = 'NULL, {"a": [1, "b\\"]}, it\'s "quoted" — 狐 🦊 \n';
+      const [result] = await store.insertJobs(
+        [
+          newJob("NULL", {
+            id: "job_{awkward}",
+            batchId: null,
+            operation: awkward,
+            body: { prompt: awkward, n: 3, list: [null, "NULL", "{}"] },
+            facts: { note: awkward },
+            warnings: [awkward, "NULL"],
+            estimateMicroUsd: 9_007_199_254_740_991,
+            estimateSource: awkward,
+            outDir: "/tmp/a dir/with, comma",
+            budgetId: null,
+          }),
+        ],
+        1_000,
+      );
+      const stored = (await store.getJob("job_{awkward}"))!;
+      expect(stored).toEqual(result!.job);
+      expect(stored).toMatchObject({ ref: "NULL", batchId: null, operation: awkward, estimateMicroUsd: 9_007_199_254_740_991, estimateSource: awkward, outDir: "/tmp/a dir/with, comma" });
+      expect(stored.body).toEqual({ prompt: awkward, n: 3, list: [null, "NULL", "{}"] });
+      expect(stored.warnings).toEqual([awkward, "NULL"]);
+      expect(await store.events("job_{awkward}")).toMatchObject([{ toState: "queued", detail: { estimateMicroUsd: 9_007_199_254_740_991, estimateSource: awkward } }]);
     });
 
     it("a claim whose job another engine took first claims, instead, the next due job of the same provider's queue and batch that the engine accepts; never another provider's, batch's or one not yet due", async () => {
