@@ -7,10 +7,12 @@ import { writeFileSync } from "node:fs";
 const file = process.env.BENCH_USAGE_FILE;
 if (file) {
   let peakHeapBytes = 0;
-  // BENCH_HEAP_TRACE=1: the heap every second as well, to see when the peak comes (validation, the run, the summary).
+  // BENCH_HEAP_TRACE=1: the heap every second as well, to see when the peak comes (validation, the run, the summary):
+  // seconds since start, then heap, RSS, external memory and the peak RSS so far, in MiB.
   const trace = process.env.BENCH_HEAP_TRACE ? [] : null;
   const startedAt = Date.now();
   let ticks = 0;
+  let tracedPeakKb = 0;
   // The process's CPU time as it goes ([wall ms, CPU ms], every 250 ms): a benchmark splits it at a moment it
   // saw from outside (the provider's first request), telling start-up and validation from the engine's run.
   const cpuTrace = [];
@@ -19,9 +21,14 @@ if (file) {
     cpuTrace.push([Date.now(), (cpu.user + cpu.system) / 1000]);
     const heapUsed = process.memoryUsage().heapUsed;
     peakHeapBytes = Math.max(peakHeapBytes, heapUsed);
-    if (trace && ticks++ % 4 === 0) {
-      const { rss, external } = process.memoryUsage();
-      trace.push([Math.round((Date.now() - startedAt) / 1000), Math.round(heapUsed / 1048576), Math.round(rss / 1048576), Math.round(external / 1048576)]);
+    if (trace) {
+      // Every second, and at every sample where the peak RSS so far grew (to see when the peak comes, to 250 ms).
+      const peakKb = process.resourceUsage().maxRSS;
+      if (ticks++ % 4 === 0 || peakKb > tracedPeakKb) {
+        const { rss, external } = process.memoryUsage();
+        trace.push([((Date.now() - startedAt) / 1000).toFixed(2), Math.round(heapUsed / 1048576), Math.round(rss / 1048576), Math.round(external / 1048576), Math.round(peakKb / 1024)]);
+      }
+      tracedPeakKb = peakKb;
     }
   }, 250).unref();
   process.on("exit", () => {

@@ -14,7 +14,7 @@ export interface PreparedJob {
   /** Where the job came from, for messages ("line 3", "--prompt"). */
   origin: string;
   ref: string;
-  request: JobRequest;
+  /** What is stored and sent (the request as given is not kept: a batch holds every line's until it is queued). */
   validated: ValidatedRequest;
   estimate: Estimate;
 }
@@ -78,12 +78,12 @@ export async function prepareJob(runtime: Runtime, origin: string, ref: string, 
     throw error;
   }
   const estimate = await adapter.estimate(validated, context);
-  return { origin, ref, request, validated, estimate };
+  return { origin, ref, validated, estimate };
 }
 
 /** Refuses to queue for a provider that is not configured, naming the variables to set. */
 export function requireConfigured(runtime: Runtime, jobs: readonly PreparedJob[]): void {
-  for (const provider of new Set(jobs.map((job) => job.request.provider))) {
+  for (const provider of new Set(jobs.map((job) => job.validated.provider))) {
     const entry = entryFor(runtime, provider);
     if (entry.missing.length > 0) {
       throw new ConfigError(

@@ -376,7 +376,8 @@ export class KyselyStore implements Store {
             await trx.insertInto("jobs").values(rows).execute();
             await trx.insertInto("job_events").values(events).execute();
           }
-          for (const row of rows) createdHere.set(row.ref, rowToJob(row));
+          // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
+          fresh.forEach((job, index) => createdHere.set(job.ref, { ...rowToJob({ ...rows[index]!, body_json: "null", facts_json: "null", warnings_json: "null" }), body: job.body, facts: job.facts, warnings: job.warnings }));
         }
         const reported = new Set<string>();
         for (const job of chunk) {
