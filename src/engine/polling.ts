@@ -9,10 +9,12 @@ const UNKNOWN_FIRST_POLL_MS = 500;
 const PROBE_EVERY = 8;
 /** After probing has settled, probe again after this many first polls (render times drift). */
 const REPROBE_AFTER = 256;
+/** A spread first poll moves by this share of the poll cadence per answer (see `PollScheduler.trackSpread`). */
+const SPREAD_STEP_OF_CADENCE = 0.25;
 /** Plans of jobs whose first poll was never answered (cancelled, taken over) are dropped past this many. */
 const PLAN_LIMIT = 10_000;
 
-type PlanKind = "unknown" | "spread" | "safe" | "probe";
+type PlanKind = "unknown" | "spread" | "spread-second" | "safe" | "probe";
 
 interface FirstPollPlan {
   key: string;
@@ -28,6 +30,12 @@ interface FirstPollPlan {
  */
 interface ModelState {
   samples: RenderSample[];
+  /**
+   * Where render times spread wider than the poll pace: the first poll's
+   * delay, moved by the answers of first and second polls (see `answered`).
+   */
+  spreadMs: number | null;
+  spreadStepMs: number;
   safeMs: number | null;
   probeGapMs: number | null;
   firstPollsSinceProbe: number;
@@ -133,7 +141,12 @@ export class PollScheduler {
     if (!plan) return;
     this.plans.delete(jobId);
     const state = this.models.get(plan.key);
-    if (!state || state.safeMs === null) return;
+    if (!state) return;
+    if (plan.kind === "spread" || plan.kind === "spread-second") {
+      this.trackSpread(jobId, plan, state, pending);
+      return;
+    }
+    if (state.safeMs === null) return;
     const step = Math.max(2, state.safeMs * 0.01);
     const sent = Math.max(plan.delayMs, sentElapsedMs);
     if (pending) {
@@ -151,6 +164,28 @@ export class PollScheduler {
     }
   }
 
+  /**
+   * Moves a spread first poll by what its job's first two polls found. A
+   * first poll a little later costs every job found done at it that much more
+   * lag, and saves the jobs that would have been found done at the second poll
+   * half a cadence each on average: the least expected lag is where jobs are
+   * found done at the first poll half as often as at the second. So a job
+   * found done at its first poll moves it earlier by a step, one found done at
+   * its second later by half a step; that settles where the two balance.
+   * (The render times learned do not place it: a job found done at its first
+   * poll says only that it was done by then, and taken as its render time it
+   * pulls the first poll later and later.)
+   */
+  private trackSpread(jobId: string, plan: FirstPollPlan, state: ModelState, pending: boolean): void {
+    if (state.spreadMs === null) return;
+    if (plan.kind === "spread") {
+      if (pending) this.plans.set(jobId, { ...plan, kind: "spread-second" });
+      else state.spreadMs = Math.max(0, state.spreadMs - state.spreadStepMs);
+    } else if (!pending) {
+      state.spreadMs += state.spreadStepMs / 2;
+    }
+  }
+
   /** Milliseconds from now until the next poll of `job`, which was seen pending `elapsedMs` after its submit. */
   async nextDelay(job: Pick<Job, "provider" | "model">, elapsedMs: number, limits: ProviderLimits): Promise<number> {
     if (this.fixedIntervalMs !== null) return this.clamp(this.fixedIntervalMs, limits);
@@ -163,7 +198,9 @@ export class PollScheduler {
     } else {
       const early = quantile(sorted, 0.1) * 0.95;
       const late = quantile(sorted, 0.9);
-      if (elapsedMs < early) delay = early - elapsedMs;
+      // Before the expected window, wait for it, but no longer than the cadence: a job pending at a first poll
+      // placed before the window (spread render times) is polled through it at the cadence.
+      if (elapsedMs < early) delay = Math.min(early - elapsedMs, cadenceOf(sorted));
       else if (elapsedMs < late * 1.5 + 1_000) delay = cadenceOf(sorted);
       else delay = elapsedMs * 0.2;
     }
@@ -183,7 +220,12 @@ export class PollScheduler {
     const spread = leastLagDelay(sorted, cadence);
     if (state.safeMs === null) state.safeMs = quantile(state.samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b), 0.9);
     const safe = state.safeMs;
-    if (spread < safe - cadence / 2) return { key, kind: "spread", delayMs: spread };
+    if (spreadWide(state.samples, cadence)) {
+      // Started where the learned times put it, then moved by the first polls' answers (see `answered`).
+      state.spreadMs ??= spread;
+      state.spreadStepMs = cadence * SPREAD_STEP_OF_CADENCE;
+      return { key, kind: "spread", delayMs: state.spreadMs };
+    }
     state.firstPollsSinceProbe++;
     // A probe whose answer will never come (its job cancelled or taken over, its plan dropped) must not
     // stop probing for good: dropped, it is over at once; otherwise re-probing starts it afresh.
@@ -221,7 +263,7 @@ export class PollScheduler {
     if (raced) return raced;
     const samples = [...stored.reverse(), ...(this.early.get(key) ?? [])].slice(-SAMPLE_LIMIT);
     this.early.delete(key);
-    const state: ModelState = { samples, safeMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false, probeJobId: null };
+    const state: ModelState = { samples, spreadMs: null, spreadStepMs: 0, safeMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false, probeJobId: null };
     this.models.set(key, state);
     return state;
   }
@@ -233,6 +275,23 @@ function keyOf(provider: string, model: string): string {
 
 function estimatesOf(samples: RenderSample[]): number[] {
   return samples.map(finishEstimate).sort((a, b) => a - b);
+}
+
+/**
+ * Whether render times spread wider than the cadence: what the polls
+ * bracketed cannot all hold one render time. Each finished job was pending at
+ * its last pending poll (or at its submit) and done at the poll after; with
+ * one fixed render time every job's pending poll comes before every job's
+ * done poll. Spread is when the later pending polls (the 90th percentile)
+ * come more than a cadence after the earlier done polls (the 10th). (Not
+ * judged by the midpoints, which spread as wide as the polls' gaps while
+ * nothing is learned; nor by the safe delay, which is set from the first
+ * jobs to finish, the fastest.)
+ */
+function spreadWide(samples: readonly RenderSample[], cadenceMs: number): boolean {
+  const pending = samples.map((sample) => Math.min(sample.pendingElapsedMs ?? 0, sample.doneElapsedMs)).sort((a, b) => a - b);
+  const done = samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b);
+  return quantile(pending, 0.9) > quantile(done, 0.1) + cadenceMs;
 }
 
 /** Polls through the expected window come this often (before the provider's pace is applied). */

@@ -29,10 +29,13 @@ for (const factory of storeFactories) {
 
     it("with render times spread wider than the poll pace, the first poll lands where the expected lag is least, polls come often through the expected window, then back off", async () => {
       const polls = new PollScheduler(store);
-      // Ten jobs seen done at 10 s … 19 s: polling every 580 ms (4% of the 14.5 s median), the least lag is a first poll at 10 s.
-      for (let second = 10; second < 20; second++) polls.record("d", "gen-2-pro", { doneElapsedMs: second * 1_000, pendingElapsedMs: null });
+      // Ten jobs seen done at 10 s … 19 s (each pending a moment before: times known closely, and too far apart for one
+      // render time): polling every 580 ms (4% of the 14.5 s median), the least lag is a first poll at 10 s.
+      for (let second = 10; second < 20; second++) polls.record("d", "gen-2-pro", { doneElapsedMs: second * 1_000, pendingElapsedMs: second * 1_000 });
       expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(10_000);
-      expect(await polls.nextDelay(job, 4_000, wide)).toBe(Math.round(10_900 * 0.95) - 4_000);
+      // A job pending before the expected window (a first poll moved early) is polled at the cadence, or at the window if sooner.
+      expect(await polls.nextDelay(job, 4_000, wide)).toBe(580);
+      expect(await polls.nextDelay(job, 10_000, wide)).toBe(Math.round(10_900 * 0.95) - 10_000);
       expect(await polls.nextDelay(job, 12_000, wide)).toBe(580);
       expect(await polls.nextDelay(job, 28_000, wide)).toBe(580);
       expect(await polls.nextDelay(job, 30_000, wide)).toBe(6_000);
@@ -41,6 +44,47 @@ for (const factory of storeFactories) {
       expect(await polls.nextDelay(job, 12_000, pace(1_000, 5_000))).toBe(1_000);
       // Another model has learned nothing.
       expect(await polls.firstDelay({ provider: "d", model: "gen-2-max", id: "job_3" }, wide)).toBe(500);
+    });
+
+    it("render times spread 0.5–2 s, 1,000 jobs one after another: the first poll settles where about one job in eleven is done and stays there (a job found done at its first poll says only that it was done by then, not when), so the mean lag stays near half the 250 ms pace", async () => {
+      const polls = new PollScheduler(store);
+      const dPace = pace(250, 5_000);
+      const random = seeded(7);
+      const runs: Array<{ firstMs: number; lagMs: number; doneAtFirst: boolean; polls: number }> = [];
+      for (let index = 0; index < 1_000; index++) {
+        const renderMs = 500 + random() * 1_500;
+        const id = `job_${index}`;
+        let at = await polls.firstDelay({ ...job, id }, dPace);
+        const firstMs = at;
+        polls.answered(id, at < renderMs, at);
+        let pendingAt: number | null = null;
+        let count = 1;
+        while (at < renderMs) {
+          pendingAt = at;
+          at += await polls.nextDelay(job, at, dPace);
+          // As the engine does: every poll's answer is told (only the first two teach anything).
+          polls.answered(id, at < renderMs, at);
+          count++;
+        }
+        polls.record("d", "gen-2-pro", { doneElapsedMs: at, pendingElapsedMs: pendingAt });
+        runs.push({ firstMs, lagMs: at - renderMs, doneAtFirst: pendingAt === null, polls: count });
+      }
+      const learned = runs.slice(300);
+      const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+      // A first poll at the least-lag point of U(0.5 s, 2 s) polled every 250 ms finds about 8% done: at about 0.62 s.
+      expect(mean(learned.map((run) => (run.doneAtFirst ? 1 : 0)))).toBeGreaterThan(0.03);
+      expect(mean(learned.map((run) => (run.doneAtFirst ? 1 : 0)))).toBeLessThan(0.2);
+      expect(mean(learned.map((run) => run.firstMs))).toBeLessThan(750);
+      // No drift: every hundred jobs after the first 300 has its first polls between 0.5 and 0.8 s on average.
+      for (let from = 300; from < 1_000; from += 100) {
+        const firstMs = mean(runs.slice(from, from + 100).map((run) => run.firstMs));
+        expect(firstMs, `jobs ${from}–${from + 99}`).toBeGreaterThan(500);
+        expect(firstMs, `jobs ${from}–${from + 99}`).toBeLessThan(800);
+      }
+      // Polled every 250 ms from there: the lag is about half that, for about four polls a job (a first poll that
+      // drifted to 1.2 s, as learned render times put it, had two jobs in three found done there and lags near 230 ms).
+      expect(mean(learned.map((run) => run.lagMs))).toBeLessThan(150);
+      expect(mean(learned.map((run) => run.polls))).toBeLessThan(4.5);
     });
 
     it("with a fixed render time, the first poll comes where jobs were found done; probes find how much earlier it can come, and a job found pending there moves it later", async () => {
@@ -214,11 +258,23 @@ for (const factory of storeFactories) {
       for (let index = 0; index < gaps.length; index++) expect(gaps[index]!).toBeLessThanOrEqual(probes[index]! * 0.25 + 1);
     });
 
+    it("times that one render time could explain are not spread: each job pending before every job's done poll (polls far apart while nothing was known) keeps the safe first poll; jobs pending after others were done make them spread", async () => {
+      const tight = new PollScheduler(store);
+      // A 6 s render seen through polls up to 800 ms apart: pending at 5.3–5.9 s, done at 6.0–6.7 s.
+      for (let index = 0; index < 10; index++) tight.record("d", "gen-2-pro", { doneElapsedMs: 6_000 + index * 70, pendingElapsedMs: 5_300 + index * 60 });
+      // Safe (the 90th percentile of done times) or a probe just below it: never the midpoints' least-lag point.
+      expect(await tight.firstDelay({ ...job, id: "job_1" }, pace(250, 5_000))).toBeGreaterThanOrEqual(6_000);
+      const spread = new PollScheduler(store);
+      // Pending at 7 s while another was done at 6 s: more than the 250 ms cadence apart.
+      for (let index = 0; index < 10; index++) spread.record("d", "gen-2-pro", { doneElapsedMs: 6_000 + index * 200, pendingElapsedMs: 5_750 + index * 200 });
+      expect(await spread.firstDelay({ ...job, id: "job_1" }, pace(250, 5_000))).toBeLessThan(6_000);
+    });
+
     it("the first poll waits for a tight cluster of jobs when waiting costs less than polling again", async () => {
       const polls = new PollScheduler(store);
       // Done at 10.0 s, 10.1 s … 10.9 s; polls through the window every 418 ms (4% of the 10.45 s median).
       // Waiting 100 ms more catches a job that would wait ~209 ms for the next poll: worth it up to 10.2 s.
-      for (let tenth = 0; tenth < 10; tenth++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000 + tenth * 100, pendingElapsedMs: null });
+      for (let tenth = 0; tenth < 10; tenth++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000 + tenth * 100, pendingElapsedMs: 10_000 + tenth * 100 });
       expect(await polls.firstDelay({ ...job, id: "job_1" }, wide)).toBe(10_200);
     });
 
@@ -289,6 +345,18 @@ for (const factory of storeFactories) {
       expect(Math.max(await first("job_1"), await first("job_2"))).toBe(6_000);
     });
   });
+}
+
+/** A small deterministic generator of numbers in [0, 1) (mulberry32). */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
+  };
 }
 
 /** Finished D jobs in the store, oldest group first, each `renderMs` from submit to done. */
