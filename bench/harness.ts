@@ -171,7 +171,7 @@ export function runCli(args: string[], options: { cwd: string; env: NodeJS.Proce
       let usage: CliExit["usage"] = null;
       if (existsSync(usageFile)) {
         const raw = JSON.parse(readFileSync(usageFile, "utf8")) as { userMs: number; systemMs: number; maxRssKb: number; peakHeapBytes: number; cpuTrace: Array<[number, number]>; heapTrace?: number[][] };
-        if (raw.heapTrace) process.stderr.write(`  heap (s: heap/RSS/external/peak RSS MiB): ${raw.heapTrace.map((sample) => `${sample[0]}:${sample.slice(1).join("/")}`).join(" ")}\n`);
+        if (raw.heapTrace) process.stderr.write(`  heap (s: heap used/committed/RSS/external/peak RSS MiB): ${raw.heapTrace.map((sample) => `${sample[0]}:${sample.slice(1).join("/")}`).join(" ")}\n`);
         const cpuMs = raw.userMs + raw.systemMs;
         // The CPU spent after a moment: the total less what the last sample before it had counted (at most 250 ms early).
         const cpuMsAfter = (realAt: number) => cpuMs - (raw.cpuTrace.filter(([at]) => at <= realAt).at(-1)?.[1] ?? 0);

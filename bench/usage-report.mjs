@@ -8,7 +8,7 @@ const file = process.env.BENCH_USAGE_FILE;
 if (file) {
   let peakHeapBytes = 0;
   // BENCH_HEAP_TRACE=1: the heap every second as well, to see when the peak comes (validation, the run, the summary):
-  // seconds since start, then heap, RSS, external memory and the peak RSS so far, in MiB.
+  // seconds since start, then the heap used and committed, RSS, external memory and the peak RSS so far, in MiB.
   const trace = process.env.BENCH_HEAP_TRACE ? [] : null;
   const startedAt = Date.now();
   let ticks = 0;
@@ -25,8 +25,9 @@ if (file) {
       // Every second, and at every sample where the peak RSS so far grew (to see when the peak comes, to 250 ms).
       const peakKb = process.resourceUsage().maxRSS;
       if (ticks++ % 4 === 0 || peakKb > tracedPeakKb) {
-        const { rss, external } = process.memoryUsage();
-        trace.push([((Date.now() - startedAt) / 1000).toFixed(2), Math.round(heapUsed / 1048576), Math.round(rss / 1048576), Math.round(external / 1048576), Math.round(peakKb / 1024)]);
+        const { rss, external, heapTotal } = process.memoryUsage();
+        const mib = (bytes) => Math.round(bytes / 1048576);
+        trace.push([((Date.now() - startedAt) / 1000).toFixed(2), mib(heapUsed), mib(heapTotal), mib(rss), mib(external), Math.round(peakKb / 1024)]);
       }
       tracedPeakKb = peakKb;
     }
