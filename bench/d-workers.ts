@@ -34,9 +34,9 @@ const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2,4").split(",").map(Numb
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_200);
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20);
 /**
- * Jobs the started workers run before the measured backlog (BENCH_WARMUP_JOBS, default 0): V8 compiles each
- * process's hot code once, as it runs, so four fresh workers pay four times what one pays; with a warm-up the
- * backlog measures their steady state.
+ * Jobs per worker the started workers run before the measured backlog (BENCH_WARMUP_JOBS, default 0; four
+ * workers run four times as many): V8 compiles each process's hot code once, as it runs, so four fresh workers pay
+ * four times what one pays; with a warm-up of as many jobs each, the backlog measures their steady state.
  */
 const WARMUP_JOBS = Number(process.env.BENCH_WARMUP_JOBS ?? 0);
 const RENDER_MS = 500;
@@ -182,9 +182,10 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const reader = new pg.Client({ connectionString: address.toString() });
     await reader.connect();
     const unfinished = async () => Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state not in ('succeeded','failed','cancelled','expired','unknown_submission')")).rows[0]!.n);
-    const deadline = Date.now() + 120_000 + (WARMUP_JOBS + JOBS) * 100;
-    if (WARMUP_JOBS > 0) {
-      await store.insertJobs(await dBenchJobs(adapter, WARMUP_JOBS, { ...options, idPrefix: "job_u_", refPrefix: "u-", prompt: "warm-up image" }), Date.now());
+    const warmUpJobs = WARMUP_JOBS * running.length;
+    const deadline = Date.now() + 120_000 + (warmUpJobs + JOBS) * 100;
+    if (warmUpJobs > 0) {
+      await store.insertJobs(await dBenchJobs(adapter, warmUpJobs, { ...options, idPrefix: "job_u_", refPrefix: "u-", prompt: "warm-up image" }), Date.now());
       while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const warmRequests = (await sandbox.stats<SandboxStats>()).requests.length;
@@ -295,13 +296,13 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
   const lines = [
     title,
     ``,
-    `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, ${WARMUP_JOBS > 0 ? `then ${WARMUP_JOBS} D jobs queued and run as a warm-up (not measured: each worker's hot code compiled), ` : ""}then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the backlog workers' whole lives (start-up, backlog, stop) per job beside it; claims and PostgreSQL's transactions and rows written (pg_stat_database) are the backlog workers'. Start latency: as many fresh workers, idle, then ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit; each sample is announced to every idle worker, and those that find it taken count a claim lost.`,
+    `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, ${WARMUP_JOBS > 0 ? `then ${WARMUP_JOBS} D jobs per worker queued and run as a warm-up (not measured: each worker's hot code compiled; the claims column counts them), ` : ""}then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the backlog workers' whole lives (start-up, backlog, stop) per job beside it; claims and PostgreSQL's transactions and rows written (pg_stat_database) are the backlog workers'. Start latency: as many fresh workers, idle, then ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit; each sample is announced to every idle worker, and those that find it taken count a claim lost.`,
     ``,
     `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms), claims lost meanwhile | PostgreSQL transactions / rows written per job |`,
     `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.workers} | ${row.succeeded} / ${WARMUP_JOBS + JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms, ${row.latencyClaimsLost} | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
+        `| ${row.workers} | ${row.succeeded} / ${WARMUP_JOBS * row.workers + JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms, ${row.latencyClaimsLost} | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
     ),
   ];
   const markdown = lines.join("\n");
