@@ -4,6 +4,7 @@ import type { Clock } from "../core/clock.js";
 import { MediagateError, ProviderError } from "../core/errors.js";
 import { redactSecrets } from "../core/redact.js";
 import { assertSafeUrl, type UrlPolicy } from "../core/url-safety.js";
+import { nodeTransport, type Transport, type TransportResponse } from "./node-transport.js";
 
 /** A network failure. `maybeSent` is true when the request may have reached the provider. */
 export class TransportError extends MediagateError {
@@ -106,7 +107,8 @@ export interface ProviderHttpOptions {
   /** A Retry-After longer than this is not waited here; the error goes to the engine. */
   maxInlineWaitMs?: number;
   random?: () => number;
-  fetch?: typeof fetch;
+  /** How requests are sent: Node's HTTP client by default (see `nodeTransport`); `fetch` fits too. */
+  transport?: Transport;
 }
 
 const MAX_REDIRECTS = 5;
@@ -118,10 +120,10 @@ const MAX_ERROR_BODY = 2_000;
  * Retry-After, and redaction of secrets in every error.
  */
 export class ProviderHttp {
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: Transport;
 
   constructor(readonly options: ProviderHttpOptions) {
-    this.fetchImpl = options.fetch ?? fetch;
+    this.transport = options.transport ?? nodeTransport;
   }
 
   get provider(): string {
@@ -215,11 +217,11 @@ export class ProviderHttp {
       const stop = () => attempt.abort(signal?.reason);
       if (signal?.aborted) stop();
       else signal?.addEventListener("abort", stop, { once: true });
-      let response: Response;
+      let response: TransportResponse;
       let bytes: Buffer;
       try {
         try {
-          response = await this.fetchImpl(url, {
+          response = await this.transport(url, {
             method,
             headers,
             ...(body.payload !== undefined ? { body: body.payload } : {}),
