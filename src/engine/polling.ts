@@ -84,9 +84,10 @@ function leastLagDelay(sortedEstimates: number[], cadenceMs: number): number {
  * Adaptive polling: learns render times per provider and model and places
  * the first poll where it finds most jobs just done.
  *
- * Two schedules, the cheaper in expected lag wins. Where render times spread
- * wider than the provider's poll pace, the first poll comes where the learned
- * distribution makes the expected lag least, then polls follow at the pace.
+ * Two schedules, chosen by whether the learned times spread wider than the
+ * poll pace (`spreadWide`). Where they do, the first poll starts where the
+ * learned distribution makes the expected lag least and is then moved by what
+ * first and second polls find (`trackSpread`); polls follow at the pace.
  * Where they are tight (a fixed render time), the first poll comes at the
  * "safe" delay: a poll there finds the job done, and a job found still pending
  * raises it. A safe delay only learned from first polls that found jobs done
@@ -217,12 +218,11 @@ export class PollScheduler {
     if (state.samples.length === 0) return { key, kind: "unknown", delayMs: Math.max(UNKNOWN_FIRST_POLL_MS, limits.poll.minIntervalMs) };
     const sorted = estimatesOf(state.samples);
     const cadence = Math.max(limits.poll.minIntervalMs, cadenceOf(sorted));
-    const spread = leastLagDelay(sorted, cadence);
     if (state.safeMs === null) state.safeMs = quantile(state.samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b), 0.9);
     const safe = state.safeMs;
     if (spreadWide(state.samples, cadence)) {
       // Started where the learned times put it, then moved by the first polls' answers (see `answered`).
-      state.spreadMs ??= spread;
+      state.spreadMs ??= leastLagDelay(sorted, cadence);
       state.spreadStepMs = cadence * SPREAD_STEP_OF_CADENCE;
       return { key, kind: "spread", delayMs: state.spreadMs };
     }

@@ -2,7 +2,7 @@ import { type Compilable, type CompiledQuery, type Expression, type ExpressionBu
 import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
-import { patchToRow, rowToJob, rowToOutput, toNumber, toNumberOrNull } from "./rows.js";
+import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNumberOrNull } from "./rows.js";
 import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import type {
@@ -377,7 +377,7 @@ export class KyselyStore implements Store {
             await trx.insertInto("job_events").values(events).execute();
           }
           // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
-          fresh.forEach((job, index) => createdHere.set(job.ref, { ...rowToJob({ ...rows[index]!, body_json: "null", facts_json: "null", warnings_json: "null" }), body: job.body, facts: job.facts, warnings: job.warnings }));
+          fresh.forEach((job, index) => createdHere.set(job.ref, rowWithRequestToJob(rows[index]!, job)));
         }
         const reported = new Set<string>();
         for (const job of chunk) {

@@ -12,6 +12,15 @@ export function toNumberOrNull(value: unknown): number | null {
 }
 
 export function rowToJob(row: JobsTable): Job {
+  return rowWithRequestToJob(row, {
+    body: JSON.parse(row.body_json) as Record<string, unknown>,
+    facts: JSON.parse(row.facts_json) as Record<string, unknown>,
+    warnings: JSON.parse(row.warnings_json) as string[],
+  });
+}
+
+/** A job from its row, with its body, facts and warnings already as objects (a row just written from them: not parsed back). */
+export function rowWithRequestToJob(row: JobsTable, request: Pick<Job, "body" | "facts" | "warnings">): Job {
   return {
     id: row.id,
     ref: row.ref,
@@ -19,9 +28,9 @@ export function rowToJob(row: JobsTable): Job {
     provider: row.provider as ProviderId,
     model: row.model,
     operation: row.operation,
-    body: JSON.parse(row.body_json) as Record<string, unknown>,
-    facts: JSON.parse(row.facts_json) as Record<string, unknown>,
-    warnings: JSON.parse(row.warnings_json) as string[],
+    body: request.body,
+    facts: request.facts,
+    warnings: request.warnings,
     state: row.state as Job["state"],
     reason: row.reason,
     attempts: toNumber(row.attempts),
