@@ -46,9 +46,8 @@ export const nodeTransport: Transport = async (url, init) => {
   if (init.body instanceof FormData) return fetch(url, init as RequestInit);
   const target = new URL(url);
   const payload = bytesOf(init.body);
-  // One entry a header whatever its case, the caller's winning over these defaults.
-  const headers: Record<string, string> = { accept: "*/*", "user-agent": "mediagate" };
-  for (const [name, value] of Object.entries(init.headers)) headers[name.toLowerCase()] = value;
+  // Node's request sets these one by one, a name whatever its case, the later winning: the caller's over the defaults.
+  const headers: Record<string, string> = { accept: "*/*", "user-agent": "mediagate", ...init.headers };
   if (payload !== undefined) headers["content-length"] = String(payload.length);
   const { signal } = init;
   signal.throwIfAborted();
