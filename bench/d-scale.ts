@@ -39,13 +39,41 @@ interface Row {
   peakHeapMb: number;
   storeBytesPerJob: number;
   requestsPerJob: number;
+  /** Share of first polls that found the job still rendering (each costs it a poll interval). */
+  firstPollsPendingShare: number;
+  /** Mean time from D's Ready to the poll that found it (ms). */
+  meanDetectionLagMs: number;
   peakActive: number;
   rejected429: number;
 }
 
 interface SandboxStats {
-  requests: Array<{ provider: string | null; realAt: number }>;
-  d: { rejected429: number; peakActive: number };
+  requests: Array<{ provider: string | null; realAt: number; at: number; url: string }>;
+  d: { rejected429: number; peakActive: number; jobs: Array<{ id: string; readyAt: number | null }> };
+}
+
+/** From D's log: how many first polls found their job still rendering, and the mean lag from Ready to the poll that saw it. */
+function pollingOf(stats: SandboxStats): { firstPollsPendingShare: number; meanDetectionLagMs: number } {
+  const polls = new Map<string, number[]>();
+  for (const request of stats.requests) {
+    const id = /get_result\?id=([^&]+)/.exec(request.url)?.[1];
+    if (id === undefined) continue;
+    const list = polls.get(decodeURIComponent(id)) ?? [];
+    list.push(request.at);
+    polls.set(decodeURIComponent(id), list);
+  }
+  let pendingFirst = 0;
+  let lagSum = 0;
+  let seen = 0;
+  for (const job of stats.d.jobs) {
+    const times = polls.get(job.id);
+    if (job.readyAt === null || !times?.length) continue;
+    seen++;
+    if (times[0]! < job.readyAt) pendingFirst++;
+    const found = times.find((at) => at >= job.readyAt!);
+    if (found !== undefined) lagSum += found - job.readyAt;
+  }
+  return { firstPollsPendingShare: seen ? pendingFirst / seen : Number.NaN, meanDetectionLagMs: seen ? lagSum / seen : Number.NaN };
 }
 
 async function runOne(kind: string, jobs: number): Promise<Row> {
@@ -74,6 +102,7 @@ async function runOne(kind: string, jobs: number): Promise<Row> {
     }
     if (run.exit.code !== 0) process.stderr.write(`mediagate batch exited with ${run.exit.code ?? run.exit.signal}:\n${run.exit.stderr.slice(-2_000)}\n`);
     const stats = await sandbox.stats<SandboxStats>();
+    if (process.env.BENCH_DUMP) writeFileSync(process.env.BENCH_DUMP, JSON.stringify(stats));
     const requests = stats.requests.filter((request) => request.provider === "d");
     const first = Math.min(...requests.map((request) => request.realAt));
     const last = Math.max(...requests.map((request) => request.realAt));
@@ -92,6 +121,7 @@ async function runOne(kind: string, jobs: number): Promise<Row> {
       peakHeapMb: run.exit.usage?.peakHeapMb ?? Number.NaN,
       storeBytesPerJob: storeBytes / jobs,
       requestsPerJob: requests.length / jobs,
+      ...pollingOf(stats),
       peakActive: stats.d.peakActive,
       rejected429: stats.d.rejected429,
     };

@@ -37,6 +37,12 @@ interface ModelState {
   spreadMs: number | null;
   spreadStepMs: number;
   safeMs: number | null;
+  /**
+   * The latest a first poll has found a job still pending since probing
+   * (re)started, counted from the submit's answer: the render takes longer,
+   * so no probe goes there again.
+   */
+  floorMs: number | null;
   probeGapMs: number | null;
   firstPollsSinceProbe: number;
   probeOut: boolean;
@@ -131,13 +137,24 @@ export class PollScheduler {
 
   /**
    * The answer to a job's poll, sent `sentElapsedMs` after its submit was
-   * answered (the first answer is the one that teaches the first-poll
-   * schedule; later ones are ignored). What is learned is when the poll was
-   * sent, not when it was planned: a busy loop sends late, and a probe that
-   * found a job done only because it went out late must not pull the safe
-   * delay below what the render takes.
+   * answered and `sinceSubmitSentMs` after the submit was sent (the first
+   * answer is the one that teaches the first-poll schedule; later ones are
+   * ignored). What is learned is when the poll was sent, not when it was
+   * planned: a busy loop sends late, and a probe that found a job done only
+   * because it went out late must not pull the safe delay below what the
+   * render takes.
+   *
+   * The provider starts the render somewhere between the submit's send and
+   * its answer, so each answer bounds the render time from one side only: a
+   * job still pending was not done `sentElapsedMs` after the answer (the
+   * latest the render can have started), and a job found done was done
+   * `sinceSubmitSentMs` after the send (the earliest). Lowering the safe delay
+   * by a done poll counted from the answer instead would trust a job whose
+   * answer reached the engine late (a busy loop, a slow network) and send
+   * every job answered promptly too early: measured, a fifth of first polls
+   * found pending in a 200-job batch.
    */
-  answered(jobId: string, pending: boolean, sentElapsedMs: number): void {
+  answered(jobId: string, pending: boolean, sentElapsedMs: number, sinceSubmitSentMs: number = sentElapsedMs): void {
     const plan = this.plans.get(jobId);
     if (!plan) return;
     this.plans.delete(jobId);
@@ -149,14 +166,15 @@ export class PollScheduler {
     }
     if (state.safeMs === null) return;
     const step = Math.max(2, state.safeMs * 0.01);
-    const sent = Math.max(plan.delayMs, sentElapsedMs);
     if (pending) {
-      // Too early for this job: the safe delay must be later than this poll.
+      // Too early for this job: the safe delay must be later than this poll, and no probe need go there again.
+      const sent = Math.max(plan.delayMs, sentElapsedMs);
+      state.floorMs = Math.max(state.floorMs ?? sent, sent);
       if (plan.kind !== "probe" && plan.kind !== "unknown") state.safeMs = Math.max(state.safeMs, sent + step);
     } else if (plan.kind !== "safe") {
       // Done earlier than the safe delay. (A job planned at an older, lower safe delay and found done says
       // nothing new: other jobs found pending there are why it was raised.)
-      state.safeMs = Math.min(state.safeMs, sent);
+      state.safeMs = Math.min(state.safeMs, Math.max(plan.delayMs, sinceSubmitSentMs));
     }
     if (plan.kind === "probe") {
       state.probeOut = false;
@@ -218,7 +236,10 @@ export class PollScheduler {
     if (state.samples.length === 0) return { key, kind: "unknown", delayMs: Math.max(UNKNOWN_FIRST_POLL_MS, limits.poll.minIntervalMs) };
     const sorted = estimatesOf(state.samples);
     const cadence = Math.max(limits.poll.minIntervalMs, cadenceOf(sorted));
-    if (state.safeMs === null) state.safeMs = quantile(state.samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b), 0.9);
+    // Where jobs were found done soonest (the 10th percentile, so that one job answered late does not place it): with
+    // one render time every job is done there. The later done polls went out late (a wave of first polls all due
+    // together) and say nothing more; a job found pending raises it.
+    if (state.safeMs === null) state.safeMs = quantile(state.samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b), 0.1);
     const safe = state.safeMs;
     if (spreadWide(state.samples, cadence)) {
       // Started where the learned times put it, then moved by the first polls' answers (see `answered`).
@@ -231,14 +252,19 @@ export class PollScheduler {
     // stop probing for good: dropped, it is over at once; otherwise re-probing starts it afresh.
     if (state.probeOut && (state.probeJobId === null || !this.plans.has(state.probeJobId))) state.probeOut = false;
     if (state.probeGapMs === null || state.firstPollsSinceProbe > REPROBE_AFTER) {
+      // Render times drift: a re-probe may go below where jobs were found pending before.
       state.probeGapMs = safe * 0.05;
+      state.floorMs = null;
       state.firstPollsSinceProbe = PROBE_EVERY;
       state.probeOut = false;
     }
-    const settled = state.probeGapMs < Math.max(2, safe * 0.005);
+    const least = Math.max(2, safe * 0.005);
+    // Never where a job was found pending: that probe would find pending again, and a probe found pending costs its job a poll interval.
+    const probeAt = Math.max(0, safe - state.probeGapMs, state.floorMs === null ? 0 : state.floorMs + least);
+    const settled = state.probeGapMs < least || safe - probeAt < least;
     if (!settled && !state.probeOut && state.firstPollsSinceProbe >= PROBE_EVERY) {
       state.probeOut = true;
-      return { key, kind: "probe", delayMs: Math.max(0, safe - state.probeGapMs) };
+      return { key, kind: "probe", delayMs: probeAt };
     }
     return { key, kind: "safe", delayMs: safe };
   }
@@ -263,7 +289,7 @@ export class PollScheduler {
     if (raced) return raced;
     const samples = [...stored.reverse(), ...(this.early.get(key) ?? [])].slice(-SAMPLE_LIMIT);
     this.early.delete(key);
-    const state: ModelState = { samples, spreadMs: null, spreadStepMs: 0, safeMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false, probeJobId: null };
+    const state: ModelState = { samples, spreadMs: null, spreadStepMs: 0, safeMs: null, floorMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false, probeJobId: null };
     this.models.set(key, state);
     return state;
   }
