@@ -1,4 +1,5 @@
 import type { Clock } from "../core/clock.js";
+import type { CommonMapping, CommonRequest } from "../core/common-request.js";
 import type { ProviderHttp } from "./http.js";
 
 export type ProviderId = "a" | "b" | "c" | "d" | "e" | "f";
@@ -18,6 +19,12 @@ export interface JobRequest {
    * The adapter maps them onto its native fields.
    */
   images?: Array<string | { fileName: string; bytes: Buffer }>;
+}
+
+/** A model (and operation) a common request is routed to: `d/gen-2-pro`, `b/<vendor>/<model>/<function>`. */
+export interface CommonTarget {
+  model: string;
+  operation?: string;
 }
 
 /** A request that passed validation: `body` is exactly what will be sent. */
@@ -175,6 +182,15 @@ export interface ProviderAdapter {
    * its input_schema), cached by the adapter. Called before `validate` when present.
    */
   prefetch?(request: JobRequest, context: CallContext): Promise<void>;
+  /**
+   * Maps a common request (issue 11) onto this provider's native request for
+   * one of its models, or names each common field the model cannot honour.
+   * Pure, like `validate`, which checks the result next (after the caller
+   * merges `provider_options.<p>` over the mapped fields; the request is given
+   * with them, so a provider may count its own keys toward required fields).
+   * Absent: the provider takes native requests only.
+   */
+  fromCommon?(request: CommonRequest, target: CommonTarget): CommonMapping<JobRequest>;
   /** Throws InputError(field, reason, allowed). Pure: no I/O (what it needs was fetched by `prefetch`). */
   validate(request: JobRequest): ValidatedRequest;
   /** The context is given when the estimate comes from the provider (B's quote). */

@@ -14,6 +14,7 @@ import type {
   WebhookDelivery,
   WebhookVerdict,
 } from "../adapter.js";
+import { aFromCommon } from "./common.js";
 import { errorFromAnswer } from "./errors.js";
 import { DEFAULT_NEWEST_GENERATION, parseGeneration } from "./models.js";
 import { aEndpoints, type APlan } from "./paths.js";
@@ -94,6 +95,8 @@ export function createAAdapter(config: AAdapterConfig): ProviderAdapter {
     displayName: "A (video tasks)",
     models: () => [...(config.models ?? [])],
     modelNaming: "an identifier encoding the generation and a snapshot date, e.g. vidgen-2-0-250601 (A's spec publishes no list)",
+
+    fromCommon: (request, target) => aFromCommon(request, target.model, target.operation),
 
     validate: (request: JobRequest): ValidatedRequest => validateARequest(request, settings),
 

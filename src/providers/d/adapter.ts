@@ -5,6 +5,7 @@ import { pollErrorFrom, submitErrorFrom } from "./errors.js";
 import { D_ENDPOINTS } from "./models.js";
 import { pollStatusFrom } from "./poll-status.js";
 import { chargeD, D_PRICE_VIEWS, estimateD, type DPriceView } from "./pricing.js";
+import { dFromCommon } from "./common.js";
 import { validateDRequest } from "./schema.js";
 
 export interface DAdapterConfig {
@@ -57,6 +58,8 @@ export function createDAdapter(config: DAdapterConfig): ProviderAdapter {
     id: "d",
     displayName: "D (images, per megapixel)",
     models: () => [...D_ENDPOINTS],
+
+    fromCommon: (request, target) => dFromCommon(request, target.model),
 
     validate: (request: JobRequest): ValidatedRequest => validateDRequest(request),
 

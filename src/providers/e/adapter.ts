@@ -3,6 +3,7 @@ import { ConfigError, InputError, ProviderError } from "../../core/errors.js";
 import { redactSecrets } from "../../core/redact.js";
 import type { CallContext, JobRequest, ProviderAdapter, ProviderLimits, ProviderStatus, Submitted, ValidatedRequest } from "../adapter.js";
 import { authorizedRequest, ETokenSource, notSentOnFailure } from "./auth.js";
+import { eFromCommon } from "./common.js";
 import { callErrorFrom, submitErrorFrom } from "./errors.js";
 import { ESubmitFacts } from "./facts.js";
 import { E_MODELS, E_OPERATION_INFO, isEModel, operationOf, type EModel, type EOperation } from "./operations.js";
@@ -149,6 +150,8 @@ export function createEAdapter(config: EAdapterConfig): EAdapter {
     displayName: "E (images, asynchronous operations)",
     models: () => [...E_MODELS],
     secrets: () => tokens.secrets(),
+
+    fromCommon: (request, target) => eFromCommon(request, target),
 
     validate: (request: JobRequest): ValidatedRequest => validateERequest(request, pathFor),
 
