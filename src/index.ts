@@ -10,7 +10,11 @@ import { Engine } from "./engine/engine.js";
 import { createLogger } from "./engine/logger.js";
 import { waitForJobs } from "./engine/wait.js";
 import { DEFAULT_STOP_TIMEOUT_S, stopWithin } from "./cli/stop.js";
-import type { Estimate, JobRequest } from "./providers/adapter.js";
+import type { Estimate, JobRequest, ValidatedRequest } from "./providers/adapter.js";
+import type { CommonRequest, CommonTask } from "./core/common-request.js";
+import type { JobRoute } from "./core/job.js";
+import { jobRouteOf, planRoute, routedRequestFrom, type RouteBy } from "./engine/route.js";
+import { readImageAs } from "./cli/prepare.js";
 import { createProviderRegistry, type ProviderEntry } from "./providers/registry.js";
 import { outputFolderProblem } from "./outputs/local-folder.js";
 import { openStore } from "./store/open.js";
@@ -18,6 +22,8 @@ import type { JobFilter, Store } from "./store/store.js";
 
 export type { Job, JobOutput, JobState, JobEvent } from "./core/job.js";
 export type { JobRequest, Estimate, ProviderId } from "./providers/adapter.js";
+export type { CommonRequest, CommonTask, ImageInput } from "./core/common-request.js";
+export { NoEligibleTargetError, type TargetVerdict } from "./engine/route.js";
 export { InputError, ConfigError, BudgetError, ProviderError, MediagateError } from "./core/errors.js";
 export { formatMicroUsd, usdToMicroUsd } from "./core/money.js";
 // Webhook verification usable on its own (without the engine or `mediagate serve`).
@@ -39,6 +45,20 @@ export interface MediagateOptions {
   /** Run the engine in this process (default true). With PostgreSQL, separate workers may do it instead. */
   runEngine?: boolean;
 }
+
+/**
+ * A common request for the library: the fields of a batch line's common form
+ * (`task`, `prompt`, `size`, …, `model: "d/gen-2-pro"` or `route: [...]`,
+ * `route_by`, `fallback_on_failure`, `provider_options`). Images are URLs,
+ * local file paths, or files already read (`{ fileName, bytes }`).
+ */
+export type CommonSubmitRequest = Omit<CommonRequest, "task"> & {
+  task: CommonTask;
+  model?: string;
+  route?: string[];
+  route_by?: RouteBy;
+  fallback_on_failure?: boolean;
+};
 
 export interface SubmitOptions {
   /** Your unique reference; submitting the same ref again returns the stored job. */
@@ -106,18 +126,57 @@ export class Mediagate {
     return { entry, validated, estimate };
   }
 
-  /** The estimate of a request; nothing is submitted. */
-  async quote(request: JobRequest): Promise<Estimate & { warnings: string[] }> {
+  /**
+   * A common request (issue 11) routed: every target judged before anything
+   * is sent, the first eligible one (or the cheapest, by `route_by`) chosen.
+   */
+  private async prepareRouted(request: CommonSubmitRequest, committedMicroUsd: number) {
+    const routed = routedRequestFrom(request as unknown as Record<string, unknown>, readImageAs, []);
+    const ceiling = this.config.budgetMicroUsd;
+    const { order, verdicts } = await planRoute(routed.common, routed.targets, routed.routeBy, {
+      adapter: (provider) => {
+        const entry = this.providers.get(provider);
+        return { adapter: entry?.adapter ?? null, missing: entry?.missing ?? [] };
+      },
+      context: (provider) => this.engine.providerContext(provider),
+      halted: async () => new Map((await this.store.halts()).map((halt) => [halt.provider, `${halt.code}: ${halt.message}`])),
+      budget: { leftMicroUsd: ceiling === null ? null : ceiling - committedMicroUsd, allowUnpriced: false },
+    });
+    const chosen = order[0]!;
+    return { validated: chosen.validated, estimate: chosen.estimate, route: jobRouteOf(order, routed.fallbackOnFailure), verdicts };
+  }
+
+  /** The estimate of a request (native, or common: its chosen target's); nothing is submitted. */
+  async quote(request: JobRequest | CommonSubmitRequest): Promise<Estimate & { warnings: string[]; target?: string }> {
+    if ("task" in request) {
+      const { validated, estimate, route } = await this.prepareRouted(request, 0);
+      return { ...estimate, warnings: validated.warnings, target: route.current };
+    }
     const { validated, estimate } = await this.prepare(request);
     return { ...estimate, warnings: validated.warnings };
   }
 
-  /** Validates, estimates, checks the budget and queues one job. */
-  async submit(request: JobRequest, options: SubmitOptions = {}): Promise<Job> {
+  /**
+   * Validates, estimates, checks the budget and queues one job: a native
+   * request (`{provider, model, input}`), or a common one (`{task, prompt,
+   * …, model: "d/gen-2-pro" | route: [...]}`) sent to the first eligible
+   * target of its route and moved to the next if a target refuses it before
+   * accepting.
+   */
+  async submit(request: JobRequest | CommonSubmitRequest, options: SubmitOptions = {}): Promise<Job> {
     if (options.ref !== undefined) validateRef(options.ref, "ref");
-    const { entry, validated, estimate } = await this.prepare(request);
-    if (entry.missing.length) {
-      throw new ConfigError(entry.missing[0]!, `provider ${request.provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
+    const committed = this.budgetId !== null ? ((await this.store.budget(this.budgetId))?.committedMicroUsd ?? 0) : 0;
+    let validated: ValidatedRequest;
+    let estimate: Estimate;
+    let route: JobRoute | null = null;
+    if ("task" in request) {
+      ({ validated, estimate, route } = await this.prepareRouted(request, committed));
+    } else {
+      const prepared = await this.prepare(request);
+      if (prepared.entry.missing.length) {
+        throw new ConfigError(prepared.entry.missing[0]!, `provider ${request.provider.toUpperCase()} is not configured: set ${prepared.entry.missing.join(" and ")}`);
+      }
+      ({ validated, estimate } = prepared);
     }
     const outDir = resolve(options.outDir ?? this.config.outputDir);
     // The folder is proved writable before the job is stored: a result rendered and paid for needs somewhere to go.
@@ -126,7 +185,6 @@ export class Mediagate {
       if (options.outDir !== undefined) throw new InputError("outDir", `${folderProblem.message}; nothing was sent`, "a folder this process can create and write");
       throw new ConfigError("MEDIAGATE_OUTPUT_DIR", `MEDIAGATE_OUTPUT_DIR: ${folderProblem.message}; nothing was sent`);
     }
-    const committed = this.budgetId !== null ? ((await this.store.budget(this.budgetId))?.committedMicroUsd ?? 0) : 0;
     checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: estimate.microUsd }], this.config.budgetMicroUsd, false, committed);
     const now = Date.now();
     const [result] = await this.store.insertJobs(
@@ -145,6 +203,7 @@ export class Mediagate {
           estimateSource: estimate.source,
           outDir,
           budgetId: this.budgetId,
+          route,
         },
       ],
       now,

@@ -4,9 +4,10 @@ import { InputError } from "../core/errors.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { REF_ALLOWED, refProblem } from "../core/ref.js";
 import { PROVIDER_IDS, type JobRequest } from "../providers/adapter.js";
-import { readImages } from "./prepare.js";
+import { readImageAs, readImages } from "./prepare.js";
+import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 
-/** One line of a batch file: `{"ref", "provider", "model", "input": {native fields}}`. */
+/** One native line of a batch file: `{"ref", "provider", "model", "input": {native fields}}`. (A line with `task` is a common request.) */
 const batchLineSchema = z
   .object({
     ref: z.string().superRefine((ref, context) => {
@@ -24,7 +25,8 @@ const batchLineSchema = z
 export interface BatchLine {
   line: number;
   ref: string;
-  request: JobRequest;
+  /** Native (`provider`, `model`, `input`) or common (`task`, … with `model` or `route`). */
+  request: JobRequest | RoutedRequest;
 }
 
 /** Every problem in the file, one per line, so a user fixes them all at once. */
@@ -66,6 +68,27 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
       problems.push(`line ${lineNumber}: not valid JSON`);
       return;
     }
+    if (isRecord(parsed) && parsed.task !== undefined) {
+      const ref = parsed.ref;
+      const problem = typeof ref === "string" ? refProblem(ref) : "must be a string";
+      if (problem !== null) {
+        problems.push(`line ${lineNumber}: ref: ${escapeUnprintable(problem)} (allowed: ${REF_ALLOWED})`);
+        return;
+      }
+      const first = refs.get(ref as string);
+      if (first !== undefined) {
+        problems.push(`line ${lineNumber}: ref "${ref as string}" repeats line ${first}; refs are unique`);
+        return;
+      }
+      refs.set(ref as string, lineNumber);
+      try {
+        lines.push({ line: lineNumber, ref: ref as string, request: routedRequestFrom(parsed, readImageAs) });
+      } catch (error) {
+        if (error instanceof InputError) problems.push(`line ${lineNumber}: ${escapeUnprintable(error.message)}`);
+        else throw error;
+      }
+      return;
+    }
     const result = batchLineSchema.safeParse(parsed);
     if (!result.success) {
       for (const issue of result.error.issues) problems.push(`line ${lineNumber}: ${describeIssue(issue)}`);
@@ -103,6 +126,10 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
 export function problemLine(problem: string): number {
   const match = /^line (\d+)/.exec(problem);
   return match ? Number(match[1]) : 0;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Like parseBatchFile, but any problem throws BatchFileError. */

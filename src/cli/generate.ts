@@ -6,17 +6,18 @@ import type { Store } from "../store/store.js";
 import { formatMicroUsd } from "../core/money.js";
 import { newId } from "../core/ids.js";
 import { validateRef } from "../core/ref.js";
+import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
 import { agreeingFlag } from "./flag-agreement.js";
 import { jobJson } from "./job-json.js";
-import { checkOutputFolder, enqueue, prepareJob, readImages } from "./prepare.js";
+import { checkOutputFolder, enqueue, prepareJob, readImageAs, readImages, type PreparedJob } from "./prepare.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 
 export interface RequestFlags {
-  provider: string;
-  model: string;
+  provider?: string;
+  model?: string;
   prompt?: string;
   width?: string;
   height?: string;
@@ -24,6 +25,21 @@ export interface RequestFlags {
   image?: string[];
   input?: string;
   operation?: string;
+  // A common request (issue 11): --task with a target (--model p/model or --route).
+  task?: string;
+  size?: string;
+  aspectRatio?: string;
+  n?: string;
+  duration?: string;
+  resolution?: string;
+  generateAudio?: boolean;
+  firstFrame?: string;
+  lastFrame?: string;
+  referenceImage?: string[];
+  route?: string;
+  routeBy?: string;
+  fallbackOnFailure?: boolean;
+  providerOptions?: string;
 }
 
 function integerFlag(name: string, value: string | undefined): number | undefined {
@@ -32,24 +48,58 @@ function integerFlag(name: string, value: string | undefined): number | undefine
   return Number(value);
 }
 
-/** A JobRequest from command-line flags: common flags become the provider's native fields, `--input` adds any others. */
-export function requestFromFlags(flags: RequestFlags): JobRequest {
+function numberFlag(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new InputError(`--${name}`, `"${value}" is not a number`, "a number, e.g. 5 or 7.5");
+  return Number(value);
+}
+
+function jsonObjectFlag(name: string, value: string, allowed: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InputError(`--${name}`, "is not valid JSON", allowed);
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new InputError(`--${name}`, "must be a JSON object", allowed);
+  return parsed as Record<string, unknown>;
+}
+
+/** Flags of a native request that a common one does not take, and the reverse, as commander names them. */
+const NATIVE_ONLY = { provider: "--provider", width: "--width", height: "--height", input: "--input", operation: "--operation" } as const;
+const COMMON_ONLY = {
+  size: "--size",
+  aspectRatio: "--aspect-ratio",
+  n: "--n",
+  duration: "--duration",
+  resolution: "--resolution",
+  generateAudio: "--generate-audio",
+  firstFrame: "--first-frame",
+  lastFrame: "--last-frame",
+  referenceImage: "--reference-image",
+  route: "--route",
+  routeBy: "--route-by",
+  fallbackOnFailure: "--fallback-on-failure",
+  providerOptions: "--provider-options",
+} as const;
+
+/**
+ * A request from command-line flags. With `--task`, a common request routed
+ * to `--model p/model` or `--route p/model,…` (issue 11); otherwise a native
+ * one, whose common flags become the provider's native fields and `--input`
+ * adds any others.
+ */
+export function requestFromFlags(flags: RequestFlags): JobRequest | RoutedRequest {
+  if (flags.task !== undefined) return routedFromFlags(flags);
+  for (const [key, flag] of Object.entries(COMMON_ONLY)) {
+    if (flags[key as keyof RequestFlags] !== undefined) throw new InputError(flag, "belongs to a common request", `--task image|video with ${flag}, or the provider's native fields in --input`);
+  }
+  if (flags.provider === undefined) throw new InputError("--provider", "is required (or --task, for a common request)", PROVIDER_IDS.join(", "));
+  if (flags.model === undefined) throw new InputError("--model", "is required: the provider's model or endpoint");
   if (!(PROVIDER_IDS as readonly string[]).includes(flags.provider)) {
     throw new InputError("--provider", `unknown provider "${flags.provider}"`, PROVIDER_IDS.join(", "));
   }
-  let input: Record<string, unknown> = {};
-  if (flags.input !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(flags.input);
-    } catch {
-      throw new InputError("--input", "is not valid JSON", "a JSON object of the provider's native fields");
-    }
-    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-      throw new InputError("--input", "must be a JSON object", "a JSON object of the provider's native fields");
-    }
-    input = parsed as Record<string, unknown>;
-  }
+  const input = flags.input !== undefined ? jsonObjectFlag("input", flags.input, "a JSON object of the provider's native fields") : {};
   const width = integerFlag("width", flags.width);
   const height = integerFlag("height", flags.height);
   const seed = integerFlag("seed", flags.seed);
@@ -66,30 +116,114 @@ export function requestFromFlags(flags: RequestFlags): JobRequest {
   };
 }
 
+function routedFromFlags(flags: RequestFlags): RoutedRequest {
+  for (const [key, flag] of Object.entries(NATIVE_ONLY)) {
+    if (flags[key as keyof RequestFlags] !== undefined) {
+      throw new InputError(flag, "belongs to a native request, not a common one (--task)", `--size or --aspect-ratio for the shape, --model p/model or --route for the target, --provider-options for native fields`);
+    }
+  }
+  const task = flags.task;
+  const wire: Record<string, unknown> = { task };
+  const set = (field: string, value: unknown) => {
+    if (value !== undefined) wire[field] = value;
+  };
+  set("prompt", flags.prompt);
+  set("size", flags.size);
+  set("aspect_ratio", flags.aspectRatio);
+  set("seed", integerFlag("seed", flags.seed));
+  set("n", integerFlag("n", flags.n));
+  set("duration_s", numberFlag("duration", flags.duration));
+  set("resolution", flags.resolution);
+  set("generate_audio", flags.generateAudio);
+  if (flags.image?.length) {
+    if (task !== "image") throw new InputError("--image", "gives reference images of an image request", "--reference-image, --first-frame or --last-frame for a video");
+    wire.images = flags.image;
+  }
+  set("first_frame", flags.firstFrame);
+  set("last_frame", flags.lastFrame);
+  if (flags.referenceImage?.length) wire.reference_images = flags.referenceImage;
+  if (flags.providerOptions !== undefined) wire.provider_options = jsonObjectFlag("provider-options", flags.providerOptions, '{"d": {"output_format": "png"}}');
+  set("model", flags.model);
+  if (flags.route !== undefined) wire.route = flags.route.split(",").map((target) => target.trim());
+  set("route_by", flags.routeBy);
+  set("fallback_on_failure", flags.fallbackOnFailure);
+  const flagOf: Record<string, string> = { images: "--image", first_frame: "--first-frame", last_frame: "--last-frame", reference_images: "--reference-image" };
+  try {
+    return routedRequestFrom(wire, (text, field) => readImageAs(text, flagOf[field.replace(/\[\d+\]$/, "")] ?? field));
+  } catch (error) {
+    if (error instanceof InputError) throw new InputError(flagNameOf(error.field), error.reason, error.allowed);
+    throw error;
+  }
+}
+
+/** The flag a common field comes from, for messages (`aspect_ratio` → `--aspect-ratio`). */
+function flagNameOf(field: string): string {
+  if (field.startsWith("--")) return field;
+  const names: Record<string, string> = { duration_s: "--duration", images: "--image", reference_images: "--reference-image", route_by: "--route-by" };
+  const base = field.replace(/\[\d+\]$/, "");
+  return names[base] ?? `--${base.replace(/_/g, "-")}`;
+}
+
 /** The flags that make the same request again (local image paths made absolute), for a resume line. */
 export function requestArguments(flags: RequestFlags): string[] {
-  const list = ["--provider", flags.provider, "--model", flags.model];
-  if (flags.operation !== undefined) list.push("--operation", flags.operation);
-  if (flags.prompt !== undefined) list.push("--prompt", flags.prompt);
-  if (flags.width !== undefined) list.push("--width", flags.width);
-  if (flags.height !== undefined) list.push("--height", flags.height);
-  if (flags.seed !== undefined) list.push("--seed", flags.seed);
-  for (const image of flags.image ?? []) list.push("--image", /^https?:\/\//i.test(image) || isAbsolute(image) ? image : resolve(image));
-  if (flags.input !== undefined) list.push("--input", flags.input);
+  const absolute = (image: string) => (/^https?:\/\//i.test(image) || isAbsolute(image) ? image : resolve(image));
+  const list: string[] = [];
+  const add = (flag: string, value: string | undefined) => {
+    if (value !== undefined) list.push(flag, value);
+  };
+  add("--task", flags.task);
+  add("--provider", flags.provider);
+  add("--model", flags.model);
+  add("--operation", flags.operation);
+  add("--prompt", flags.prompt);
+  add("--width", flags.width);
+  add("--height", flags.height);
+  add("--size", flags.size);
+  add("--aspect-ratio", flags.aspectRatio);
+  add("--seed", flags.seed);
+  add("--n", flags.n);
+  add("--duration", flags.duration);
+  add("--resolution", flags.resolution);
+  if (flags.generateAudio) list.push("--generate-audio");
+  for (const image of flags.image ?? []) list.push("--image", absolute(image));
+  if (flags.firstFrame !== undefined) list.push("--first-frame", absolute(flags.firstFrame));
+  if (flags.lastFrame !== undefined) list.push("--last-frame", absolute(flags.lastFrame));
+  for (const image of flags.referenceImage ?? []) list.push("--reference-image", absolute(image));
+  add("--route", flags.route);
+  add("--route-by", flags.routeBy);
+  if (flags.fallbackOnFailure) list.push("--fallback-on-failure");
+  add("--provider-options", flags.providerOptions);
+  add("--input", flags.input);
   return list;
 }
 
+const repeatable = (value: string, previous: string[] = []) => [...previous, value];
+
 export function addRequestFlags(command: Command): Command {
   return command
-    .requiredOption("--provider <id>", "provider: a, b, c, d, e or f")
-    .requiredOption("--model <model>", "model or endpoint identifier, e.g. gen-2-pro")
-    .option("--operation <name>", "operation, for providers that have several")
+    .option("--provider <id>", "native request: provider a, b, c, d, e or f")
+    .option("--model <model>", "native: the provider's model or endpoint, e.g. gen-2-pro; with --task: a target, e.g. d/gen-2-pro")
+    .option("--operation <name>", "native: operation, for providers that have several")
     .option("--prompt <text>", "the prompt")
-    .option("--width <px>", "output width")
-    .option("--height <px>", "output height")
+    .option("--width <px>", "native: output width")
+    .option("--height <px>", "native: output height")
     .option("--seed <n>", "seed")
-    .option("--image <file|url>", "reference image (repeatable)", (value: string, previous: string[] = []) => [...previous, value])
-    .option("--input <json>", "other native fields of the provider, as a JSON object");
+    .option("--image <file|url>", "reference image (repeatable)", repeatable)
+    .option("--input <json>", "native: other fields of the provider, as a JSON object")
+    .option("--task <task>", "a common request for any provider: image or video (with --model p/model or --route)")
+    .option("--size <WxH>", "common: output size in pixels, e.g. 1024x768")
+    .option("--aspect-ratio <W:H>", "common: aspect ratio, e.g. 16:9 (video: or adaptive)")
+    .option("--n <count>", "common image: how many variations")
+    .option("--duration <seconds>", "common video: length in seconds")
+    .option("--resolution <p>", "common video: 480p, 720p or 1080p")
+    .option("--generate-audio", "common video: with sound")
+    .option("--first-frame <file|url>", "common video: the first frame")
+    .option("--last-frame <file|url>", "common video: the last frame (with --first-frame)")
+    .option("--reference-image <file|url>", "common video: a reference image (repeatable)", repeatable)
+    .option("--route <targets>", "common: targets tried in order, comma-separated, e.g. d/gen-2-pro,f/img-v2")
+    .option("--route-by <order|price>", "common: try the route in its order (default) or cheapest first")
+    .option("--fallback-on-failure", "common: after a provider accepted the job and its generation failed, try the next target")
+    .option("--provider-options <json>", 'common: native fields per provider, merged last, e.g. {"d": {"output_format": "png"}}');
 }
 
 export function registerGenerate(program: Command, globals: () => GlobalOptions, setExit: (code: number) => void): void {
@@ -109,6 +243,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const prepared = await prepareJob(runtime, "generate", ref, request);
         const json = Boolean(options.json);
         for (const warning of prepared.validated.warnings) process.stderr.write(`mediagate: warning: ${warning}\n`);
+        if (prepared.route) process.stderr.write(routeText(prepared.route));
         const { jobIds } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });
         const store = await runtime.store();
         const job = (await store.getJob(jobIds[0]!))!;
@@ -137,6 +272,14 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         await runtime.close();
       }
     });
+}
+
+/** Which target a common request goes to, which come after it, and why any other cannot take it. */
+export function routeText(route: NonNullable<PreparedJob["route"]>): string {
+  const [chosen, ...rest] = route.order;
+  const lines = [`route: ${chosen!.target.name}${rest.length ? `, then ${rest.map((entry) => entry.target.name).join(", ")}` : ""}`];
+  for (const verdict of route.verdicts) if (!verdict.eligible) lines.push(`  ${verdict.target.name} cannot take it: ${verdict.reasons.join("; ")}`);
+  return `${lines.join("\n")}\n`;
 }
 
 /** What became of a job that did not succeed, in one sentence that always gives the reason. */

@@ -12,6 +12,9 @@ export interface JobJson {
   outputs: Array<{ path: string; url: string; content_type: string; bytes: number; sha256: string }>;
   error: { code: string; message: string } | null;
   cost: { estimate_micro_usd: number | null; charge_micro_usd: number | null; source: string };
+  /** A common request's target now (`d/gen-2-pro`), and every target tried, in order, the last being this one. Absent for native jobs. */
+  target?: string;
+  attempts?: Array<{ target: string; provider: string; model: string; provider_job_id: string | null; outcome: string }>;
 }
 
 export function jobJson(job: Job, outputs: JobOutput[]): JobJson {
@@ -35,6 +38,15 @@ export function jobJson(job: Job, outputs: JobOutput[]): JobJson {
       charge_micro_usd: job.chargeMicroUsd,
       source: job.chargeSource ?? job.estimateSource,
     },
+    ...(job.route
+      ? {
+          target: job.route.current,
+          attempts: [
+            ...job.route.tried.map((attempt) => ({ target: attempt.name, provider: attempt.provider, model: attempt.model, provider_job_id: attempt.providerJobId, outcome: attempt.reason })),
+            { target: job.route.current, provider: job.provider, model: job.model, provider_job_id: job.providerJobId, outcome: job.state },
+          ],
+        }
+      : {}),
   };
 }
 

@@ -4,11 +4,13 @@ import { ConfigError, InputError } from "../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../core/image-type.js";
 import { isTerminal, type Job, type JobState } from "../core/job.js";
 import { newId } from "../core/ids.js";
-import type { Estimate, JobRequest, ProviderAdapter, ValidatedRequest } from "../providers/adapter.js";
+import type { Estimate, JobRequest, ProviderAdapter, ProviderId, ValidatedRequest } from "../providers/adapter.js";
+import { jobRouteOf, planRoute, type EligibleTarget, type RoutedRequest, type RouteWorld, type TargetVerdict } from "../engine/route.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import { checkBudget, type BudgetCheck } from "../engine/budget.js";
 import { outputFolderProblem } from "../outputs/local-folder.js";
 import type { Runtime } from "./runtime.js";
+import type { ImageInput } from "../core/common-request.js";
 
 export interface PreparedJob {
   /** Where the job came from, for messages ("line 3", "--prompt"). */
@@ -17,6 +19,8 @@ export interface PreparedJob {
   /** What is stored and sent (the request as given is not kept: a batch holds every line's until it is queued). */
   validated: ValidatedRequest;
   estimate: Estimate;
+  /** A common request's route: every eligible target in the order they are tried (the first is `validated`), and why the others are not. */
+  route?: { order: EligibleTarget[]; verdicts: TargetVerdict[]; fallbackOnFailure: boolean };
 }
 
 /** An input problem with where it came from ("line 3: width: must be a multiple of 16"). */
@@ -49,6 +53,16 @@ export function readImages(values: readonly string[]): JobRequest["images"] {
   });
 }
 
+/** One image given as text (a URL, or a local file read now and checked to be an image), its problems named as `field`. */
+export function readImageAs(text: string, field: string): ImageInput {
+  try {
+    return readImages([text])![0]!;
+  } catch (error) {
+    if (error instanceof InputError) throw new InputError(field, error.reason, error.allowed);
+    throw error;
+  }
+}
+
 export function entryFor(runtime: Runtime, provider: JobRequest["provider"]): ProviderEntry & { adapter: ProviderAdapter } {
   const entry = runtime.providers.get(provider);
   if (!entry?.adapter) {
@@ -62,7 +76,8 @@ export function entryFor(runtime: Runtime, provider: JobRequest["provider"]): Pr
  * provider (B's catalog) are read first, and a provider that quotes (B) is
  * asked for the estimate; nothing is submitted.
  */
-export async function prepareJob(runtime: Runtime, origin: string, ref: string, request: JobRequest): Promise<PreparedJob> {
+export async function prepareJob(runtime: Runtime, origin: string, ref: string, request: JobRequest | RoutedRequest): Promise<PreparedJob> {
+  if ("common" in request) return prepareRouted(runtime, origin, ref, request);
   const entry = entryFor(runtime, request.provider);
   const { adapter } = entry;
   if (adapter.prefetch && entry.missing.length > 0) {
@@ -79,6 +94,44 @@ export async function prepareJob(runtime: Runtime, origin: string, ref: string, 
   }
   const estimate = await adapter.estimate(validated, context);
   return { origin, ref, validated, estimate };
+}
+
+/** What routing reads of this run's world, read once per run: halts, provider contexts. */
+const routeWorlds = new WeakMap<Runtime, RouteWorld>();
+
+function routeWorldOf(runtime: Runtime): RouteWorld {
+  let world = routeWorlds.get(runtime);
+  if (world) return world;
+  let halts: Promise<ReadonlyMap<ProviderId, string>> | null = null;
+  world = {
+    adapter: (provider) => {
+      const entry = runtime.providers.get(provider);
+      return { adapter: entry?.adapter ?? null, missing: entry?.missing ?? [] };
+    },
+    context: async (provider) => (await runtime.engine()).providerContext(provider),
+    halted: () =>
+      (halts ??= runtime.store().then(async (store) => new Map((await store.halts()).map((halt) => [halt.provider, `${halt.code}: ${halt.message}`])))),
+    budget: { leftMicroUsd: runtime.config.budgetMicroUsd ?? null, allowUnpriced: false },
+  };
+  routeWorlds.set(runtime, world);
+  return world;
+}
+
+/**
+ * A common request: every target of its route judged before anything is
+ * sent (configured, able to honour each field, valid, not halted, within the
+ * budget); the job goes to the first eligible one (or the cheapest, by
+ * `route_by`), the others kept in order for a fallback.
+ */
+async function prepareRouted(runtime: Runtime, origin: string, ref: string, request: RoutedRequest): Promise<PreparedJob> {
+  try {
+    const { verdicts, order } = await planRoute(request.common, request.targets, request.routeBy, routeWorldOf(runtime));
+    const chosen = order[0]!;
+    return { origin, ref, validated: chosen.validated, estimate: chosen.estimate, route: { order, verdicts, fallbackOnFailure: request.fallbackOnFailure } };
+  } catch (error) {
+    if (error instanceof InputError) throw new PreparedInputError(origin, error);
+    throw error;
+  }
 }
 
 /** Refuses to queue for a provider that is not configured, naming the variables to set. */
@@ -107,13 +160,19 @@ export async function checkOutputFolder(folder: string, fromFlag: string | null)
   throw new ConfigError("MEDIAGATE_OUTPUT_DIR", `MEDIAGATE_OUTPUT_DIR (or --output-dir): ${message}`);
 }
 
-function sameRequest(job: Job, prepared: PreparedJob): boolean {
+function sameTarget(job: Job, validated: ValidatedRequest): boolean {
   return (
-    job.provider === prepared.validated.provider &&
-    job.model === prepared.validated.model &&
-    (job.operation ?? null) === (prepared.validated.operation ?? null) &&
-    JSON.stringify(job.body) === JSON.stringify(prepared.validated.body)
+    job.provider === validated.provider &&
+    job.model === validated.model &&
+    (job.operation ?? null) === (validated.operation ?? null) &&
+    JSON.stringify(job.body) === JSON.stringify(validated.body)
   );
+}
+
+/** A stored job is this request when it is what the request sends; for a common request, what it sends to any target of its route (routing may choose another one now: a halt, the budget). */
+function sameRequest(job: Job, prepared: PreparedJob): boolean {
+  if (!prepared.route) return sameTarget(job, prepared.validated);
+  return prepared.route.verdicts.some((verdict) => verdict.validated !== null && sameTarget(job, verdict.validated));
 }
 
 export interface EnqueueOptions {
@@ -220,6 +279,7 @@ export async function enqueue(
         estimateSource: item.estimate.source,
         outDir: options.outDir,
         budgetId: ceiling !== null ? options.budgetId : null,
+        route: item.route ? jobRouteOf(item.route.order, item.route.fallbackOnFailure) : null,
       })),
       now,
     );

@@ -55,6 +55,7 @@ export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}, 
           secrets,
           allowPrivateUrls: config.allowPrivateUrls,
           publicUrl: config.publicUrl,
+          fallbackAfterMs: config.fallbackAfterMs,
           ...(engineOptions.clock ? { clock: engineOptions.clock } : {}),
           log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
         });

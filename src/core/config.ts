@@ -40,6 +40,7 @@ export const CONFIG_VARIABLES = [
   "MEDIAGATE_F_API_KEY",
   "MEDIAGATE_F_CONCURRENCY",
   "MEDIAGATE_LOG_LEVEL",
+  "MEDIAGATE_FALLBACK_AFTER_S",
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -63,7 +64,12 @@ export interface MediagateConfig {
   publicUrl: string | null;
   budgetMicroUsd: number | null;
   allowPrivateUrls: boolean;
+  /** How long a routed job's target may keep failing before accepting (an outage) before the job moves to the next target. */
+  fallbackAfterMs: number;
 }
+
+/** MEDIAGATE_FALLBACK_AFTER_S unset: a minute of outage moves a routed job on. */
+export const DEFAULT_FALLBACK_AFTER_MS = 60_000;
 
 export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv;
@@ -128,6 +134,14 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
       `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${publicUrl}"`,
     );
   }
+  let fallbackAfterMs = DEFAULT_FALLBACK_AFTER_MS;
+  if (values.MEDIAGATE_FALLBACK_AFTER_S !== undefined) {
+    const seconds = Number(values.MEDIAGATE_FALLBACK_AFTER_S);
+    if (!/^\d+(\.\d+)?$/.test(values.MEDIAGATE_FALLBACK_AFTER_S) || !Number.isFinite(seconds)) {
+      throw new ConfigError("MEDIAGATE_FALLBACK_AFTER_S", `MEDIAGATE_FALLBACK_AFTER_S must be a number of seconds from 0, like 60, got "${values.MEDIAGATE_FALLBACK_AFTER_S}"`);
+    }
+    fallbackAfterMs = Math.round(seconds * 1000);
+  }
   for (const name of PROVIDER_ADDRESS_VARIABLES) {
     const value = values[name];
     if (value !== undefined) checkProviderAddress(name, value);
@@ -139,6 +153,7 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
     publicUrl,
     budgetMicroUsd,
     allowPrivateUrls: values.MEDIAGATE_ALLOW_PRIVATE_URLS === "1",
+    fallbackAfterMs,
   };
 }
 

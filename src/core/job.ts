@@ -120,6 +120,36 @@ export interface Job {
   budgetHeldMicroUsd: number;
   /** Why this unfinished job cannot move on by itself until something changes (null: it can). */
   blockedCode: BlockedCode | null;
+  /** A common request's route: where it may go next and where it went before (null: a native job, or a route of one target). */
+  route: JobRoute | null;
+}
+
+/** A target of a route not tried yet: exactly what it would be sent, validated and estimated before anything was sent. */
+export type RouteStep = Pick<Job, "provider" | "model" | "operation" | "body" | "facts" | "warnings" | "estimateMicroUsd" | "estimateSource"> & {
+  /** As the user wrote it: `f/img-v2`. */
+  name: string;
+};
+
+/** A target tried and left: which, when, and why. */
+export interface RouteAttempt {
+  name: string;
+  provider: ProviderId;
+  model: string;
+  /** The provider's job id when it had accepted the job (a generation that failed, with fallback_on_failure). */
+  providerJobId: string | null;
+  reason: string;
+  at: number;
+}
+
+export interface JobRoute {
+  /** The target the job is on now. */
+  current: string;
+  next: RouteStep[];
+  tried: RouteAttempt[];
+  /** After a provider accepted the job and its generation failed, move on (never for an unknown submission). */
+  fallbackOnFailure: boolean;
+  /** When the current target started failing before accepting (an outage): it is left once that lasts longer than the bound. */
+  failingSince: number | null;
 }
 
 /**

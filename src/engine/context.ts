@@ -35,6 +35,8 @@ export interface EngineContext {
   /** A call context whose HTTP layer takes rate tokens and counts requests for this job's provider. */
   callContext(job: Job, request: ValidatedRequest, options?: { rateLimited?: boolean }): Promise<CallContext>;
   counters(provider: ProviderId): ProviderCounters;
+  /** A routed job's target failing before accepting this long (an outage) hands the job to the next target. */
+  fallbackAfterMs: number;
   /** Tells listeners (progress bars, the server) that a job changed. */
   emit(job: Job): void;
   /** Wakes the loop early (a slot was freed, a job was queued). */

@@ -1,3 +1,5 @@
+import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
+import { fallOver } from "./fallover.js";
 import { EventEmitter, setMaxListeners } from "node:events";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { type Clock, systemClock } from "../core/clock.js";
@@ -49,10 +51,14 @@ export interface EngineOptions {
   scope?: JobScope | null;
   /** Where result bytes are written (default: the local folder of each job). */
   outputs?: OutputWriter;
+  /** MEDIAGATE_FALLBACK_AFTER_S: a routed job whose target keeps failing before accepting this long moves to the next target (default 60 s). */
+  fallbackAfterMs?: number;
 }
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
 const IDLE_TICK_MS = 500;
+/** Routed jobs moved off a halted provider per store read. */
+const REROUTE_PAGE = 100;
 const ADOPT_EVERY_MS = 5_000;
 const SLOT_RECOVERY_QUIET_MS = 30_000;
 /** A job held back by its budget is looked at again this often: a charge below its estimate, or a refused submit, frees room. */
@@ -123,6 +129,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   private readonly settles: boolean;
   /** The halted providers as last read, and when (see `HALTS_READ_EVERY_MS`); null to read them at the next tick. */
   private halted: { providers: ProviderId[]; readAt: number } | null = null;
+  /** Halted providers whose routed queued jobs were moved on already (see `rerouteHalted`). */
+  private readonly reroutedFor = new Set<ProviderId>();
   /** Counts this engine's own halts: a read that began before one must not be kept as current. */
   private haltsWritten = 0;
   private stopListening: () => void = () => undefined;
@@ -180,6 +188,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       adapter: (provider) => this.adapter(provider),
       callContext: (job, request, callOptions) => this.callContext(job, request, callOptions?.rateLimited ?? true),
       counters: (provider) => this.countersFor(provider),
+      fallbackAfterMs: options.fallbackAfterMs ?? DEFAULT_FALLBACK_AFTER_MS,
       emit: (job) => {
         // A job back in the queue (a submit that was not sent) makes its provider's queue worth reading.
         if (job.state === "queued") this.emptyQueues.delete(job.provider);
@@ -546,10 +555,36 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     const now = this.clock.now();
     if (this.halted !== null && now - this.halted.readAt < HALTS_READ_EVERY_MS) return this.halted.providers;
     const written = this.haltsWritten;
-    const providers = [...new Set((await this.store.halts()).map((halt) => halt.provider))];
+    const halts = await this.store.halts();
+    const providers = [...new Set(halts.map((halt) => halt.provider))];
     // A halt written here while the store answered may be missing from the answer: read again next tick.
     this.halted = written === this.haltsWritten ? { providers, readAt: now } : null;
+    for (const provider of this.reroutedFor) if (!providers.includes(provider)) this.reroutedFor.delete(provider);
+    for (const halt of halts) {
+      if (this.reroutedFor.has(halt.provider)) continue;
+      this.reroutedFor.add(halt.provider);
+      await this.rerouteHalted(halt.provider, `${halt.provider.toUpperCase()} is halted (${halt.code}: ${halt.message})`);
+    }
     return providers;
+  }
+
+  /**
+   * A provider was halted (no credits, a refused key): the routed jobs queued
+   * for it move to the next target of their routes, once per halt, a page at a
+   * time; the others wait for the halt to be cleared, as before.
+   */
+  private async rerouteHalted(provider: ProviderId, why: string): Promise<void> {
+    let after: { nextAttemptAt: number; id: string } | null = null;
+    for (;;) {
+      const page = await this.store.routedQueued(provider, REROUTE_PAGE, this.scope, after);
+      for (const job of page) {
+        if (this.busy(job.id) || !job.route || job.route.next.length === 0) continue;
+        await fallOver(this.context, job, "queued", why);
+      }
+      if (page.length < REROUTE_PAGE) return;
+      const last = page.at(-1)!;
+      after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
+    }
   }
 
   /**

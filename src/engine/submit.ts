@@ -5,6 +5,7 @@ import type { Job } from "../core/job.js";
 import type { ProviderLimits, Submitted } from "../providers/adapter.js";
 import { RequestNotSentError, TransportError } from "../providers/http.js";
 import { type EngineContext, limitsOf, validatedOf } from "./context.js";
+import { fallOver } from "./fallover.js";
 
 /** Retryable submit failures (5xx, refused connections) give up after this many attempts. */
 const MAX_SUBMIT_ATTEMPTS = 8;
@@ -122,13 +123,21 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-async function requeue(context: EngineContext, job: Job, nextAttemptAt: number, reason: string, detail?: unknown, options: { newKey?: boolean } = {}): Promise<void> {
+async function requeue(context: EngineContext, job: Job, nextAttemptAt: number, reason: string, detail?: unknown, options: { newKey?: boolean; route?: Job["route"] } = {}): Promise<void> {
   const moved = await persist(context, job, `it goes back to the queue (${reason})`, () =>
     context.store.transition(
       job.id,
       { state: "submitting", leaseOwner: context.owner },
       "queued",
-      { nextAttemptAt, leaseOwner: null, leaseExpiresAt: null, reason, submitSentAt: null, ...(options.newKey ? { idempotencyKey: null } : {}) },
+      {
+        nextAttemptAt,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        reason,
+        submitSentAt: null,
+        ...(options.newKey ? { idempotencyKey: null } : {}),
+        ...(options.route !== undefined ? { route: options.route } : {}),
+      },
       reason,
       context.clock.now(),
       detail,
@@ -154,7 +163,26 @@ async function fail(context: EngineContext, job: Job, to: "failed" | "unknown_su
   context.wake();
 }
 
-/** What a failed submit means for the job: back to the queue, failed, or unknown. Never an immediate resend. */
+/**
+ * A routed job whose target failed before accepting it, again: moved to the
+ * next target once the failures have lasted the fallback bound (an outage),
+ * or once the target is given up on (`givenUp`: tries exhausted). Otherwise
+ * the route's record of when the failures started, for the caller's requeue.
+ * Undefined for a job without a target left.
+ */
+async function outageFallover(context: EngineContext, job: Job, now: number, why: string, givenUp: boolean): Promise<{ movedOn: boolean; route?: Job["route"] }> {
+  if (!job.route || job.route.next.length === 0) return { movedOn: false };
+  const failingSince = job.route.failingSince ?? now;
+  if (givenUp || now - failingSince >= context.fallbackAfterMs) {
+    const lasted = Math.round((now - failingSince) / 1000);
+    if (await fallOver(context, job, "submitting", givenUp ? why : `${why} (failing for ${lasted} s, longer than the fallback bound of ${Math.round(context.fallbackAfterMs / 1000)} s)`)) {
+      return { movedOn: true };
+    }
+  }
+  return { movedOn: false, route: { ...job.route, failingSince } };
+}
+
+/** What a failed submit means for the job: back to the queue, failed, unknown, or (routed, refused before accepting) the next target. Never an immediate resend. */
 export async function handleSubmitFailure(context: EngineContext, job: Job, error: unknown, idempotent: boolean): Promise<void> {
   const now = context.clock.now();
   const backoff = () => now + fullJitterBackoffMs(job.attempts, { baseMs: 1_000, capMs: 60_000 });
@@ -175,6 +203,8 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
   }
   if (error instanceof TransportError && !error.maybeSent) {
     const provider = job.provider.toUpperCase();
+    const outage = await outageFallover(context, job, now, `${provider} unreachable (${error.message}), nothing sent`, job.attempts >= MAX_SUBMIT_ATTEMPTS);
+    if (outage.movedOn) return;
     if (job.attempts >= MAX_SUBMIT_ATTEMPTS) {
       await fail(context, job, "failed", "provider_unreachable", `not sent, not charged: ${provider} could not be reached in ${job.attempts} tries (last: ${error.message})`);
       return;
@@ -183,7 +213,7 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
     const nextTryAt = backoff();
     const reason = `${provider} unreachable (${error.message}); try ${job.attempts} of ${MAX_SUBMIT_ATTEMPTS} failed, next try in ${Math.max(1, Math.round((nextTryAt - now) / 1000))} s, at ${new Date(nextTryAt).toISOString().slice(11, 19)} UTC`;
     context.log.warn({ jobId: job.id, provider: job.provider, attempt: job.attempts, nextTryAt: new Date(nextTryAt).toISOString() }, reason);
-    await requeue(context, job, nextTryAt, reason);
+    await requeue(context, job, nextTryAt, reason, undefined, outage.route ? { route: outage.route } : {});
     return;
   }
   if (error instanceof TransportError || error instanceof OutcomeUnknownError) {
@@ -223,13 +253,19 @@ export async function handleSubmitFailure(context: EngineContext, job: Job, erro
         context.haltsChanged();
         return true;
       });
+      // Refused before accepting (no credits, a refused key): nothing was charged, so the next target may take it.
+      if (await fallOver(context, job, "submitting", `${job.provider.toUpperCase()} refused it before accepting (${error.code}: ${error.message})`, detail)) return;
       await fail(context, job, "failed", error.code, error.message, detail);
       return;
     }
-    if (error.detail.retryable && job.attempts < MAX_SUBMIT_ATTEMPTS) {
-      const at = error.detail.retryAfterMs !== undefined ? now + error.detail.retryAfterMs : backoff();
-      await requeue(context, job, at, `provider error ${error.code}, retrying later`, detail, { newKey });
-      return;
+    if (error.detail.retryable) {
+      const outage = await outageFallover(context, job, now, `${job.provider.toUpperCase()} answered ${error.code} before accepting`, job.attempts >= MAX_SUBMIT_ATTEMPTS);
+      if (outage.movedOn) return;
+      if (job.attempts < MAX_SUBMIT_ATTEMPTS) {
+        const at = error.detail.retryAfterMs !== undefined ? now + error.detail.retryAfterMs : backoff();
+        await requeue(context, job, at, `provider error ${error.code}, retrying later`, detail, { newKey, ...(outage.route ? { route: outage.route } : {}) });
+        return;
+      }
     }
     await fail(context, job, "failed", error.code, error.message, detail);
     return;

@@ -234,6 +234,7 @@ function newJobRow(job: NewJob, now: number) {
     budget_id: job.budgetId ?? null,
     budget_held_micro_usd: 0,
     blocked_code: null,
+    route_json: job.route ? JSON.stringify(job.route) : null,
   };
 }
 
@@ -787,6 +788,20 @@ export class KyselyStore implements Store {
       for (const provider of providers.slice(1)) heads = heads.unionAll(head(provider));
       return this.db.selectFrom(heads.as("heads")).selectAll().orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit));
     }, values);
+    return rows.map(rowToJob);
+  }
+
+  async routedQueued(provider: ProviderId, limit: number, scope: JobScope | null = null, after: { nextAttemptAt: number; id: string } | null = null): Promise<Job[]> {
+    // The predicates of jobs_routed_queue (migration 8), so the partial index serves it.
+    let query = this.db
+      .selectFrom("jobs")
+      .selectAll()
+      .where("state", "=", "queued")
+      .where("route_json", "is not", null)
+      .where("provider", "=", provider);
+    if (scope) query = query.where((eb) => inScope(eb, scope));
+    if (after) query = query.where((eb) => afterInQueue(eb, after));
+    const rows = await query.orderBy("next_attempt_at").orderBy("id").limit(limit).execute();
     return rows.map(rowToJob);
   }
 

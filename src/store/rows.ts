@@ -1,4 +1,4 @@
-import type { Job, JobOutput } from "../core/job.js";
+import type { Job, JobOutput, JobRoute } from "../core/job.js";
 import type { ProviderId } from "../providers/adapter.js";
 import type { JobsTable, OutputsTable } from "./schema.js";
 import type { JobPatch } from "./store.js";
@@ -67,6 +67,7 @@ export function rowWithRequestToJob(row: JobsTable, request: Pick<Job, "body" | 
     budgetId: row.budget_id,
     budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
     blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
+    route: row.route_json ? (JSON.parse(row.route_json) as JobRoute) : null,
   };
 }
 
@@ -100,6 +101,14 @@ export function patchToRow(patch: JobPatch): Partial<JobsTable> {
   if (patch.body !== undefined) row.body_json = JSON.stringify(patch.body);
   if (patch.blockedCode !== undefined) row.blocked_code = patch.blockedCode;
   if (patch.outDir !== undefined) row.out_dir = patch.outDir;
+  if (patch.provider !== undefined) row.provider = patch.provider;
+  if (patch.model !== undefined) row.model = patch.model;
+  if (patch.operation !== undefined) row.operation = patch.operation;
+  if (patch.facts !== undefined) row.facts_json = JSON.stringify(patch.facts);
+  if (patch.warnings !== undefined) row.warnings_json = JSON.stringify(patch.warnings);
+  if (patch.estimateMicroUsd !== undefined) row.estimate_micro_usd = patch.estimateMicroUsd;
+  if (patch.estimateSource !== undefined) row.estimate_source = patch.estimateSource;
+  if (patch.route !== undefined) row.route_json = patch.route === null ? null : JSON.stringify(patch.route);
   return row;
 }
 

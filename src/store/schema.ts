@@ -43,6 +43,7 @@ export interface JobsTable {
   budget_id: string | null;
   budget_held_micro_usd: number;
   blocked_code: string | null;
+  route_json: string | null;
 }
 
 export interface JobEventsTable {

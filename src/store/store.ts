@@ -1,4 +1,4 @@
-import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
+import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../providers/adapter.js";
 
 /** See `Store.nextDueAt`: null where nothing is due later. */
@@ -23,6 +23,8 @@ export interface NewJob {
   outDir: string;
   /** The budget its spend counts against, when the command that queued it has one. */
   budgetId?: string | null;
+  /** A common request's route beyond the first target (null or absent: none). */
+  route?: JobRoute | null;
 }
 
 /** Fields the engine may change on a job (with or without a state change). */
@@ -52,6 +54,15 @@ export type JobPatch = Partial<
     | "body"
     | "blockedCode"
     | "outDir"
+    // Moving to the next target of a route (issue 11).
+    | "provider"
+    | "model"
+    | "operation"
+    | "facts"
+    | "warnings"
+    | "estimateMicroUsd"
+    | "estimateSource"
+    | "route"
   >
 >;
 
@@ -256,6 +267,12 @@ export interface Store {
 
   /** Queued jobs that are due, in due order, skipping halted providers; only those in `scope` when given; after `after` for a next page. */
   dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]>;
+  /**
+   * Queued jobs of a common request (with a route) waiting for `provider`,
+   * due or not, in queue order after `after`: what moves to the next target
+   * when that provider is halted. Read once per halt, a page at a time.
+   */
+  routedQueued(provider: ProviderId, limit: number, scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]>;
   /**
    * Takes every slot pool (all or none) and, when the job has a budget, its
    * estimate in that budget (refused past the ceiling), and moves the job

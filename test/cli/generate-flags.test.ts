@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { requestFromFlags, type RequestFlags } from "../../src/cli/generate.js";
+import { requestFromFlags as fromFlags, type RequestFlags } from "../../src/cli/generate.js";
+import type { JobRequest } from "../../src/providers/adapter.js";
 import { inputError } from "../helpers/errors.js";
 
+/** Native flags make a native request. */
+const requestFromFlags = (given: RequestFlags) => fromFlags(given) as JobRequest;
 const flags = (extra: Partial<RequestFlags>): RequestFlags => ({ provider: "d", model: "gen-2-pro", ...extra });
 
 describe("generate: common flags against --input", () => {

@@ -32,6 +32,7 @@ describe("configuration", () => {
       "MEDIAGATE_E_BASE_URL", "MEDIAGATE_E_AUTH_URL", "MEDIAGATE_E_CLIENT_ID", "MEDIAGATE_E_CLIENT_SECRET", "MEDIAGATE_E_SCOPES",
       "MEDIAGATE_F_BASE_URL", "MEDIAGATE_F_API_KEY", "MEDIAGATE_F_CONCURRENCY",
       "MEDIAGATE_LOG_LEVEL",
+      "MEDIAGATE_FALLBACK_AFTER_S",
     ]);
   });
 
@@ -43,12 +44,13 @@ describe("configuration", () => {
       publicUrl: null,
       budgetMicroUsd: null,
       allowPrivateUrls: false,
+      fallbackAfterMs: 60_000,
     });
   });
 
   it("every variable is read from the environment; an empty one counts as unset; others are ignored", () => {
     const env = Object.fromEntries(CONFIG_VARIABLES.map((name) => [name, `value of ${name}`]));
-    const { values } = loadConfig({ env: { ...env, MEDIAGATE_BUDGET_USD: "3", MEDIAGATE_PUBLIC_URL: "https://hooks.example", ...baseUrls(), MEDIAGATE_LOG_LEVEL: "", OTHER: "x" }, cwd: folder });
+    const { values } = loadConfig({ env: { ...env, MEDIAGATE_BUDGET_USD: "3", MEDIAGATE_PUBLIC_URL: "https://hooks.example", MEDIAGATE_FALLBACK_AFTER_S: "30", ...baseUrls(), MEDIAGATE_LOG_LEVEL: "", OTHER: "x" }, cwd: folder });
     for (const name of CONFIG_VARIABLES) {
       if (name === "MEDIAGATE_LOG_LEVEL") expect(values[name]).toBeUndefined();
       else expect(values[name], name).toBeDefined();
@@ -118,6 +120,14 @@ describe("configuration", () => {
     expect(error.variable).toBe("MEDIAGATE_BUDGET_USD");
     expect(error.code).toBe("not_configured");
     expect(error.message).toBe('MEDIAGATE_BUDGET_USD must be a USD amount like 2.50, got "two dollars"');
+  });
+
+  it("MEDIAGATE_FALLBACK_AFTER_S: seconds of outage before a routed job moves to its next target (default 60); anything but a number of seconds is refused naming it", () => {
+    expect(load({ MEDIAGATE_FALLBACK_AFTER_S: "2.5" }).fallbackAfterMs).toBe(2_500);
+    expect(load({ MEDIAGATE_FALLBACK_AFTER_S: "0" }).fallbackAfterMs).toBe(0);
+    for (const value of ["-1", "1m", "soon"]) {
+      expect(() => load({ MEDIAGATE_FALLBACK_AFTER_S: value })).toThrow(`MEDIAGATE_FALLBACK_AFTER_S must be a number of seconds from 0, like 60, got "${value}"`);
+    }
   });
 
   it("private URLs are allowed only by MEDIAGATE_ALLOW_PRIVATE_URLS=1", () => {

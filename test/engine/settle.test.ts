@@ -47,6 +47,7 @@ function contextFor(bed: BBed, signal = new AbortController().signal) {
     clock,
     owner: "mg:test:1:abcdef",
     leaseMs: 30_000,
+    fallbackAfterMs: 60_000,
     log: silentLogger,
     polls: new PollScheduler(store),
     outputs: localFolderOutputs,

@@ -74,6 +74,7 @@ function bed(options: { store?: Store; signal?: AbortSignal; adapter?: ProviderA
     clock,
     owner: OWNER,
     leaseMs: 30_000,
+    fallbackAfterMs: 60_000,
     log: createLogger({ level: "info", secrets: () => [], destination }),
     polls: new PollScheduler(store),
     outputs: localFolderOutputs,

@@ -5,6 +5,7 @@ import { migration004 } from "./004_submit_sent_at.js";
 import { migration005 } from "./005_budgets_and_scope.js";
 import { migration006 } from "./006_webhook_rejections.js";
 import { migration007 } from "./007_hot_path_indexes.js";
+import { migration008 } from "./008_job_route.js";
 
 export interface Migration {
   version: number;
@@ -14,4 +15,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008];
