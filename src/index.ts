@@ -13,8 +13,8 @@ import { DEFAULT_STOP_TIMEOUT_S, stopWithin } from "./cli/stop.js";
 import type { Estimate, JobRequest, ValidatedRequest } from "./providers/adapter.js";
 import type { CommonRequest, CommonTask } from "./core/common-request.js";
 import type { JobRoute } from "./core/job.js";
-import { jobRouteOf, planRoute, routedRequestFrom, type RouteBy } from "./engine/route.js";
-import { readImageAs } from "./cli/prepare.js";
+import { jobRouteOf, planRoute, routedRequestFrom, type RouteBy, type TargetVerdict } from "./engine/route.js";
+import { readImageAs, sameRequest } from "./cli/prepare.js";
 import { createProviderRegistry, type ProviderEntry } from "./providers/registry.js";
 import { outputFolderProblem } from "./outputs/local-folder.js";
 import { openStore } from "./store/open.js";
@@ -169,8 +169,9 @@ export class Mediagate {
     let validated: ValidatedRequest;
     let estimate: Estimate;
     let route: JobRoute | null = null;
+    let verdicts: TargetVerdict[] | undefined;
     if ("task" in request) {
-      ({ validated, estimate, route } = await this.prepareRouted(request, committed));
+      ({ validated, estimate, route, verdicts } = await this.prepareRouted(request, committed));
     } else {
       const prepared = await this.prepare(request);
       if (prepared.entry.missing.length) {
@@ -208,6 +209,10 @@ export class Mediagate {
       ],
       now,
     );
+    if (!result!.created && !sameRequest(result!.job, { validated, ...(verdicts ? { route: { order: [], verdicts, fallbackOnFailure: false } } : {}) })) {
+      // The ref is taken by another request: returning that job would hand back a result that was not asked for.
+      throw new InputError("ref", `"${result!.job.ref}" is already used by job ${result!.job.id} with a different request; refs are unique in a store`, "a new ref, or the same request to resume it");
+    }
     this.engine.wake();
     return result!.job;
   }

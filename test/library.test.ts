@@ -98,6 +98,23 @@ for (const makeLocation of locations) {
       expect((await gate.wait(first.id)).state).toBe("succeeded");
       expect(await gate.list()).toHaveLength(1);
       expect(world!.submits()).toBe(1);
+      // The ref names that request: another request under it is refused, not answered with the stored job's result.
+      const other = await gate.submit(pro("twice"), { ref: "once" }).catch((error: unknown) => error);
+      expect(other).toBeInstanceOf(InputError);
+      expect((other as InputError).field).toBe("ref");
+      expect((other as InputError).reason).toMatch(/already used by job .* with a different request/);
+    });
+
+    it("a common request (task, prompt, size, model or route) is routed and queued like a native one; its ref resumes it", async () => {
+      const gate = await open();
+      const common = { task: "image" as const, prompt: "a common fox", size: "1000x750", route: ["c/v6", "d/gen-2-pro"] };
+      const job = await gate.submit(common, { ref: "common-fox" });
+      expect(job).toMatchObject({ provider: "d", model: "gen-2-pro", body: { width: 1008, height: 752 }, route: { current: "d/gen-2-pro", next: [] } });
+      expect(job.warnings).toContain("size 1000x750 sent as width 1008, height 752 (D takes multiples of 16 from 64)");
+      expect((await gate.submit(common, { ref: "common-fox" })).id).toBe(job.id);
+      expect((await gate.wait(job.id)).state).toBe("succeeded");
+      expect(world!.submits()).toBe(1);
+      expect(await gate.quote(common)).toMatchObject({ target: "d/gen-2-pro", microUsd: 30_000 });
     });
 
     it("quote gives the estimate and its source without storing or sending anything", async () => {

@@ -9,7 +9,8 @@ export interface JobJson {
   model: string;
   state: string;
   provider_job_id: string | null;
-  outputs: Array<{ path: string; url: string; content_type: string; bytes: number; sha256: string }>;
+  /** `width`/`height` (images, videos) and `duration_s` (videos) as read from the saved bytes; `seed` as the provider reported it, else as sent. */
+  outputs: Array<{ path: string; url: string; content_type: string; bytes: number; sha256: string; width?: number; height?: number; duration_s?: number; seed?: number }>;
   error: { code: string; message: string } | null;
   cost: { estimate_micro_usd: number | null; charge_micro_usd: number | null; source: string };
   /** A common request's target now (`d/gen-2-pro`), and every target tried, in order, the last being this one. Absent for native jobs. */
@@ -31,6 +32,8 @@ export function jobJson(job: Job, outputs: JobOutput[]): JobJson {
       content_type: output.contentType,
       bytes: output.bytes,
       sha256: output.sha256,
+      ...output.media,
+      ...seedOf(output.metadata, job.body),
     })),
     error: job.error ? { code: job.error.code, message: job.error.message } : null,
     cost: {
@@ -48,6 +51,11 @@ export function jobJson(job: Job, outputs: JobOutput[]): JobJson {
         }
       : {}),
   };
+}
+
+function seedOf(metadata: Record<string, unknown>, body: Record<string, unknown>): { seed?: number } {
+  if (typeof metadata.seed === "number") return { seed: metadata.seed };
+  return typeof body.seed === "number" ? { seed: body.seed } : {};
 }
 
 export function costText(job: Pick<Job, "estimateMicroUsd" | "chargeMicroUsd">): string {

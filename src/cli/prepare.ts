@@ -170,7 +170,7 @@ function sameTarget(job: Job, validated: ValidatedRequest): boolean {
 }
 
 /** A stored job is this request when it is what the request sends; for a common request, what it sends to any target of its route (routing may choose another one now: a halt, the budget). */
-function sameRequest(job: Job, prepared: PreparedJob): boolean {
+export function sameRequest(job: Job, prepared: Pick<PreparedJob, "validated" | "route">): boolean {
   if (!prepared.route) return sameTarget(job, prepared.validated);
   return prepared.route.verdicts.some((verdict) => verdict.validated !== null && sameTarget(job, verdict.validated));
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { prepareBatch } from "./batch.js";
-import { addRequestFlags, requestFromFlags, type RequestFlags } from "./generate.js";
+import { addRequestFlags, requestFromFlags, routeText, type RequestFlags } from "./generate.js";
 import { prepareJob, type PreparedJob } from "./prepare.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 
@@ -28,13 +28,29 @@ export function registerQuote(program: Command, globals: () => GlobalOptions): v
           `${JSON.stringify({
             total_micro_usd: total,
             unpriced,
-            jobs: prepared.map((item) => ({ ref: item.ref, provider: item.validated.provider, model: item.validated.model, estimate_micro_usd: item.estimate.microUsd, source: item.estimate.source, warnings: item.validated.warnings })),
+            jobs: prepared.map((item) => ({
+              ref: item.ref,
+              provider: item.validated.provider,
+              model: item.validated.model,
+              estimate_micro_usd: item.estimate.microUsd,
+              source: item.estimate.source,
+              warnings: item.validated.warnings,
+              // A common request: the target chosen, those after it, and why any other cannot take it.
+              ...(item.route
+                ? {
+                    target: item.route.order[0]!.target.name,
+                    route: item.route.order.map((entry) => ({ target: entry.target.name, estimate_micro_usd: entry.estimate.microUsd })),
+                    ineligible: item.route.verdicts.filter((verdict) => !verdict.eligible).map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
+                  }
+                : {}),
+            })),
           })}\n`,
         );
         return;
       }
       for (const item of prepared) {
         for (const warning of item.validated.warnings) process.stderr.write(`mediagate: warning (${item.origin}): ${warning}\n`);
+        if (item.route && prepared.length === 1) process.stderr.write(routeText(item.route));
         if (prepared.length === 1) {
           process.stdout.write(`${item.estimate.microUsd === null ? "unpriced" : formatMicroUsd(item.estimate.microUsd)}  ${item.estimate.source}\n`);
         }

@@ -197,3 +197,18 @@ export function checkCommonRequest(request: CommonRequest): void {
     throw new InputError("prompt", "is required (a video may instead start from first_frame)");
   }
 }
+
+/**
+ * What a target does with a common request, for `mediagate models`: its task,
+ * what it makes of each common field it honours (values, rounding, limits),
+ * the fields it refuses, and how its price is formed. Written beside each
+ * provider's `fromCommon`, which it describes.
+ */
+export interface CommonCapabilities {
+  task: CommonTask;
+  /** Each honoured field, with the values it takes and how they are sent. */
+  honours: Partial<Record<CommonField, string>>;
+  /** Fields this target never honours, with why (a request setting one is not sent here). */
+  refuses: Partial<Record<CommonField, string>>;
+  priceBasis: string;
+}

@@ -1,4 +1,5 @@
 import type { ProviderId } from "../providers/adapter.js";
+import type { MediaFacts } from "./media-facts.js";
 
 /**
  * Job states (DESIGN.md). Waiting for a slot, a rate token or budget is a
@@ -30,15 +31,19 @@ export function isTerminal(state: JobState): boolean {
 }
 
 /**
- * Allowed transitions. Two moves go beyond DESIGN.md's diagram, both needed by
- * the spec: submitting → queued (the provider pushed back — D 429, C 500044 —
- * or refused the connection, so nothing was created and the job waits for a
- * slot again), and unknown_submission → queued (only by `mediagate resubmit`).
+ * Allowed transitions. Three moves go beyond DESIGN.md's diagram: submitting →
+ * queued (the provider pushed back — D 429, C 500044 — or refused the
+ * connection, so nothing was created and the job waits for a slot again; or,
+ * for a common request, it refused before accepting and the job goes to the
+ * next target of its route), unknown_submission → queued (only by `mediagate
+ * resubmit`), and running → queued (a common request with
+ * `fallback_on_failure` whose generation failed at no cost, issue 11).
  */
 const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   queued: ["submitting", "cancelled", "failed"],
   submitting: ["running", "failed", "unknown_submission", "queued"],
-  running: ["capturing", "failed", "cancelled", "expired"],
+  // running → queued: a routed job with fallback_on_failure whose generation failed at no cost goes to its next target.
+  running: ["capturing", "failed", "cancelled", "expired", "queued"],
   capturing: ["succeeded", "failed"],
   succeeded: [],
   failed: [],
@@ -65,7 +70,10 @@ export interface JobOutput {
   contentType: string;
   bytes: number;
   sha256: string;
+  /** What the provider said of this output (seed, alt text, …), as kept in the .json beside the file. */
   metadata: Record<string, unknown>;
+  /** What the saved bytes say (width, height, a video's duration_s), where mediagate can read them. */
+  media: MediaFacts;
 }
 
 /** Charge states: `computed` (by formula, for providers that report none), or B's billing states. */

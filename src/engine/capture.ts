@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { ProviderError } from "../core/errors.js";
+import { mediaFactsOf } from "../core/media-facts.js";
 import type { Job, JobOutput } from "../core/job.js";
 import { OutputSaveError } from "../outputs/local-folder.js";
 import type { ProviderStatus } from "../providers/adapter.js";
@@ -91,6 +92,8 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
         bytes: response.body.length,
         sha256: createHash("sha256").update(response.body).digest("hex"),
         metadata: output.metadata ?? {},
+        // What the bytes themselves say (an image's size, a video's size and length), apart from what the provider said.
+        media: mediaFactsOf(response.body, contentType),
       });
     }
   } catch (error) {

@@ -41,7 +41,7 @@ export function parseTarget(text: string, field: string): RouteTarget {
 /** What routing needs of the world: each provider's adapter and configuration, calls for the providers that read first (B), halts, the budget. */
 export interface RouteWorld {
   adapter(provider: ProviderId): { adapter: ProviderAdapter | null; missing: readonly string[] };
-  /** A context for a configured provider's reads before anything is sent (B's catalog, B's quote). */
+  /** A context for a configured provider that is read before anything is sent (`prefetch`: B's catalog; its estimate is B's quote). */
   context(provider: ProviderId): Promise<CallContext>;
   /** Providers halted now (out of credits, refused key), with why. */
   halted(): Promise<ReadonlyMap<ProviderId, string>>;
@@ -95,13 +95,17 @@ async function judge(common: CommonRequest, target: RouteTarget, world: RouteWor
   if (!adapter) return refused(`provider ${target.provider.toUpperCase()} is not supported by this version of mediagate`);
   if (!adapter.fromCommon) return refused(`provider ${target.provider.toUpperCase()} takes native requests only`);
   if (missing.length > 0) return refused(`provider ${target.provider.toUpperCase()} is not configured (set ${missing.join(", ")})`);
-  const context = await world.context(target.provider);
-  const stub: JobRequest = { provider: target.provider, model: target.model, ...(target.operation !== undefined ? { operation: target.operation } : {}), input: {} };
-  try {
-    if (adapter.prefetch) await adapter.prefetch(stub, context);
-  } catch (error) {
-    if (error instanceof MediagateError) return refused(error.message);
-    throw error;
+  // A provider whose rules live with it (B's catalog) is read first; its estimate is its quote, made with the same context.
+  let context: CallContext | undefined;
+  if (adapter.prefetch) {
+    const stub: JobRequest = { provider: target.provider, model: target.model, ...(target.operation !== undefined ? { operation: target.operation } : {}), input: {} };
+    try {
+      context = await world.context(target.provider);
+      await adapter.prefetch(stub, context);
+    } catch (error) {
+      if (error instanceof MediagateError) return refused(error.message);
+      throw error;
+    }
   }
   let mapping: ReturnType<NonNullable<ProviderAdapter["fromCommon"]>>;
   try {

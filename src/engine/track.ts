@@ -6,6 +6,7 @@ import type { ProviderStatus, Submitted } from "../providers/adapter.js";
 import { TransportError } from "../providers/http.js";
 import { captureOutputs } from "./capture.js";
 import { chargeAtEnd } from "./charge.js";
+import { fallOver } from "./fallover.js";
 import { type EngineContext, limitsOf, validatedOf } from "./context.js";
 
 /**
@@ -119,10 +120,20 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
     case "expired": {
       const to = status.kind === "failed" ? "failed" : status.kind;
       const code = status.kind === "failed" ? status.code : status.kind === "expired" ? "provider_expired" : "provider_cancelled";
-      const message = status.kind === "failed" ? status.message : `provider reported ${status.providerStatus}`;
+      let message = status.kind === "failed" ? status.message : `provider reported ${status.providerStatus}`;
       // A capturing job was reported done, so it was charged as a success: a later read that says otherwise
       // (the task expired or was removed before its result was saved) does not undo that charge.
       const charged = job.state === "capturing" ? await succeededOutcome(context, job, status.raw) : status;
+      if (status.kind === "failed" && job.state === "running" && job.route?.fallbackOnFailure && job.route.next.length > 0) {
+        // fallback_on_failure: the generation failed after the provider accepted it. The job counts one charge and its
+        // budget holds this attempt's estimate until its charge is known, so it moves on only when this attempt is known
+        // to have cost nothing (no settlement to wait for, charge 0); otherwise the next target could pass the budget.
+        const cost = adapter.settle ? null : adapter.charge(request, status).microUsd;
+        if (cost === 0 && (await fallOver(context, job, "running", `${job.provider.toUpperCase()} failed the generation (${code}: ${message}), which cost nothing; fallback_on_failure`, { raw: status.raw }))) {
+          return;
+        }
+        message = `${message}; not moved to ${job.route.next[0]!.name}: ${adapter.settle ? `${job.provider.toUpperCase()} settles its charge later` : `whether ${job.provider.toUpperCase()} charges a failed generation is not known`}, and a second attempt could be paid on top of it`;
+      }
       const charge = chargeAtEnd(adapter, request, charged, job, after);
       const target = job.state === "capturing" ? "failed" : to;
       const moved = await store.transition(

@@ -90,7 +90,8 @@ class Tally {
     const before = this.briefs.get(id);
     if (before && !force && before.updatedAt > brief.updatedAt) return "stale";
     this.briefs.set(id, { state: brief.state, provider: brief.provider, blockedCode: brief.blockedCode, updatedAt: brief.updatedAt });
-    if (before && before.state === brief.state && before.blockedCode === brief.blockedCode) return "same";
+    // A routed job moved to its next target stays queued but is counted under another provider (one may be halted).
+    if (before && before.state === brief.state && before.blockedCode === brief.blockedCode && before.provider === brief.provider) return "same";
     if (before) this.count(before, -1);
     this.count(brief, 1);
     return "moved";
@@ -225,7 +226,7 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
   const takeIn = async (briefs: readonly JobBrief[], force = false) => {
     const news = briefs.filter((brief) => {
       const known = tally.known(brief.id);
-      const changed = !known || known.state !== brief.state || known.blockedCode !== brief.blockedCode;
+      const changed = !known || known.state !== brief.state || known.blockedCode !== brief.blockedCode || known.provider !== brief.provider;
       return watched.has(brief.id) && changed && (force || !known || known.updatedAt <= brief.updatedAt);
     });
     if (news.length === 0) return;

@@ -1,5 +1,5 @@
 import type { Clock } from "../core/clock.js";
-import type { CommonMapping, CommonRequest } from "../core/common-request.js";
+import type { CommonCapabilities, CommonMapping, CommonRequest } from "../core/common-request.js";
 import type { ProviderHttp } from "./http.js";
 
 export type ProviderId = "a" | "b" | "c" | "d" | "e" | "f";
@@ -191,6 +191,8 @@ export interface ProviderAdapter {
    * Absent: the provider takes native requests only.
    */
   fromCommon?(request: CommonRequest, target: CommonTarget): CommonMapping<JobRequest>;
+  /** What `fromCommon` honours for `model` (`mediagate models`), without asking the provider; null when the model takes no common request. */
+  commonCapabilities?(model: string): CommonCapabilities | null;
   /** Throws InputError(field, reason, allowed). Pure: no I/O (what it needs was fetched by `prefetch`). */
   validate(request: JobRequest): ValidatedRequest;
   /** The context is given when the estimate comes from the provider (B's quote). */

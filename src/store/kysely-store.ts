@@ -524,6 +524,7 @@ export class KyselyStore implements Store {
             bytes: output.bytes,
             sha256: output.sha256,
             metadata_json: JSON.stringify(output.metadata),
+            media_json: JSON.stringify(output.media),
             saved_at: now,
           })
           .onConflict((conflict) => conflict.columns(["job_id", "idx"]).doUpdateSet({
@@ -533,6 +534,7 @@ export class KyselyStore implements Store {
             bytes: output.bytes,
             sha256: output.sha256,
             metadata_json: JSON.stringify(output.metadata),
+            media_json: JSON.stringify(output.media),
             saved_at: now,
           }))
           .execute();
@@ -593,6 +595,7 @@ export class KyselyStore implements Store {
         [`o${index}_bytes`, output.bytes],
         [`o${index}_sha256`, output.sha256],
         [`o${index}_metadata`, JSON.stringify(output.metadata)],
+        [`o${index}_media`, JSON.stringify(output.media)],
       ]),
     );
     const event = eventRow(jobId, now, null, to, reason, detail);
@@ -612,10 +615,10 @@ export class KyselyStore implements Store {
         if (releasing) parts.push(sql`released as (delete from slot_holds where job_id in (select id from updated))`);
         if (outputs.length > 0) {
           const rows = sql.join(
-            outputs.map((_, index) => sql`(${sql.join([sql`cast(${slot(`o${index}_idx`)} as integer)`, text(`o${index}_path`), text(`o${index}_url`), text(`o${index}_type`), bigint(`o${index}_bytes`), text(`o${index}_sha256`), text(`o${index}_metadata`)])})`),
+            outputs.map((_, index) => sql`(${sql.join([sql`cast(${slot(`o${index}_idx`)} as integer)`, text(`o${index}_path`), text(`o${index}_url`), text(`o${index}_type`), bigint(`o${index}_bytes`), text(`o${index}_sha256`), text(`o${index}_metadata`), text(`o${index}_media`)])})`),
           );
           parts.push(
-            sql`saved as (insert into outputs (job_id, idx, path, url, content_type, bytes, sha256, metadata_json, saved_at) select updated.id, o.idx, o.path, o.url, o.content_type, o.bytes, o.sha256, o.metadata_json, ${bigint("at")} from updated cross join (values ${rows}) as o (idx, path, url, content_type, bytes, sha256, metadata_json) on conflict (job_id, idx) do update set path = excluded.path, url = excluded.url, content_type = excluded.content_type, bytes = excluded.bytes, sha256 = excluded.sha256, metadata_json = excluded.metadata_json, saved_at = excluded.saved_at)`,
+            sql`saved as (insert into outputs (job_id, idx, path, url, content_type, bytes, sha256, metadata_json, media_json, saved_at) select updated.id, o.idx, o.path, o.url, o.content_type, o.bytes, o.sha256, o.metadata_json, o.media_json, ${bigint("at")} from updated cross join (values ${rows}) as o (idx, path, url, content_type, bytes, sha256, metadata_json, media_json) on conflict (job_id, idx) do update set path = excluded.path, url = excluded.url, content_type = excluded.content_type, bytes = excluded.bytes, sha256 = excluded.sha256, metadata_json = excluded.metadata_json, media_json = excluded.media_json, saved_at = excluded.saved_at)`,
           );
         }
         if (extras.ledger) {

@@ -1,4 +1,5 @@
 import type { Job, JobOutput, JobRoute } from "../core/job.js";
+import type { MediaFacts } from "../core/media-facts.js";
 import type { ProviderId } from "../providers/adapter.js";
 import type { JobsTable, OutputsTable } from "./schema.js";
 import type { JobPatch } from "./store.js";
@@ -121,5 +122,6 @@ export function rowToOutput(row: OutputsTable): JobOutput {
     bytes: toNumber(row.bytes),
     sha256: row.sha256,
     metadata: JSON.parse(row.metadata_json) as Record<string, unknown>,
+    media: row.media_json ? (JSON.parse(row.media_json) as MediaFacts) : {},
   };
 }

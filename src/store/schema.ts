@@ -66,6 +66,7 @@ export interface OutputsTable {
   sha256: string;
   metadata_json: string;
   saved_at: number;
+  media_json: string | null;
 }
 
 export interface SlotPoolsTable {

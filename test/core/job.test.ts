@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { canTransition, isTerminal, JOB_STATES, type JobState, TERMINAL_STATES } from "../../src/core/job.js";
 
-/** DESIGN.md's diagram, plus submitting → queued (pushed back, nothing created) and unknown_submission → queued (`mediagate resubmit`). */
+/**
+ * DESIGN.md's diagram, plus submitting → queued (pushed back, nothing created; or a routed job refused before accepting,
+ * moving to its next target), unknown_submission → queued (`mediagate resubmit`) and running → queued (a routed job with
+ * fallback_on_failure whose generation failed at no cost).
+ */
 const ALLOWED: Record<JobState, JobState[]> = {
   queued: ["submitting", "cancelled", "failed"],
   submitting: ["running", "failed", "unknown_submission", "queued"],
-  running: ["capturing", "failed", "cancelled", "expired"],
+  running: ["capturing", "failed", "cancelled", "expired", "queued"],
   capturing: ["succeeded", "failed"],
   succeeded: [],
   failed: [],
@@ -40,9 +44,9 @@ describe("job states", () => {
     expect(JOB_STATES.filter((to) => canTransition("unknown_submission", to))).toEqual(["queued"]);
   });
 
-  it("a job pushed back while submitting returns to the queue; a running job never does", () => {
+  it("a job pushed back while submitting returns to the queue; a running one only to move to its route's next target after a failed generation (fallback_on_failure); a capturing one never (it was rendered and charged)", () => {
     expect(canTransition("submitting", "queued")).toBe(true);
-    expect(canTransition("running", "queued")).toBe(false);
+    expect(canTransition("running", "queued")).toBe(true);
     expect(canTransition("capturing", "queued")).toBe(false);
   });
 });

@@ -34,8 +34,9 @@ describe("mediagate generate on D (CLI against the sandbox over loopback)", () =
     expect(job).toMatchObject({ ref: "lighthouse", provider: "d", model: "gen-2-pro", state: "succeeded", error: null });
     const outputs = job.outputs as Array<{ path: string; sha256: string; content_type: string; bytes: number; url: string }>;
     expect(outputs).toHaveLength(1);
-    expect(Object.keys(outputs[0]!)).toEqual(["path", "url", "content_type", "bytes", "sha256"]);
-    expect(outputs[0]!.content_type).toBe("image/png");
+    expect(Object.keys(outputs[0]!)).toEqual(["path", "url", "content_type", "bytes", "sha256", "width", "height", "seed"]);
+    // The size read from the saved file, and the seed that was sent.
+    expect(outputs[0]).toMatchObject({ content_type: "image/png", width: 1024, height: 768, seed: 7 });
     expect(sha256File(outputs[0]!.path)).toBe(outputs[0]!.sha256);
     expect(job.cost).toMatchObject({ estimate_micro_usd: 30_000, charge_micro_usd: 30_000 });
   });

@@ -23,3 +23,31 @@ describe("mediagate models", () => {
     expect(result.stderr).toMatch(/--provider: unknown provider "z" \(allowed: a, b, c, d, e, f\)/);
   });
 });
+
+describe("mediagate models --task", () => {
+  it("lists every target of a common request of that task, with what it honours and refuses and its price basis, with no network", async () => {
+    const image = await runCli(["models", "--task", "image", "--json"], { env: {} });
+    expect(image.code, image.stderr).toBe(0);
+    const rows = image.stdout.trim().split("\n").map((line) => JSON.parse(line) as { target: string; task: string; honours: Record<string, string>; refuses: Record<string, string>; price_basis: string });
+    expect(rows.every((row) => row.task === "image")).toBe(true);
+    expect(rows.map((row) => row.target)).toEqual(expect.arrayContaining(["d/gen-2-pro", "d/gen-2-compact-4b", "e/v3", "e/v4", "f/<model>"]));
+    const pro = rows.find((row) => row.target === "d/gen-2-pro")!;
+    expect(pro.honours.size).toMatch(/multiple of 16/);
+    expect(pro.honours.images).toMatch(/up to 8 reference images/);
+    expect(rows.find((row) => row.target === "d/gen-2-compact-4b")!.honours.images).toMatch(/up to 4 reference images/);
+    expect(pro.price_basis).toMatch(/per megapixel/);
+    expect(rows.find((row) => row.target === "f/<model>")!.refuses.seed).toMatch(/no seed field/);
+    const video = await runCli(["models", "--task", "video"], { env: {} });
+    expect(video.code, video.stderr).toBe(0);
+    expect(video.stdout).toMatch(/^c\/v6 \(video; not configured\)$/m);
+    expect(video.stdout).toMatch(/^ {2}duration_s: 5 s only/m);
+    expect(video.stdout).toMatch(/^b\/<vendor>\/<model>\/<function> \(video/m);
+    expect(video.stdout).not.toMatch(/^d\//m);
+  });
+
+  it("an unknown --task is refused naming the flag (exit 2)", async () => {
+    const result = await runCli(["models", "--task", "audio"], { env: {} });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--task: unknown task "audio" \(allowed: image, video\)/);
+  });
+});

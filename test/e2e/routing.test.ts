@@ -30,6 +30,8 @@ describe("common requests routed over providers (real sandbox over loopback)", (
     expect(job.attempts!.map((attempt) => attempt.target)).toEqual(["d/gen-2-pro", "f/img-v2"]);
     expect(job.attempts![0]!.outcome).toMatch(/D refused it before accepting \(insufficient_credits/);
     expect(job.outputs).toHaveLength(1);
+    // The output says what it is, read from its bytes.
+    expect(job.outputs[0]).toMatchObject({ content_type: "image/png", width: 1024, height: 768 });
     // D refused (402) and made nothing; F made the one image.
     expect(emulators.d.rejected402Count).toBe(1);
     expect(emulators.d.jobs).toHaveLength(0);
@@ -94,5 +96,83 @@ describe("common requests routed over providers (real sandbox over loopback)", (
     expect(result.stderr).toMatch(/d\/gen-2-pro cannot take it: provider D is halted \(insufficient_credits/);
     expect((JSON.parse(result.stdout.trim()) as JobJson).provider).toBe("f");
     expect(emulators.d.submitCount).toBe(0);
+  });
+
+  it("routing: fallback_on_failure moves a generation that failed at no cost (C's moderation failure, refunded) to the next target; the attempt keeps C's task id", async () => {
+    const { emulators, world } = await allProviders({ c: { renderMs: 500 }, b: { queueTimeMs: 100, renderTimeMs: { minMs: 300, maxMs: 500 } } });
+    emulators.c.injectOutcome(7);
+    const file = `${world.folder}/kite.jsonl`;
+    const line = { ref: "kite-1", task: "video", prompt: "a kite over dunes", duration_s: 5, resolution: "720p", route: ["c/v6", "b/vendorx/video-2.5/text-to-video"], fallback_on_failure: true };
+    writeFileSync(file, `${JSON.stringify(line)}\n`);
+    const result = await runCli(["batch", file, "--json"], { env: world.env, timeoutMs: 90_000 });
+    expect(result.code, result.stderr).toBe(0);
+    const job = JSON.parse(result.stdout.trim().split("\n").at(-1)!) as JobJson;
+    expect(job).toMatchObject({ state: "succeeded", provider: "b", target: "b/vendorx/video-2.5/text-to-video" });
+    expect(job.attempts![0]).toMatchObject({ target: "c/v6", provider: "c", provider_job_id: emulators.c.tasks()[0]!.videoId });
+    expect(job.attempts![0]!.outcome).toMatch(/C failed the generation \(moderation_failed.*which cost nothing; fallback_on_failure/);
+    expect(emulators.c.tasks()).toHaveLength(1);
+    expect(job.outputs[0]!.content_type).toBe("video/mp4");
+    expect(job.outputs[0]!.duration_s).toBeGreaterThan(0);
+    expect(job.outputs[0]!.width).toBeGreaterThan(0);
+  });
+
+  it("routing: without fallback_on_failure a failed generation ends the job; with it, a failure whose cost is not known (D) ends it too, saying why it was not moved", async () => {
+    const { emulators, world } = await allProviders({ d: { renderTimeMs: { minMs: 200, maxMs: 300 } } });
+    emulators.d.failNextJobs("Failed", 2);
+    const file = `${world.folder}/fail.jsonl`;
+    const base = { task: "image", prompt: "a fox", size: "512x512", route: ["d/gen-2-pro", "d/gen-2-flex"] };
+    writeFileSync(file, `${JSON.stringify({ ref: "plain", ...base })}\n${JSON.stringify({ ref: "asked", ...base, fallback_on_failure: true })}\n`);
+    const result = await runCli(["batch", file, "--json"], { env: world.env, timeoutMs: 60_000 });
+    const jobs = result.stdout.trim().split("\n").map((text) => JSON.parse(text) as JobJson);
+    const byRef = new Map(jobs.map((job) => [job.ref, job]));
+    expect(byRef.get("plain")).toMatchObject({ state: "failed", model: "gen-2-pro" });
+    expect(byRef.get("asked")).toMatchObject({ state: "failed", model: "gen-2-pro" });
+    expect(byRef.get("asked")!.error!.message).toMatch(/not moved to d\/gen-2-flex: whether D charges a failed generation is not known/);
+    // Two D tasks, both gen-2-pro: nothing was sent to the second target.
+    expect(emulators.d.jobs.map((made) => made.endpoint)).toEqual(["gen-2-pro", "gen-2-pro"]);
+  });
+
+  it("routing: a target failing before accepting for longer than MEDIAGATE_FALLBACK_AFTER_S (an outage: 503s) hands the job to the next target; nothing was created at the first", async () => {
+    const { emulators, world } = await allProviders({ f: { renderMs: { min: 200, max: 400 } } });
+    world.sandbox.context.faults.add({ provider: "d", method: "POST", fault: { kind: "status", status: 503, body: { detail: "down for maintenance" } } });
+    const started = Date.now();
+    const result = await runCli(["generate", ...FOX, "--route", "d/gen-2-pro,f/img-v2", "--json"], { env: { ...world.env, MEDIAGATE_FALLBACK_AFTER_S: "1" }, timeoutMs: 60_000 });
+    expect(result.code, result.stderr).toBe(0);
+    const job = JSON.parse(result.stdout.trim()) as JobJson;
+    expect(job).toMatchObject({ state: "succeeded", provider: "f" });
+    expect(job.attempts![0]!.outcome).toMatch(/D answered .* before accepting \(failing for \d+ s, longer than the fallback bound of 1 s\)/);
+    const submitsToD = world.sandbox.context.requests.count((entry) => entry.provider === "d" && entry.method === "POST");
+    expect(submitsToD).toBeGreaterThanOrEqual(2);
+    expect(emulators.d.jobs).toHaveLength(0);
+    // Moved on after about the bound, not after every retry (8 tries with backoff take far longer).
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it("routing: when a provider runs out of credits mid-batch, the routed jobs still queued for it move to the next target at once; the ones it accepted stay", async () => {
+    // D takes one task at a time and has credits for two 1 MP images.
+    const { emulators, world } = await allProviders({ d: { balanceMicroUsd: 60_000, renderTimeMs: { minMs: 200, maxMs: 300 } }, f: { renderMs: { min: 200, max: 400 } } });
+    const file = `${world.folder}/credits.jsonl`;
+    const lines = Array.from({ length: 5 }, (_, index) => JSON.stringify({ ref: `fox-${index}`, task: "image", prompt: `fox ${index}`, size: "1024x1024", route: ["d/gen-2-pro", "f/img-v2"] }));
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    const result = await runCli(["batch", file, "--json"], { env: { ...world.env, MEDIAGATE_D_CONCURRENCY: "1" }, timeoutMs: 20_000 });
+    expect(result.code, result.stderr).toBe(0);
+    const jobs = result.stdout.trim().split("\n").map((text) => JSON.parse(text) as JobJson);
+    expect(jobs.every((job) => job.state === "succeeded")).toBe(true);
+    expect(jobs.filter((job) => job.provider === "d")).toHaveLength(2);
+    expect(jobs.filter((job) => job.provider === "f")).toHaveLength(3);
+    expect(emulators.d.jobs).toHaveLength(2);
+    // One submit was refused (402) and halted D; the two jobs still queued then were moved without asking D.
+    expect(emulators.d.rejected402Count).toBe(1);
+    const store = await openStore(world.env.MEDIAGATE_STORE!);
+    try {
+      const movedFrom = new Map<string, string | null>();
+      for (const job of jobs.filter((each) => each.provider === "f")) {
+        const fallover = (await store.events(job.id)).find((event) => (event.detail as { fallover?: unknown } | null)?.fallover !== undefined);
+        movedFrom.set(job.ref, fallover?.fromState ?? null);
+      }
+      expect([...movedFrom.values()].sort()).toEqual(["queued", "queued", "submitting"]);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -153,7 +153,9 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     // an idle tick (500 ms), across the naps between D's polls, not read again after every nap.
     const otherQueueReads = full.filter((statement) => /"next_attempt_at" <= \?/.test(statement.sql) && statement.parameters.includes("a"));
     expect(otherQueueReads.length).toBeGreaterThanOrEqual(Math.floor(fullForMs / 500) / 2);
-    expect(otherQueueReads.length).toBeLessThanOrEqual(Math.ceil(fullForMs / 500) + 2);
+    // (A few more on a loaded machine: at time scale 20 a pass that outlasts the 25 real ms of a trusted window reads
+    // again. Read after every nap, they would be several times this: D's 24 jobs are polled every few hundred ms.)
+    expect(otherQueueReads.length).toBeLessThanOrEqual(Math.ceil(fullForMs / 500) + 5);
     // Claims: 24 taken and the 25th refused in the first pass, then one refused claim a look.
     const claims = full.filter((statement) => /^select \* from "slot_pools" where "pool_key" = \?/.test(statement.sql)).length;
     expect(claims).toBeGreaterThanOrEqual(25);

@@ -14,7 +14,7 @@ import { newDJob, storeFactories } from "../helpers/stores.js";
 const POOL = [{ key: "d:account", capacity: 1 }];
 
 function output(index: number): JobOutput {
-  return { index, path: `/tmp/out/${index}.png`, url: `https://d.example/r/${index}`, contentType: "image/png", bytes: 1_000 + index, sha256: `${index}`.repeat(64), metadata: { seed: index } };
+  return { index, path: `/tmp/out/${index}.png`, url: `https://d.example/r/${index}`, contentType: "image/png", bytes: 1_000 + index, sha256: `${index}`.repeat(64), metadata: { seed: index }, media: { width: 64 + index, height: 48 } };
 }
 
 interface Opened {

@@ -14,7 +14,7 @@ import type {
   WebhookDelivery,
   WebhookVerdict,
 } from "../adapter.js";
-import { aFromCommon } from "./common.js";
+import { A_COMMON_CAPABILITIES, aFromCommon } from "./common.js";
 import { errorFromAnswer } from "./errors.js";
 import { DEFAULT_NEWEST_GENERATION, parseGeneration } from "./models.js";
 import { aEndpoints, type APlan } from "./paths.js";
@@ -97,6 +97,7 @@ export function createAAdapter(config: AAdapterConfig): ProviderAdapter {
     modelNaming: "an identifier encoding the generation and a snapshot date, e.g. vidgen-2-0-250601 (A's spec publishes no list)",
 
     fromCommon: (request, target) => aFromCommon(request, target.model, target.operation),
+    commonCapabilities: () => A_COMMON_CAPABILITIES,
 
     validate: (request: JobRequest): ValidatedRequest => validateARequest(request, settings),
 

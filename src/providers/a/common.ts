@@ -1,5 +1,6 @@
 import {
   describeImage,
+  type CommonCapabilities,
   parseRatio,
   parseSize,
   ratioOfSize,
@@ -167,3 +168,22 @@ export function aFromCommon(request: CommonRequest, model: string, operation?: s
   if (content.length > 0) input.content = content;
   return { ok: true, request: { provider: "a", model, ...(operation !== undefined ? { operation } : {}), input }, warnings };
 }
+
+/** What `aFromCommon` honours for an A model (`mediagate models`); the item limits per generation are A's validation's. */
+export const A_COMMON_CAPABILITIES: CommonCapabilities = {
+  task: "video",
+  honours: {
+    prompt: "the text item; may be left out when first_frame is given",
+    size: `sent as ratio and resolution (a warning names them): its ratio one of ${FIXED_RATIOS_TEXT}, its short side within 10% of 480, 720 or 1080 lines`,
+    aspect_ratio: `${FIXED_RATIOS_TEXT}, or adaptive (the first frame's; required with a first frame)`,
+    seed: "any whole number",
+    duration_s: `${MIN_DURATION_SECONDS} to ${MAX_DURATION_SECONDS} whole seconds (within half a second rounded, with a warning)`,
+    resolution: "480p, 720p or 1080p",
+    generate_audio: "true or false",
+    first_frame: "an image URL (A takes media as links)",
+    last_frame: "an image URL, with first_frame",
+    reference_images: "image URLs, not with frames",
+  },
+  refuses: {},
+  priceBasis: "tokens A counts after the job, at MEDIAGATE_A_USD_PER_MILLION_TOKENS (unpriced without it); no estimate before",
+};

@@ -19,7 +19,7 @@ import type { ProviderHttp } from "../http.js";
 import { createBAccount, type BAccount } from "./account.js";
 import { apiIdOf, apiIdOfValidated } from "./api-id.js";
 import { BCatalogCache } from "./catalog.js";
-import { bFromCommon } from "./common.js";
+import { B_COMMON_CAPABILITIES, bFromCommon } from "./common.js";
 import { bEndpoints, keyHeaders } from "./endpoints.js";
 import { invalidAnswer, readErrorFrom, submitErrorFrom } from "./errors.js";
 import { parseJob, type BJob } from "./job-object.js";
@@ -165,6 +165,7 @@ export function createBAdapter(config: BAdapterConfig): BAdapter {
 
     // Pure like validate: reads the record prefetch cached for the target, and throws when it was not prefetched.
     fromCommon: (request, target) => bFromCommon(request, target, (apiId) => catalog.cached(apiId)),
+    commonCapabilities: () => B_COMMON_CAPABILITIES,
 
     validate: (request: JobRequest): ValidatedRequest => validateBRequest(request, (apiId) => catalog.cached(apiId)),
 

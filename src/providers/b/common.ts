@@ -1,4 +1,15 @@
-import { COMMON_FIELDS, parseRatio, parseSize, ratioOfSize, type CommonField, type CommonMapping, type CommonRequest, type ImageInput, type Unhonoured } from "../../core/common-request.js";
+import {
+  COMMON_FIELDS,
+  parseRatio,
+  parseSize,
+  ratioOfSize,
+  type CommonCapabilities,
+  type CommonField,
+  type CommonMapping,
+  type CommonRequest,
+  type ImageInput,
+  type Unhonoured,
+} from "../../core/common-request.js";
 import { InputError } from "../../core/errors.js";
 import type { CommonTarget, JobRequest } from "../adapter.js";
 import { apiIdOf, splitApiId } from "./api-id.js";
@@ -460,3 +471,26 @@ function inFieldOrder(unhonoured: Unhonoured[]): Unhonoured[] {
   const rank = (field: string) => (FIELD_ORDER.includes(field) ? FIELD_ORDER.indexOf(field) : FIELD_ORDER.length);
   return unhonoured.map((entry, index) => ({ entry, index })).sort((left, right) => rank(left.entry.field) - rank(right.entry.field) || left.index - right.index).map(({ entry }) => entry);
 }
+
+/**
+ * What `bFromCommon` honours (`mediagate models`): it depends on each
+ * operation's input_schema, read from B's catalog (`mediagate catalog show`),
+ * so only the rule is given here.
+ */
+export const B_COMMON_CAPABILITIES: CommonCapabilities = {
+  task: "video",
+  honours: {
+    prompt: "where the operation's input_schema has a string prompt",
+    size: "a string size property (as given), or integer width and height",
+    aspect_ratio: "a string aspect_ratio property, its enum's value (adaptive only when the enum lists it)",
+    seed: "an integer seed property",
+    duration_s: "an integer or number duration_s property (within 0.05 s of a whole second rounded, with a warning), within its enum or range",
+    resolution: "a string resolution property, within its enum",
+    generate_audio: "a boolean generate_audio property",
+    first_frame: "a first_frame property, or image on an image-to-video operation; URLs only",
+    last_frame: "a last_frame property; URLs only",
+    reference_images: "an array reference_images property; URLs only",
+  },
+  refuses: {},
+  priceBasis: "B's quote for the operation before sending (a ceiling); the charge B settles after the job is the accounting fact",
+};

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ConfigError, OutcomeUnknownError } from "../../core/errors.js";
 import type { CallContext, Charge, Estimate, JobRequest, ProviderAdapter, ProviderLimits, ProviderStatus, Submitted, ValidatedRequest } from "../adapter.js";
 import type { HttpResponse, ProviderHttp } from "../http.js";
-import { cFromCommon } from "./common.js";
+import { C_COMMON_CAPABILITIES, cFromCommon } from "./common.js";
 import { decodeEnvelope, ResultResp, SubmitResp, type CEnvelope } from "./envelope.js";
 import { errorFromEnvelope } from "./error-codes.js";
 import { cHeaders, cTraceHeader } from "./headers.js";
@@ -68,6 +68,7 @@ export function createCAdapter(config: CAdapterConfig): ProviderAdapter {
     models: () => ["v6"],
 
     fromCommon: (request, target) => cFromCommon(request, target.model, target.operation),
+    commonCapabilities: () => C_COMMON_CAPABILITIES,
 
     validate: (request: JobRequest): ValidatedRequest => validateCRequest(request),
 

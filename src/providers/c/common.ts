@@ -1,4 +1,4 @@
-import { parseRatio, parseSize, ratioOfSize, RESOLUTION_LINES, sameRatio, type CommonMapping, type CommonRequest, type Unhonoured } from "../../core/common-request.js";
+import { parseRatio, parseSize, ratioOfSize, RESOLUTION_LINES, sameRatio, type CommonCapabilities, type CommonMapping, type CommonRequest, type Unhonoured } from "../../core/common-request.js";
 import type { JobRequest } from "../adapter.js";
 
 /**
@@ -104,3 +104,23 @@ export function cFromCommon(request: CommonRequest, model: string, operation?: s
   if (unhonoured.length > 0) return { ok: false, unhonoured };
   return { ok: true, request: { provider: "c", model, ...(operation !== undefined ? { operation } : {}), input }, warnings };
 }
+
+/** What `cFromCommon` honours (`mediagate models`): only the values C's spec shows. */
+export const C_COMMON_CAPABILITIES: CommonCapabilities = {
+  task: "video",
+  honours: {
+    prompt: "required (C makes video from text)",
+    seed: "any whole number from 0",
+    aspect_ratio: `${SEEN_ASPECT_RATIO} only (the one value C's spec shows)`,
+    resolution: `${SEEN_QUALITY} only, sent as quality`,
+    duration_s: `${SEEN_DURATION_SECONDS} s only (within half a second, with a warning)`,
+    size: `a ${SEEN_ASPECT_RATIO} size within 10% of ${SEEN_LINES} lines, sent as ${SEEN_ASPECT_RATIO} at ${SEEN_QUALITY} (with a warning)`,
+  },
+  refuses: {
+    generate_audio: "C has no audio field and whether its clips have sound is not shown",
+    first_frame: NO_IMAGE_ROUTE,
+    last_frame: NO_IMAGE_ROUTE,
+    reference_images: NO_IMAGE_ROUTE,
+  },
+  priceBasis: "unpriced: C bills in credits and its prices are not in the spec (a moderation failure is refunded)",
+};

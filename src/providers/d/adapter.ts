@@ -5,7 +5,7 @@ import { pollErrorFrom, submitErrorFrom } from "./errors.js";
 import { D_ENDPOINTS } from "./models.js";
 import { pollStatusFrom } from "./poll-status.js";
 import { chargeD, D_PRICE_VIEWS, estimateD, type DPriceView } from "./pricing.js";
-import { dFromCommon } from "./common.js";
+import { dCommonCapabilities, dFromCommon } from "./common.js";
 import { validateDRequest } from "./schema.js";
 
 export interface DAdapterConfig {
@@ -60,6 +60,7 @@ export function createDAdapter(config: DAdapterConfig): ProviderAdapter {
     models: () => [...D_ENDPOINTS],
 
     fromCommon: (request, target) => dFromCommon(request, target.model),
+    commonCapabilities: (model) => dCommonCapabilities(model),
 
     validate: (request: JobRequest): ValidatedRequest => validateDRequest(request),
 

@@ -1,5 +1,6 @@
-import { parseRatio, parseSize, type CommonMapping, type CommonRequest, type Dimensions, type Unhonoured } from "../../core/common-request.js";
+import { parseRatio, parseSize, type CommonCapabilities, type CommonMapping, type CommonRequest, type Dimensions, type Unhonoured } from "../../core/common-request.js";
 import type { JobRequest } from "../adapter.js";
+import { D_ENDPOINT_INFO, isDEndpoint } from "./models.js";
 
 /** spec D submit request: width and height are multiples of 16, at least 64. */
 const SIDE_STEP = 16;
@@ -56,4 +57,23 @@ export function dFromCommon(request: CommonRequest, model: string): CommonMappin
 
   if (unhonoured.length > 0) return { ok: false, unhonoured };
   return { ok: true, request: { provider: "d", model, input, ...(request.images?.length ? { images: request.images } : {}) }, warnings };
+}
+
+/** What `dFromCommon` honours for a D endpoint (`mediagate models`). */
+export function dCommonCapabilities(model: string): CommonCapabilities | null {
+  if (!isDEndpoint(model)) return null;
+  const info = D_ENDPOINT_INFO[model];
+  return {
+    task: "image",
+    honours: {
+      prompt: "required",
+      size: "each side rounded to a multiple of 16 from 64 (a warning names what is sent); above 4 MP D reduces the output to 4 MP",
+      aspect_ratio: "sent as a size of about 1 MP in multiples of 16 (size or aspect_ratio is required)",
+      seed: "any whole number",
+      n: "1 only: one image per request",
+      images: `up to ${info.referenceLimit} reference images, URLs or files${info.hasProBudget ? " (within the 9 MP input plus output budget)" : ""}`,
+    },
+    refuses: {},
+    priceBasis: info.priceRow === null ? `unpriced: ${model} has no price in D's table` : `per megapixel of the output, at ${info.priceRow}'s rate on D's pricing page${info.priceNote ? ` (${info.priceNote})` : ""}`,
+  };
 }

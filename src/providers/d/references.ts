@@ -2,7 +2,7 @@ import { InputError } from "../../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
 import type { JobRequest } from "../adapter.js";
 import type { DReferenceFact } from "./facts.js";
-import { imageSizeOf, imageSizeOfText, type ImageSize } from "./image-size.js";
+import { imageSizeOf, imageSizeOfText, type ImageSize } from "../../core/image-size.js";
 
 /** A reference image ready to send: its field, its value, and what was measured. */
 export interface DReference {

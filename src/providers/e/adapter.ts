@@ -3,7 +3,7 @@ import { ConfigError, InputError, ProviderError } from "../../core/errors.js";
 import { redactSecrets } from "../../core/redact.js";
 import type { CallContext, JobRequest, ProviderAdapter, ProviderLimits, ProviderStatus, Submitted, ValidatedRequest } from "../adapter.js";
 import { authorizedRequest, ETokenSource, notSentOnFailure } from "./auth.js";
-import { eFromCommon } from "./common.js";
+import { E_COMMON_CAPABILITIES, eFromCommon } from "./common.js";
 import { callErrorFrom, submitErrorFrom } from "./errors.js";
 import { ESubmitFacts } from "./facts.js";
 import { E_MODELS, E_OPERATION_INFO, isEModel, operationOf, type EModel, type EOperation } from "./operations.js";
@@ -152,6 +152,7 @@ export function createEAdapter(config: EAdapterConfig): EAdapter {
     secrets: () => tokens.secrets(),
 
     fromCommon: (request, target) => eFromCommon(request, target),
+    commonCapabilities: () => E_COMMON_CAPABILITIES,
 
     validate: (request: JobRequest): ValidatedRequest => validateERequest(request, pathFor),
 

@@ -1,4 +1,4 @@
-import { describeImage, type CommonMapping, type CommonRequest, type ImageInput, type Unhonoured } from "../../core/common-request.js";
+import { describeImage, type CommonCapabilities, type CommonMapping, type CommonRequest, type ImageInput, type Unhonoured } from "../../core/common-request.js";
 import type { CommonTarget, JobRequest } from "../adapter.js";
 import { E_DEFAULT_OPERATION, E_OPERATION_INFO, operationOf, type EOperation } from "./operations.js";
 
@@ -82,3 +82,19 @@ export function eFromCommon(request: CommonRequest, target: CommonTarget): Commo
     warnings: [],
   };
 }
+
+/** What `eFromCommon` honours (`mediagate models`): generate-image by default; another operation as e/<model>/<operation>. */
+export const E_COMMON_CAPABILITIES: CommonCapabilities = {
+  task: "image",
+  honours: {
+    prompt: "required for generate-image (the default operation); optional for the image operations",
+    images: "expand-image, composite, similar (target e/<model>/<operation>): exactly one local file, uploaded at submit",
+  },
+  refuses: {
+    size: "E's spec shows no size field on a request",
+    aspect_ratio: "E's spec shows no size or aspect-ratio field on a request",
+    seed: "E's spec shows no seed field on a request",
+    n: "E's spec shows no number-of-images field, nor how many images one request makes",
+  },
+  priceBasis: "unpriced: E reports no charge and its prices are not in the spec",
+};

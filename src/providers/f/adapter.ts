@@ -13,7 +13,7 @@ import type {
   WebhookDelivery,
   WebhookVerdict,
 } from "../adapter.js";
-import { fFromCommon } from "./common.js";
+import { F_COMMON_CAPABILITIES, fFromCommon } from "./common.js";
 import { pollErrorFrom, submitErrorFrom } from "./errors.js";
 import { readGeneration } from "./generation-status.js";
 import { chargeF, estimateF } from "./pricing.js";
@@ -152,6 +152,7 @@ export function createFAdapter(config: FAdapterConfig): ProviderAdapter {
     modelNaming: "an F model slug (family and major version) as F's documentation names it, e.g. img-v2 (F's spec publishes no list)",
 
     fromCommon: (request, target) => fFromCommon(request, target),
+    commonCapabilities: () => F_COMMON_CAPABILITIES,
 
     validate: (request: JobRequest): ValidatedRequest => validateFRequest(request, settings),
 

@@ -1,4 +1,4 @@
-import { parseRatio, sameRatio, type CommonMapping, type CommonRequest, type Unhonoured } from "../../core/common-request.js";
+import { parseRatio, sameRatio, type CommonCapabilities, type CommonMapping, type CommonRequest, type Unhonoured } from "../../core/common-request.js";
 import type { CommonTarget, JobRequest } from "../adapter.js";
 
 /** spec F request: resolution is "width x height form", "one example shape: 1024x1024": the one size F is known to take. */
@@ -60,3 +60,19 @@ export function fFromCommon(request: CommonRequest, target: CommonTarget): Commo
   if (unhonoured.length > 0) return { ok: false, unhonoured };
   return { ok: true, request: { provider: "f", model: target.model, ...(target.operation !== undefined ? { operation: target.operation } : {}), input }, warnings };
 }
+
+/** What `fFromCommon` honours (`mediagate models`). */
+export const F_COMMON_CAPABILITIES: CommonCapabilities = {
+  task: "image",
+  honours: {
+    prompt: "required, sent as text_prompt",
+    size: "sent as resolution as given (F publishes no bounds); left out, F's default applies",
+    aspect_ratio: `square only, sent as ${SHOWN_RESOLUTION} (the one size F's spec shows); give size for another shape`,
+  },
+  refuses: {
+    seed: "F shows no seed field on a request",
+    n: "F shows no count field, and one request may make several images",
+    images: "F shows no reference-image field",
+  },
+  priceBasis: "per image generated; F publishes no price (unpriced)",
+};
