@@ -1,0 +1,125 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { InvalidArgumentError, type JSONObject, type SharedV3Warning } from "@ai-sdk/provider";
+import { isTerminal, type Job, type JobOutput } from "../core/job.js";
+import type { CommonSubmitRequest, Mediagate } from "../index.js";
+import { MediagateJobError, MediagateWaitAbortedError } from "./errors.js";
+import { targetOf } from "./target.js";
+
+/** One file a call made: its job, the output as stored, and its bytes as read from the saved file. */
+export interface CallOutput {
+  job: Job;
+  output: JobOutput;
+  bytes: Uint8Array;
+}
+
+export interface CallJobsResult {
+  jobs: Job[];
+  outputs: CallOutput[];
+  warnings: SharedV3Warning[];
+  /** Every target that made an output (usually one: the model's, or the one the route ended on). */
+  targets: string[];
+}
+
+export interface CallJobsRequest {
+  gate: Mediagate;
+  request: CommonSubmitRequest;
+  /** How many outputs the call asks for: one job each. */
+  count: number;
+  ref: string | undefined;
+  outDir: string | undefined;
+  signal: AbortSignal | undefined;
+  /** The media type family the call returns (`image/`, `video/`); outputs of another kind stay saved and listed, not returned. */
+  mediaPrefix: "image/" | "video/";
+}
+
+/** The refs of a call's jobs: the ref as given for one output, `<ref>#1` … for several, none given: the library names each job. */
+function refsOf(ref: string | undefined, count: number): Array<string | undefined> {
+  if (count === 1) return [ref];
+  return Array.from({ length: count }, (_, index) => (ref === undefined ? undefined : `${ref}#${index + 1}`));
+}
+
+/**
+ * Queues one durable job per output asked for, waits for them, and reads
+ * their saved files. Every job goes through the library's `submit` (every
+ * target judged before anything is sent, the budget checked, the job stored
+ * before it is sent) and its engine (limits, retries, the ledger).
+ *
+ * One job per output, never `n` in one request: D makes one image per
+ * request, and E and F do not show how many one request makes, so `n` would
+ * make most targets ineligible; one-image jobs go to every target, each with
+ * its own ref, state and charge.
+ */
+export async function runCallJobs(call: CallJobsRequest): Promise<CallJobsResult> {
+  // The AI SDK checks nothing of n.
+  if (!(Number.isSafeInteger(call.count) && call.count >= 1)) throw new InvalidArgumentError({ argument: "n", message: `n must be a whole number from 1, got ${JSON.stringify(call.count)}` });
+  // Aborted before anything is stored: nothing to go on, so a plain abort.
+  call.signal?.throwIfAborted();
+  const jobs: Job[] = [];
+  for (const ref of refsOf(call.ref, call.count)) {
+    // Aborted between two submits: the jobs queued so far go on; no more are queued.
+    if (call.signal?.aborted) throw new MediagateWaitAbortedError(jobs, call.signal.reason);
+    jobs.push(await call.gate.submit(call.request, { ...(ref !== undefined ? { ref } : {}), ...(call.outDir !== undefined ? { outDir: call.outDir } : {}) }));
+  }
+  const waited = await Promise.all(jobs.map((job) => call.gate.wait(job.id, call.signal ? { signal: call.signal } : {})));
+  const unfinished = waited.filter((job) => !isTerminal(job.state));
+  if (call.signal?.aborted && unfinished.length > 0) throw new MediagateWaitAbortedError(unfinished, call.signal.reason);
+  const notSucceeded = waited.find((job) => job.state !== "succeeded");
+  if (notSucceeded) throw new MediagateJobError(notSucceeded, waited);
+
+  const outputs: CallOutput[] = [];
+  for (const job of waited) {
+    const saved = (await call.gate.outputs(job.id)).filter((output) => output.contentType.startsWith(call.mediaPrefix));
+    if (saved.length === 0) throw new MediagateJobError(job, waited, { code: "no_output", reason: `it saved no ${call.mediaPrefix.slice(0, -1)} file` });
+    for (const output of saved) outputs.push({ job, output, bytes: await savedBytes(job, waited, output) });
+  }
+  const warnings = [...new Set(waited.flatMap((job) => job.warnings))].map((message): SharedV3Warning => ({ type: "other", message }));
+  return { jobs: waited, outputs, warnings, targets: [...new Set(waited.map(targetOf))] };
+}
+
+/** The file as saved, checked against the sha256 recorded when it was saved: bytes changed since are not handed back as the job's. */
+async function savedBytes(job: Job, jobs: readonly Job[], output: JobOutput): Promise<Uint8Array> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(output.path);
+  } catch (error) {
+    throw new MediagateJobError(job, jobs, { code: "output_unreadable", reason: `its file ${output.path} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+  }
+  if (createHash("sha256").update(bytes).digest("hex") !== output.sha256) {
+    throw new MediagateJobError(job, jobs, { code: "output_changed", reason: `its file ${output.path} no longer has the sha256 recorded when it was saved` });
+  }
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * What the AI SDK caller learns of one output (`providerMetadata.mediagate.images[i]`
+ * or `.videos[i]`): its job, where it went and what it cost, the route's
+ * attempts in order (the last being the one that made it), and the saved file.
+ */
+export function outputMetadata({ job, output }: CallOutput): JSONObject {
+  const attempts = [
+    ...(job.route?.tried ?? []).map((attempt) => ({ target: attempt.name, provider: attempt.provider, model: attempt.model, providerJobId: attempt.providerJobId, outcome: attempt.reason })),
+    { target: targetOf(job), provider: job.provider, model: job.model, providerJobId: job.providerJobId, outcome: job.state },
+  ];
+  return {
+    jobId: job.id,
+    ref: job.ref,
+    target: targetOf(job),
+    provider: job.provider,
+    model: job.model,
+    providerJobId: job.providerJobId,
+    estimateMicroUsd: job.estimateMicroUsd,
+    chargeMicroUsd: job.chargeMicroUsd,
+    chargeState: job.chargeState,
+    attempts,
+    warnings: job.warnings,
+    path: output.path,
+    contentType: output.contentType,
+    bytes: output.bytes,
+    sha256: output.sha256,
+    // Stored as JSON, so JSON as read.
+    metadata: output.metadata as JSONObject,
+    // What the saved bytes say: width and height, a video's duration_s.
+    media: output.media as JSONObject,
+  };
+}

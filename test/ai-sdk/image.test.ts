@@ -1,0 +1,203 @@
+import { readFileSync } from "node:fs";
+import { InvalidArgumentError, UnsupportedFunctionalityError } from "@ai-sdk/provider";
+import { generateImage } from "ai";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createMediagate, MediagateJobError } from "../../src/ai-sdk/index.js";
+import { Mediagate, type Job } from "../../src/index.js";
+import { createAllEmulators, type AllEmulatorOptions } from "../../src/sandbox/all.js";
+import type { SandboxProviderId } from "../../src/sandbox/context.js";
+import { openStore } from "../../src/store/open.js";
+import { until } from "../helpers/until.js";
+import { startWorld, type World } from "../helpers/world.js";
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/** A PNG's size from its IHDR chunk, the first after the signature. */
+function pngSize(bytes: Uint8Array): { width: number; height: number } {
+  const buffer = Buffer.from(bytes);
+  expect(buffer.subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
+  expect(buffer.toString("latin1", 12, 16)).toBe("IHDR");
+  return { width: buffer.readUInt32BE(16), height: buffer.readUInt32BE(20) };
+}
+
+interface ImageMetadata {
+  jobId: string;
+  ref: string;
+  target: string;
+  path: string;
+  chargeMicroUsd: number | null;
+  attempts: Array<{ target: string; outcome: string }>;
+}
+
+function imagesMetadata(providerMetadata: unknown): ImageMetadata[] {
+  return (providerMetadata as { mediagate: { images: ImageMetadata[] } }).mediagate.images;
+}
+
+beforeAll(() => {
+  // Warnings are asserted on the results; the SDK's console copy of them is noise here.
+  (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+});
+
+let world: World | undefined;
+let gate: Mediagate | undefined;
+afterEach(async () => {
+  await gate?.close();
+  gate = undefined;
+  await world?.close();
+  world = undefined;
+});
+
+/** A sandbox with the given providers over loopback, a library instance on it, and the AI SDK provider over that instance. */
+async function sandboxed(providers: SandboxProviderId[], options: AllEmulatorOptions = {}) {
+  const emulators = createAllEmulators(options);
+  world = await startWorld(emulators.list.filter((emulator) => providers.includes(emulator.id)));
+  gate = await Mediagate.open({ env: world.env });
+  return { emulators, world, gate, mediagate: createMediagate({ gate }) };
+}
+
+const FAST_D = { d: { renderTimeMs: 200 } };
+
+describe("AI SDK provider: images through the sandbox (real HTTP over loopback)", () => {
+  it("AI SDK image: generateImage on d/gen-2-pro is one durable job; the bytes are its saved PNG at the size asked, charged in the ledger, one submit at D", async () => {
+    const { emulators, world, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const result = await generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a red fox in snow", size: "1024x768" });
+
+    const [metadata] = imagesMetadata(result.providerMetadata);
+    const job = (await gate.get(metadata!.jobId))!;
+    expect(job).toMatchObject({ state: "succeeded", provider: "d", model: "gen-2-pro" });
+    const [output] = await gate.outputs(job.id);
+    expect(Buffer.from(result.image.uint8Array).equals(readFileSync(output!.path))).toBe(true);
+    expect(pngSize(result.image.uint8Array)).toEqual({ width: 1024, height: 768 });
+    expect(result.image.mediaType).toBe("image/png");
+    expect(result.images).toHaveLength(1);
+    expect(metadata).toMatchObject({ ref: job.ref, target: "d/gen-2-pro", path: output!.path, chargeMicroUsd: job.chargeMicroUsd });
+    expect(result.responses[0]!.modelId).toBe("d/gen-2-pro");
+    // Charged, and the charge is in the ledger.
+    expect(job.chargeMicroUsd).toBeGreaterThan(0);
+    const store = await openStore(world.env.MEDIAGATE_STORE!);
+    try {
+      expect(await store.ledgerTotal({ provider: "d" })).toBe(job.chargeMicroUsd);
+    } finally {
+      await store.close();
+    }
+    expect(emulators.d.submitCount).toBe(1);
+    // 1024x768 is D's own grid (multiples of 16): nothing was changed, so nothing to warn about.
+    expect(result.warnings).toEqual([]);
+  });
+
+  it("AI SDK image: a size a target changes comes back as a warning naming what was sent", async () => {
+    const { emulators, mediagate } = await sandboxed(["d"], FAST_D);
+    const result = await generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a red fox in snow", size: "1000x750" });
+    expect(result.warnings).toEqual([{ type: "other", message: expect.stringMatching(/^size 1000x750 sent as width 1008/) }]);
+    expect(emulators.d.jobs).toHaveLength(1);
+  });
+
+  it("AI SDK image: a route whose first target refuses before accepting (D out of credits) makes the image on F; the metadata lists both attempts", async () => {
+    const { emulators, mediagate } = await sandboxed(["d", "f"], { d: { balanceMicroUsd: 0 }, f: { renderMs: { min: 200, max: 400 } } });
+    const result = await generateImage({ model: mediagate.image({ route: ["d/gen-2-pro", "f/img-v2"] }), prompt: "a red fox in snow", size: "1024x768" });
+    const [metadata] = imagesMetadata(result.providerMetadata);
+    expect(metadata!.target).toBe("f/img-v2");
+    expect(metadata!.attempts.map((attempt) => attempt.target)).toEqual(["d/gen-2-pro", "f/img-v2"]);
+    expect(metadata!.attempts[0]!.outcome).toMatch(/D refused it before accepting \(insufficient_credits/);
+    expect(metadata!.attempts[1]!.outcome).toBe("succeeded");
+    expect(result.responses[0]!.modelId).toBe("f/img-v2");
+    expect(Buffer.from(result.image.uint8Array).equals(readFileSync(metadata!.path))).toBe(true);
+    expect(emulators.d.rejected402Count).toBe(1);
+    expect(emulators.d.jobs).toHaveLength(0);
+  });
+
+  it("AI SDK image: n images are n jobs of one image each (D makes one per request); a ref names them <ref>#1…, and the same call again takes them up without a new submit", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const call = () => generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a red fox in snow", size: "512x512", n: 2, providerOptions: { mediagate: { ref: "foxes" } } });
+    const first = await call();
+    expect(first.images).toHaveLength(2);
+    expect(imagesMetadata(first.providerMetadata).map((metadata) => metadata.ref)).toEqual(["foxes#1", "foxes#2"]);
+    expect(emulators.d.submitCount).toBe(2);
+    expect((await gate.list()).map((job: Job) => job.state)).toEqual(["succeeded", "succeeded"]);
+
+    const again = await call();
+    expect(again.images.map((image) => Buffer.from(image.uint8Array).toString("base64"))).toEqual(first.images.map((image) => Buffer.from(image.uint8Array).toString("base64")));
+    expect(emulators.d.submitCount).toBe(2);
+  });
+
+  it("AI SDK image: reference images reach D as its input_image fields: a link as given, bytes as base64 of the file", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const reference = (await generateImage({ model, prompt: "a fox", size: "256x256" })).image.uint8Array;
+    const result = await generateImage({ model, prompt: { text: "the same fox at night", images: ["https://images.example/fox.png", reference] }, size: "256x256" });
+    const job = (await gate.get(imagesMetadata(result.providerMetadata)[0]!.jobId))!;
+    expect(job.body).toMatchObject({ input_image: "https://images.example/fox.png", input_image_2: Buffer.from(reference).toString("base64") });
+    expect(job.state).toBe("succeeded");
+  });
+
+  it("AI SDK image: a mask, another provider's options and a request no target can honour are refused before anything is stored or sent", async () => {
+    const { world, gate, mediagate } = await sandboxed(["d", "f"], FAST_D);
+    const model = mediagate.image({ route: ["d/gen-2-pro", "f/img-v2"] });
+    const masked = generateImage({ model, prompt: { text: "a fox", images: ["https://images.example/fox.png"], mask: "https://images.example/mask.png" }, size: "1024x768" });
+    await expect(masked).rejects.toSatisfy((error: unknown) => UnsupportedFunctionalityError.isInstance(error) && /^mask: /.test(error.message));
+
+    const foreign = generateImage({ model, prompt: "a fox", providerOptions: { blackForestLabs: { width: 512, height: 512 } } });
+    await expect(foreign).rejects.toSatisfy((error: unknown) => InvalidArgumentError.isInstance(error) && error.argument === "providerOptions.blackForestLabs");
+
+    // D needs a size (its price depends on it); F takes no seed.
+    const unhonoured = generateImage({ model, prompt: "a fox", seed: 7 });
+    await expect(unhonoured).rejects.toThrow(/no target can take this request:\n {2}d\/gen-2-pro: size: D needs a size or aspect_ratio[^\n]*\n {2}f\/img-v2: seed: /);
+
+    expect(world.sandbox.context.requests.count((request) => request.provider !== null)).toBe(0);
+    expect(await gate.list()).toEqual([]);
+  });
+
+  it("AI SDK image: a job that ends failed rejects with MediagateJobError naming the job, its state and code; the SDK does not retry it (one submit)", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], { d: { renderTimeMs: 200, outcomeRates: { errorRate: 1 } } });
+    const call = generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", size: "512x512", providerOptions: { mediagate: { ref: "failing-fox" } } });
+    const error = await call.then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(MediagateJobError.isInstance(error)).toBe(true);
+    const failed = (await gate.get("failing-fox"))!;
+    expect(failed.state).toBe("failed");
+    expect(error).toMatchObject({ isRetryable: false, code: failed.error!.code, job: { id: failed.id, state: "failed" } });
+    expect((error as Error).message).toContain(`mediagate job ${failed.id} (ref failing-fox, d/gen-2-pro) ended failed: ${failed.error!.code}: `);
+    expect(emulators.d.submitCount).toBe(1);
+  });
+
+  it("AI SDK image: aborting the call ends the wait, not the job: it stays in the store and goes on, and the same ref takes it up without paying twice", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], { d: { renderTimeMs: 1_500 } });
+    const model = mediagate.image("d/gen-2-pro");
+    const call = (abortSignal?: AbortSignal) => generateImage({ model, prompt: "a slow fox", size: "512x512", providerOptions: { mediagate: { ref: "slow-fox" } }, ...(abortSignal ? { abortSignal } : {}) });
+
+    const controller = new AbortController();
+    const aborted = call(controller.signal);
+    await until(() => emulators.d.submitCount === 1, "D to accept the job");
+    controller.abort();
+    await expect(aborted).rejects.toMatchObject({ name: "AbortError", jobs: [{ ref: "slow-fox" }] });
+    const kept = (await gate.get("slow-fox"))!;
+    expect(["submitting", "running", "capturing", "succeeded"]).toContain(kept.state);
+
+    const resumed = await call();
+    expect(imagesMetadata(resumed.providerMetadata)[0]!.jobId).toBe(kept.id);
+    expect(pngSize(resumed.image.uint8Array)).toEqual({ width: 512, height: 512 });
+    expect(emulators.d.submitCount).toBe(1);
+  });
+
+  it("AI SDK image: a provider given options opens its own instance on the first call and closes it; calls after close are refused", async () => {
+    const emulators = createAllEmulators(FAST_D);
+    world = await startWorld([emulators.d]);
+    const mediagate = createMediagate({ open: { env: world.env } });
+    const result = await generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", aspectRatio: "1:1" });
+    expect(pngSize(result.image.uint8Array).width).toBe(pngSize(result.image.uint8Array).height);
+    const owned = await mediagate.mediagate();
+    expect((await owned.list()).map((job: Job) => job.state)).toEqual(["succeeded"]);
+    await mediagate.close();
+    await expect(generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", aspectRatio: "1:1" })).rejects.toMatchObject({ code: "provider_closed" });
+    expect(emulators.d.submitCount).toBe(1);
+  });
+
+  it("AI SDK image: a target that is not provider/model is no model (NoSuchModelError), and the provider has no language model", () => {
+    const mediagate = createMediagate({ open: { env: {} } });
+    expect(() => mediagate.image("gen-2-pro")).toThrow(/does not start with a provider/);
+    expect(() => mediagate.image({ route: [] })).toThrow(/non-empty list of targets/);
+    expect(() => mediagate.languageModel("d/gen-2-pro")).toThrow(/mediagate makes images and videos/);
+  });
+});
