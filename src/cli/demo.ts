@@ -5,8 +5,10 @@ import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { maskStoreAddress } from "../core/store-address.js";
 import type { JobRequest } from "../providers/adapter.js";
+import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { EXIT } from "./exit-codes.js";
 import { enqueue, prepareJob, type PreparedJob } from "./prepare.js";
+import { routeText } from "./generate.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 
@@ -17,8 +19,18 @@ import { createRuntime, type GlobalOptions } from "./runtime.js";
  */
 const DEMO_TIME_SCALE = 10;
 
-/** The demo's jobs: several D endpoints, sizes and a reference image, and one job on each other provider. */
-function demoRequests(referencePath: string): Array<{ name: string; request: JobRequest }> {
+/** A common request of the demo (its images, none here, would be read as files). */
+function routed(wire: Record<string, unknown>): RoutedRequest {
+  return routedRequestFrom(wire, (text) => text);
+}
+
+/**
+ * The demo's jobs: several D endpoints, sizes and a reference image, one job
+ * on each other provider, and two common requests routed over several (an
+ * image that E cannot size, so D takes it with its size rounded; a video
+ * sent to the cheapest target that can make it).
+ */
+function demoRequests(referencePath: string): Array<{ name: string; request: JobRequest | RoutedRequest }> {
   const reference = { fileName: "reference.png", bytes: readFileSync(referencePath) };
   const d = (model: string, input: Record<string, unknown>, images?: JobRequest["images"]): JobRequest => ({
     provider: "d",
@@ -41,6 +53,11 @@ function demoRequests(referencePath: string): Array<{ name: string; request: Job
     { name: "c-video", request: { provider: "c", model: "v6", input: { prompt: "a hot air balloon over fields", aspect_ratio: "16:9", duration: 5 } } },
     { name: "e-image", request: { provider: "e", model: "v3", input: { prompt: "a watercolour of a harbour" } } },
     { name: "f-image", request: { provider: "f", model: "img-v2", input: { text_prompt: "a stained glass owl", resolution: "1024x1024" } } },
+    { name: "routed-image", request: routed({ task: "image", prompt: "a lantern on a snowy path", size: "1000x750", seed: 8, route: ["e/v3", "d/gen-2-pro"] }) },
+    {
+      name: "routed-video",
+      request: routed({ task: "video", prompt: "a kite over dunes", duration_s: 5, resolution: "720p", route: ["c/v6", "b/vendorx/video-2.5/text-to-video"], route_by: "price" }),
+    },
   ];
 }
 
@@ -78,7 +95,9 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         writeFileSync(referencePath, renderPng(512, 512, "demo reference", 42));
         const prepared: PreparedJob[] = [];
         for (const { name, request } of demoRequests(referencePath)) {
-          prepared.push(await prepareJob(runtime, name, `demo-${stamp}-${name}`, request));
+          const job = await prepareJob(runtime, name, `demo-${stamp}-${name}`, request);
+          if (job.route && !json) process.stderr.write(`${name}: ${routeText(job.route)}`);
+          prepared.push(job);
         }
         const batchId = `demo-${stamp}`;
         const queued = await enqueue(runtime, prepared, { batchId, outDir, budgetId: batchId });
