@@ -14,7 +14,8 @@
  * with 20,000 queued), store bytes per job, and D's requests per job.
  *
  * BENCH_SIZES (default 200,2000,20000), BENCH_STORES (sqlite,postgres),
- * BENCH_RENDER_MS (500). Needs `npm run build` first.
+ * BENCH_RENDER_MS (500), BENCH_DUMP (a file: the sandbox's request log and
+ * D's jobs of the last run, for per-wave analysis). Needs `npm run build` first.
  */
 import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -152,11 +153,11 @@ export async function runDScale(): Promise<void> {
     `process's is its whole life (start-up and validation too). Makespan is D's first request to its last (the last download);`,
     `wall is the command's start to its exit, validation its start to D's first request.`,
     ``,
-    `| store | jobs | succeeded | makespan (D's span) | bound ceil(N/24)×T | span ÷ bound (≤ 1.05) | wall ÷ bound | validation (< 3 s) | engine CPU per job, from D's first request (≤ 10 ms) | process CPU per job, whole life | peak RSS (< 150 MB at 20,000) / JS heap | store bytes per job | D requests per job (incl. downloads) | peak at D | 429s |`,
-    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
+    `| store | jobs | succeeded | makespan (D's span) | bound ceil(N/24)×T | span ÷ bound (≤ 1.05) | wall ÷ bound | validation (< 3 s) | engine CPU per job, from D's first request (≤ 10 ms) | process CPU per job, whole life | peak RSS (< 150 MB at 20,000) / JS heap | store bytes per job | D requests per job (incl. downloads) | first polls found pending | mean Ready → detection | peak at D | 429s |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.store} | ${row.jobs} | ${row.succeeded} | ${seconds(row.spanMs)} | ${seconds(row.boundMs)} | ${(row.spanMs / row.boundMs).toFixed(3)} | ${(row.wallMs / row.boundMs).toFixed(3)} | ${seconds(row.validationMs)} | ${row.engineCpuMsPerJob.toFixed(2)} ms | ${row.cpuMsPerJob.toFixed(2)} ms | ${row.peakRssMb.toFixed(0)} / ${row.peakHeapMb.toFixed(0)} MB | ${row.storeBytesPerJob.toFixed(0)} | ${row.requestsPerJob.toFixed(2)} | ${row.peakActive} | ${row.rejected429} |`,
+        `| ${row.store} | ${row.jobs} | ${row.succeeded} | ${seconds(row.spanMs)} | ${seconds(row.boundMs)} | ${(row.spanMs / row.boundMs).toFixed(3)} | ${(row.wallMs / row.boundMs).toFixed(3)} | ${seconds(row.validationMs)} | ${row.engineCpuMsPerJob.toFixed(2)} ms | ${row.cpuMsPerJob.toFixed(2)} ms | ${row.peakRssMb.toFixed(0)} / ${row.peakHeapMb.toFixed(0)} MB | ${row.storeBytesPerJob.toFixed(0)} | ${row.requestsPerJob.toFixed(2)} | ${(row.firstPollsPendingShare * 100).toFixed(1)}% | ${row.meanDetectionLagMs.toFixed(1)} ms | ${row.peakActive} | ${row.rejected429} |`,
     ),
     ``,
   ];

@@ -63,6 +63,9 @@ async function fill(store: Store): Promise<void> {
   const jobs: NewJob[] = [];
   for (let index = 0; index < 3_000; index++) jobs.push(job(`job_q${String(index).padStart(5, "0")}`));
   for (let index = 0; index < 500; index++) jobs.push(job(`job_o${String(index).padStart(5, "0")}`, { batchId: "batch_other", provider: "e", model: "v3" }));
+  // Common requests with a route, queued for D behind its native queue.
+  const route = { current: "d/gen-2-pro", next: [], tried: [], fallbackOnFailure: false, failingSince: null };
+  for (let index = 0; index < 20; index++) jobs.push(job(`job_r${String(index).padStart(5, "0")}`, { route }));
   await store.insertJobs(jobs, NOW - 60_000);
   // 420 sent: 20 running under this engine's lease, 400 finished (5 of them with a charge still to settle).
   for (let index = 0; index < 420; index++) {
@@ -107,6 +110,9 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
     if (take.granted) await store.answerRateToken(take.token, NOW + 100);
   } },
   { name: "releaseLeases", run: (store) => store.releaseLeases(OWNER) },
+  // Not on every tick, but once per halt: it must not walk a halted provider's whole native queue to find the routed jobs.
+  { name: "routedQueued (D halted)", run: (store) => store.routedQueued("d", 100, null) },
+  { name: "routedQueued (D halted), one batch, next page", run: (store) => store.routedQueued("d", 100, { batchId: "batch_big" }, { nextAttemptAt: NOW - 60_000, id: "job_r00005" }) },
 ];
 
 interface PlanProblem {
