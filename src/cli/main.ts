@@ -19,6 +19,7 @@ import { registerResubmit } from "./resubmit.js";
 import type { GlobalOptions } from "./runtime.js";
 import { registerSandbox } from "./sandbox.js";
 import { registerShow } from "./show.js";
+import { registerToken } from "./token.js";
 import { registerBAccount } from "./b-account.js";
 import { registerServe } from "./serve.js";
 import { registerWorker } from "./worker.js";
@@ -59,6 +60,7 @@ async function main(argv: string[]): Promise<number> {
   registerPlan(program, globals);
   registerWorker(program, globals);
   registerServe(program, globals);
+  registerToken(program, globals);
   registerBAccount(program, globals);
   registerSandbox(program, globals);
   registerDemo(program, globals, setExit);

@@ -25,7 +25,11 @@ export interface PreparedJob {
 
 /** An input problem with where it came from ("line 3: width: must be a multiple of 16"). */
 export class PreparedInputError extends InputError {
-  constructor(origin: string, inner: InputError) {
+  constructor(
+    origin: string,
+    /** The error as the request's own field names it (the API answers with this one). */
+    readonly inner: InputError,
+  ) {
     super(`${origin}: ${inner.field}`, inner.reason, inner.allowed);
   }
 }

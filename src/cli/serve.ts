@@ -6,11 +6,15 @@ import { createLogger } from "../engine/logger.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 import { addStopTimeoutOption, exitAtOnce, finishStop, stopTimeoutMs } from "./stop.js";
 
+function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 export function registerServe(program: Command, globals: () => GlobalOptions): void {
   addStopTimeoutOption(
     program
       .command("serve")
-      .description("receive provider webhooks on /webhooks/{provider}[/{jobId}] and run the engine (set MEDIAGATE_PUBLIC_URL to where this is reachable)")
+      .description("the REST API on /v1 (tokens: `mediagate token`), provider webhooks on /webhooks/{provider}[/{jobId}], and the engine (set MEDIAGATE_PUBLIC_URL to where this is reachable)")
       .option("--port <n>", "port to listen on", "8788")
       .option("--host <address>", "address to listen on", "127.0.0.1"),
   ).action(async (flags: { port: string; host: string; stopTimeout: string }) => {
@@ -22,8 +26,13 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
     engine.listenForWork();
     const store = await runtime.store();
     const log = createLogger({ level: runtime.config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets: runtime.secrets });
+    // Without any API token, the API answers anyone who can reach it: only this machine may.
+    const tokens = await store.hasActiveTokens();
+    if (!tokens && !isLoopbackHost(flags.host)) {
+      throw new InputError("--host", `no API token exists, so serve listens on loopback only, not ${flags.host}`, "127.0.0.1 or ::1, or create a token first (`mediagate token create NAME`)");
+    }
     const { buildServer } = await import("../server/app.js");
-    const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() });
+    const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() }, { runtime, log });
     // Listening for signals before announcing: a SIGTERM right after the start line must stop gracefully, not kill.
     const stopRequested = new Promise<void>((resolve) => {
       // SIGHUP too: a server started from a terminal that closes must stop cleanly, not die mid-submit.
@@ -35,6 +44,7 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
     else {
       process.stderr.write(`mediagate serve on ${address}; engine ${engine.owner} on ${maskStoreAddress(runtime.config.store)}\n`);
       if (!runtime.config.publicUrl) process.stderr.write("MEDIAGATE_PUBLIC_URL is not set: providers are not asked to call back, jobs are tracked by polling\n");
+      if (!tokens) process.stderr.write("no API token exists: the API (/v1) answers without one, so serve listens on loopback only; `mediagate token create NAME` to open it to others\n");
     }
     await stopRequested;
     await finishStop(

@@ -128,8 +128,12 @@ export interface Job {
   budgetHeldMicroUsd: number;
   /** Why this unfinished job cannot move on by itself until something changes (null: it can). */
   blockedCode: BlockedCode | null;
-  /** A common request's route: where it may go next and where it went before (null: a native job, or a route of one target). */
+  /** A common request's route: where it may go next and where it went before (null: a native job). */
   route: JobRoute | null;
+  /** The API token that created it (`mediagate serve`); null for jobs of the CLI and the library. */
+  tokenId: string | null;
+  /** Where to tell when it ends (`notify_url`); null: MEDIAGATE_NOTIFY_URL if set, else nobody. */
+  notifyUrl: string | null;
 }
 
 /** A target of a route not tried yet: exactly what it would be sent, validated and estimated before anything was sent. */

@@ -2,6 +2,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { PROVIDER_IDS, type WebhookDelivery } from "../providers/adapter.js";
 import { WebhookRefusals } from "./refusals.js";
 import { receiveWebhook, type WebhookIngressDeps, type WebhookRefusal } from "./webhooks.js";
+import { registerApi, type ApiDeps } from "./api/index.js";
 
 /** Deliveries larger than this are refused before verification (no provider sends more). */
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
@@ -15,7 +16,7 @@ const CLOSE_GRACE_MS = 5_000;
  * Every refused request (failed verification, no such route, too large,
  * unreadable) goes through WebhookRefusals: counted, bounded per source.
  */
-export async function buildServer(deps: WebhookIngressDeps): Promise<FastifyInstance> {
+export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, bodyLimit: MAX_WEBHOOK_BYTES });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
@@ -55,6 +56,7 @@ export async function buildServer(deps: WebhookIngressDeps): Promise<FastifyInst
     handle(request, reply, request.params.provider, request.params.jobId),
   );
   app.get("/healthz", async () => ({ ok: true }));
+  if (api) registerApi(app, api);
 
   app.setNotFoundHandler((request, reply) =>
     refuse(request, reply, { status: 404, provider: "unknown", code: "unknown_route", reason: `no route for ${request.method} ${request.url.split("?")[0]!.slice(0, 80)}` }, null),

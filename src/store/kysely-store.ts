@@ -6,6 +6,9 @@ import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNum
 import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import type {
+  ApiToken,
+  BatchSummary,
+  SpendLine,
   BudgetStatus,
   ClaimInstead,
   ClaimResult,
@@ -235,6 +238,21 @@ function newJobRow(job: NewJob, now: number) {
     budget_held_micro_usd: 0,
     blocked_code: null,
     route_json: job.route ? JSON.stringify(job.route) : null,
+    token_id: job.tokenId ?? null,
+    notify_url: job.notifyUrl ?? null,
+  };
+}
+
+function tokenOf(row: { id: string; name: string; secret_sha256: string; admin: number | boolean; read_only: number | boolean; budget_id: string | null; created_at: number | string; revoked_at: number | string | null }): ApiToken {
+  return {
+    id: row.id,
+    name: row.name,
+    secretSha256: row.secret_sha256,
+    admin: Number(row.admin) === 1,
+    readOnly: Number(row.read_only) === 1,
+    budgetId: row.budget_id,
+    createdAt: Number(row.created_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
   };
 }
 
@@ -433,6 +451,14 @@ export class KyselyStore implements Store {
     if (filter.batchId !== undefined) query = query.where("batch_id", "=", filter.batchId);
     if (filter.states?.length) query = query.where("state", "in", [...filter.states]);
     if (filter.provider !== undefined) query = query.where("provider", "=", filter.provider);
+    if (filter.tokenId !== undefined) query = query.where("token_id", "=", filter.tokenId);
+    if (filter.ref !== undefined) query = query.where("ref", "=", filter.ref);
+    if (filter.createdAfter !== undefined) query = query.where("created_at", ">=", filter.createdAfter);
+    if (filter.createdBefore !== undefined) query = query.where("created_at", "<", filter.createdBefore);
+    if (filter.olderThan !== undefined) {
+      const { createdAt, id } = filter.olderThan;
+      query = query.where((eb) => eb.or([eb("created_at", "<", createdAt), eb.and([eb("created_at", "=", createdAt), eb("id", "<", id)])]));
+    }
     if (filter.ids !== undefined) {
       if (filter.ids.length === 0) return [];
       query = query.where("id", "in", [...filter.ids]);
@@ -1125,6 +1151,61 @@ export class KyselyStore implements Store {
     }));
   }
 
+  async batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
+    let query = this.db
+      .selectFrom("jobs")
+      .select([
+        "state",
+        (eb) => eb.fn.countAll<number>().as("n"),
+        (eb) => eb.fn.sum<number>("estimate_micro_usd").as("estimate"),
+        (eb) => eb.fn.sum<number>(eb.case().when("estimate_micro_usd", "is", null).then(1).else(0).end()).as("unpriced"),
+        (eb) => eb.fn.sum<number>("charge_micro_usd").as("charged"),
+      ])
+      .where("batch_id", "=", batchId);
+    if (tokenId !== undefined) query = query.where("token_id", "=", tokenId);
+    const rows = await query.groupBy("state").execute();
+    const summary: BatchSummary = { jobs: 0, byState: {}, estimateMicroUsd: 0, unpriced: 0, chargedMicroUsd: 0 };
+    for (const row of rows) {
+      const count = Number(row.n);
+      summary.jobs += count;
+      summary.byState[row.state as JobState] = count;
+      summary.estimateMicroUsd += Number(row.estimate ?? 0);
+      summary.unpriced += Number(row.unpriced ?? 0);
+      summary.chargedMicroUsd += Number(row.charged ?? 0);
+    }
+    return summary;
+  }
+
+  async spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
+    let settled = this.db
+      .selectFrom("ledger")
+      .innerJoin("jobs", "jobs.id", "ledger.job_id")
+      .select(["ledger.provider", "ledger.model", "jobs.token_id", (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
+      .where("ledger.at", ">=", from)
+      .where("ledger.at", "<", to);
+    if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
+    let estimated = this.db
+      .selectFrom("jobs")
+      .select(["provider", "model", "token_id", (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total"), (eb) => eb.fn.countAll<number>().as("n")])
+      .where("created_at", ">=", from)
+      .where("created_at", "<", to);
+    if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
+    const lines = new Map<string, SpendLine>();
+    const lineOf = (provider: string, model: string, token: string | null) => {
+      const key = JSON.stringify([provider, model, token]);
+      let line = lines.get(key);
+      if (!line) lines.set(key, (line = { provider: provider as ProviderId, model, tokenId: token, settledMicroUsd: 0, estimatedMicroUsd: 0, jobs: 0 }));
+      return line;
+    };
+    for (const row of await settled.groupBy(["ledger.provider", "ledger.model", "jobs.token_id"]).execute()) lineOf(row.provider, row.model, row.token_id).settledMicroUsd += Number(row.total ?? 0);
+    for (const row of await estimated.groupBy(["provider", "model", "token_id"]).execute()) {
+      const line = lineOf(row.provider, row.model, row.token_id);
+      line.estimatedMicroUsd += Number(row.total ?? 0);
+      line.jobs += Number(row.n);
+    }
+    return [...lines.values()].sort((left, right) => left.provider.localeCompare(right.provider) || left.model.localeCompare(right.model) || String(left.tokenId).localeCompare(String(right.tokenId)));
+  }
+
   async takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
     if (windows.length === 0) return { granted: true, token: { eventIds: [], at: typeof now === "function" ? now() : now } };
     return this.db.transaction().execute(async (trx): Promise<RateTake> => {
@@ -1263,6 +1344,51 @@ export class KyselyStore implements Store {
     if (filter.to !== undefined) query = query.where("at", "<=", filter.to);
     const row = await query.executeTakeFirst();
     return Number(row?.total ?? 0);
+  }
+
+  async createToken(token: ApiToken): Promise<ApiToken | null> {
+    const taken = await this.db.selectFrom("api_tokens").select("id").where("name", "=", token.name).executeTakeFirst();
+    if (taken) return null;
+    await this.db
+      .insertInto("api_tokens")
+      .values({
+        id: token.id,
+        name: token.name,
+        secret_sha256: token.secretSha256,
+        admin: token.admin ? 1 : 0,
+        read_only: token.readOnly ? 1 : 0,
+        budget_id: token.budgetId,
+        created_at: token.createdAt,
+        revoked_at: token.revokedAt,
+      })
+      .onConflict((conflict) => conflict.column("name").doNothing())
+      .execute();
+    const stored = await this.db.selectFrom("api_tokens").selectAll().where("id", "=", token.id).executeTakeFirst();
+    return stored ? tokenOf(stored) : null;
+  }
+
+  async tokenBySecretSha256(secretSha256: string): Promise<ApiToken | null> {
+    const row = await this.db.selectFrom("api_tokens").selectAll().where("secret_sha256", "=", secretSha256).executeTakeFirst();
+    return row ? tokenOf(row) : null;
+  }
+
+  async tokens(): Promise<ApiToken[]> {
+    return (await this.db.selectFrom("api_tokens").selectAll().orderBy("created_at").orderBy("id").execute()).map(tokenOf);
+  }
+
+  async revokeToken(nameOrId: string, at: number): Promise<ApiToken | null> {
+    await this.db
+      .updateTable("api_tokens")
+      .set({ revoked_at: at })
+      .where((eb) => eb.or([eb("name", "=", nameOrId), eb("id", "=", nameOrId)]))
+      .where("revoked_at", "is", null)
+      .execute();
+    const row = await this.db.selectFrom("api_tokens").selectAll().where((eb) => eb.or([eb("name", "=", nameOrId), eb("id", "=", nameOrId)])).executeTakeFirst();
+    return row ? tokenOf(row) : null;
+  }
+
+  async hasActiveTokens(): Promise<boolean> {
+    return (await this.db.selectFrom("api_tokens").select("id").where("revoked_at", "is", null).limit(1).executeTakeFirst()) !== undefined;
   }
 
   async setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {

@@ -69,6 +69,8 @@ export function rowWithRequestToJob(row: JobsTable, request: Pick<Job, "body" | 
     budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
     blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
     route: row.route_json ? (JSON.parse(row.route_json) as JobRoute) : null,
+    tokenId: row.token_id ?? null,
+    notifyUrl: row.notify_url ?? null,
   };
 }
 

@@ -44,6 +44,20 @@ export interface JobsTable {
   budget_held_micro_usd: number;
   blocked_code: string | null;
   route_json: string | null;
+  token_id: string | null;
+  notify_url: string | null;
+}
+
+/** API tokens of `mediagate serve` (migration 10): the secret's sha256 only. */
+export interface ApiTokensTable {
+  id: string;
+  name: string;
+  secret_sha256: string;
+  admin: number;
+  read_only: number;
+  budget_id: string | null;
+  created_at: number;
+  revoked_at: number | null;
 }
 
 export interface JobEventsTable {
@@ -162,6 +176,7 @@ export interface Database {
   ledger: LedgerTable;
   webhook_deliveries: WebhookDeliveriesTable;
   budgets: BudgetsTable;
+  api_tokens: ApiTokensTable;
   webhook_rejections: WebhookRejectionsTable;
   schema_migrations: SchemaMigrationsTable;
 }

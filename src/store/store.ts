@@ -25,6 +25,9 @@ export interface NewJob {
   budgetId?: string | null;
   /** A common request's route beyond the first target (null or absent: none). */
   route?: JobRoute | null;
+  /** The API token creating it (`mediagate serve`). */
+  tokenId?: string | null;
+  notifyUrl?: string | null;
 }
 
 /** Fields the engine may change on a job (with or without a state change). */
@@ -85,9 +88,29 @@ export interface JobFilter {
   states?: readonly JobState[];
   provider?: ProviderId;
   ids?: readonly string[];
+  /** Only the jobs an API token created. */
+  tokenId?: string;
+  ref?: string;
+  /** Created at or after / before these times (ms). */
+  createdAfter?: number;
+  createdBefore?: number;
+  /** Newest first: the jobs after this one in that order (a cursor: stable under inserts, which are newer). */
+  olderThan?: { createdAt: number; id: string };
   limit?: number;
   /** Newest first (default: oldest first). */
   newestFirst?: boolean;
+}
+
+/** An API token as stored: never its secret, only the secret's sha256. */
+export interface ApiToken {
+  id: string;
+  name: string;
+  secretSha256: string;
+  admin: boolean;
+  readOnly: boolean;
+  budgetId: string | null;
+  createdAt: number;
+  revokedAt: number | null;
 }
 
 export interface SlotPoolRequest {
@@ -176,6 +199,23 @@ export interface RenderSample {
   doneElapsedMs: number;
   /** Elapsed ms of the last poll that saw it pending (a lower bound), when there was one. */
   pendingElapsedMs: number | null;
+}
+
+export interface BatchSummary {
+  jobs: number;
+  byState: Partial<Record<JobState, number>>;
+  estimateMicroUsd: number;
+  unpriced: number;
+  chargedMicroUsd: number;
+}
+
+export interface SpendLine {
+  provider: ProviderId;
+  model: string;
+  tokenId: string | null;
+  settledMicroUsd: number;
+  estimatedMicroUsd: number;
+  jobs: number;
 }
 
 export interface PoolStatus {
@@ -304,6 +344,15 @@ export interface Store {
   slotRecover(poolKey: string, now: number): Promise<void>;
   poolStatus(): Promise<PoolStatus[]>;
 
+  /** A batch's jobs counted by state, with their estimates and the charges known (one aggregate over jobs_batch_queue); only one token's jobs when given. */
+  batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary>;
+  /**
+   * Spend between `from` and `to` by provider, model and token: charges in the
+   * ledger then (the accounting fact) beside the estimates of the jobs created
+   * then; one token's only when given.
+   */
+  spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]>;
+
   /**
    * Sliding-window rate limiting shared by every engine on this store: when
    * every window has room, records one request in each and grants a token;
@@ -319,6 +368,16 @@ export interface Store {
   haltProvider(halt: ProviderHalt): Promise<void>;
   clearHalt(provider: ProviderId): Promise<void>;
   halts(): Promise<ProviderHalt[]>;
+
+  /** Stores a new API token; an InputError-worthy null when its name is taken. */
+  createToken(token: ApiToken): Promise<ApiToken | null>;
+  /** The token whose secret has this sha256, revoked or not (the caller refuses a revoked one, saying so). */
+  tokenBySecretSha256(secretSha256: string): Promise<ApiToken | null>;
+  tokens(): Promise<ApiToken[]>;
+  /** Revokes a token by name or id; null when there is none, the token (already revoked or not) otherwise. */
+  revokeToken(nameOrId: string, at: number): Promise<ApiToken | null>;
+  /** Whether any token not revoked exists (without one, `serve` binds to loopback only). */
+  hasActiveTokens(): Promise<boolean>;
 
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]>;
   ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number>;

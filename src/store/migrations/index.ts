@@ -7,6 +7,7 @@ import { migration006 } from "./006_webhook_rejections.js";
 import { migration007 } from "./007_hot_path_indexes.js";
 import { migration008 } from "./008_job_route.js";
 import { migration009 } from "./009_output_media.js";
+import { migration010 } from "./010_api_tokens.js";
 
 export interface Migration {
   version: number;
@@ -16,4 +17,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010];

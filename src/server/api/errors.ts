@@ -1,0 +1,58 @@
+import { BudgetError, ConfigError, InputError, MediagateError } from "../../core/errors.js";
+import { NoEligibleTargetError } from "../../engine/route.js";
+
+/**
+ * The one error shape of every API answer: `{"error": {"code", "message",
+ * "field"?, "targets"?}}`. Codes are stable snake_case words clients branch
+ * on; messages are sentences for people and may change.
+ */
+export const API_ERROR_CODES = {
+  invalid_json: 400,
+  unauthorized: 401,
+  over_budget: 402,
+  read_only_token: 403,
+  not_found: 404,
+  ref_conflict: 409,
+  not_cancellable: 409,
+  payload_too_large: 413,
+  range_not_satisfiable: 416,
+  invalid_input: 422,
+  no_eligible_target: 422,
+  not_configured: 503,
+  internal_error: 500,
+} as const;
+export type ApiErrorCode = keyof typeof API_ERROR_CODES;
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly extra: { field?: string; targets?: Array<{ target: string; reasons: string[] }> } = {},
+  ) {
+    super(message);
+  }
+
+  get status(): number {
+    return API_ERROR_CODES[this.code];
+  }
+
+  body(): { error: { code: string; message: string; field?: string; targets?: Array<{ target: string; reasons: string[] }> } } {
+    return { error: { code: this.code, message: this.message, ...this.extra } };
+  }
+}
+
+/** A domain error as the API says it; anything else is an internal error (logged, not shown). */
+export function apiErrorOf(error: unknown): ApiError | null {
+  if (error instanceof ApiError) return error;
+  if (error instanceof NoEligibleTargetError) {
+    return new ApiError("no_eligible_target", "no target of the route can take this request", {
+      field: error.field,
+      targets: error.verdicts.map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
+    });
+  }
+  if (error instanceof InputError) return new ApiError("invalid_input", error.message, { field: error.field });
+  if (error instanceof BudgetError) return new ApiError("over_budget", error.message);
+  if (error instanceof ConfigError) return new ApiError("not_configured", error.message, { field: error.variable });
+  if (error instanceof MediagateError && error.code === "invalid_input") return new ApiError("invalid_input", error.message);
+  return null;
+}

@@ -1,0 +1,337 @@
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { planBatch } from "../../cli/plan.js";
+import type { Runtime } from "../../cli/runtime.js";
+import { cancelJob } from "../../cli/cancel.js";
+import { InputError } from "../../core/errors.js";
+import { PROVIDER_IDS } from "../../providers/adapter.js";
+import type { EngineLogger } from "../../engine/logger.js";
+import { tokenOfSecret } from "../tokens.js";
+import { batchLines, createBatch, prepareLines } from "./batches.js";
+import { callerOf, LOCAL_CALLER, type Caller } from "./caller.js";
+import { ApiError, apiErrorOf } from "./errors.js";
+import { apiEvent, apiJob, createJob, listJobs, prepareForApi, requestOfBody, visibleJob } from "./jobs.js";
+import { openApiDocument, type ApiRoute } from "./openapi.js";
+
+export interface ApiDeps {
+  runtime: Runtime;
+  log: EngineLogger;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+}
+
+/** A batch of 20,000 lines is a few megabytes; one request is far smaller (the server's 1 MB default). */
+const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
+
+function jsonBody(request: FastifyRequest): unknown {
+  const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  if (raw.length === 0) return undefined;
+  try {
+    return JSON.parse(raw.toString("utf8"));
+  } catch {
+    throw new ApiError("invalid_json", "the body is not valid JSON");
+  }
+}
+
+function query(request: FastifyRequest): Record<string, string | undefined> {
+  const values: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
+    values[name] = Array.isArray(value) ? String(value.at(-1)) : value === undefined ? undefined : String(value);
+  }
+  return values;
+}
+
+function timeParam(value: string | undefined, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(at)) throw new InputError(field, `"${value}" is not a time`, "an ISO 8601 date or time, or milliseconds since the epoch");
+  return at;
+}
+
+/**
+ * One single byte range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; null for
+ * none; "unsatisfiable" for a range past the end (several ranges are
+ * answered whole: a client seeking video asks one at a time).
+ */
+function byteRange(header: string | undefined, size: number): { start: number; end: number } | null | "unsatisfiable" {
+  if (!header) return null;
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === "" && match[2] === "")) return null;
+  if (match[1] === "") {
+    const suffix = Number(match[2]);
+    if (suffix === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(match[1]);
+  const end = match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1);
+  if (start >= size || end < start) return "unsatisfiable";
+  return { start, end };
+}
+
+/** The routes of the REST API, each described for the OpenAPI document it is served with. */
+function routes(deps: ApiDeps): ApiRoute[] {
+  const { runtime } = deps;
+  const store = () => runtime.store();
+  return [
+    {
+      method: "POST",
+      path: "/v1/jobs",
+      summary: "Queue one job: a native request (provider, model, input) or a common one (task, prompt, …, model or route); optional ref (idempotent) and notify_url",
+      writes: true,
+      responses: { 200: "the job stored before under this ref, same request", 201: "the job, queued", 409: "ref_conflict", 422: "invalid_input or no_eligible_target" },
+      handler: async (request, reply) => {
+        const created = await createJob(runtime, request.caller!, jsonBody(request));
+        return reply.code(created.status).send(apiJob(created.job, await (await store()).outputs(created.job.id)));
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/jobs",
+      summary: "Jobs newest first, a page at a time (limit, cursor), filtered by state, provider, ref, batch, created_after, created_before",
+      query: ["state", "provider", "ref", "batch", "created_after", "created_before", "limit", "cursor"],
+      responses: { 200: "{jobs, next_cursor}" },
+      handler: async (request) => {
+        const page = await listJobs(runtime, request.caller!, query(request));
+        const jobs = [];
+        for (const job of page.jobs) jobs.push(apiJob(job, await (await store()).outputs(job.id)));
+        return { jobs, next_cursor: page.nextCursor };
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/jobs/{id}",
+      summary: "One job: state, outputs, cost, attempts",
+      responses: { 200: "the job", 404: "not_found" },
+      handler: async (request) => {
+        const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
+        return apiJob(job, await (await store()).outputs(job.id));
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/jobs/{id}/events",
+      summary: "The job's event log, oldest first",
+      responses: { 200: "{events}", 404: "not_found" },
+      handler: async (request) => {
+        const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
+        return { events: (await (await store()).events(job.id)).map(apiEvent) };
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/jobs/{id}/outputs/{n}",
+      summary: "The saved bytes of output n, with its content type, an ETag (its sha256) and byte ranges",
+      responses: { 200: "the file", 206: "a byte range of it", 304: "not modified (If-None-Match)", 404: "not_found", 416: "range_not_satisfiable" },
+      handler: async (request, reply) => {
+        const params = request.params as { id: string; n: string };
+        const job = await visibleJob(runtime, request.caller!, params.id);
+        const output = (await (await store()).outputs(job.id)).find((each) => String(each.index) === params.n);
+        if (!output) throw new ApiError("not_found", `job ${job.id} has no output ${params.n}`);
+        const size = await stat(output.path).then((info) => info.size).catch(() => null);
+        if (size === null) throw new ApiError("not_found", `output ${params.n} of job ${job.id} is not on this server's disk`);
+        const etag = `"${output.sha256}"`;
+        reply.header("etag", etag).header("accept-ranges", "bytes").header("content-type", output.contentType).header("cache-control", "private, max-age=31536000, immutable");
+        if (request.headers["if-none-match"] === etag) return reply.code(304).send();
+        const range = byteRange(request.headers.range, size);
+        if (range === "unsatisfiable") {
+          reply.header("content-range", `bytes */${size}`);
+          throw new ApiError("range_not_satisfiable", `the range ${request.headers.range} is outside the ${size} bytes of output ${params.n}`);
+        }
+        if (range === null) return reply.code(200).header("content-length", size).send(createReadStream(output.path));
+        return reply
+          .code(206)
+          .header("content-range", `bytes ${range.start}-${range.end}/${size}`)
+          .header("content-length", range.end - range.start + 1)
+          .send(createReadStream(output.path, { start: range.start, end: range.end }));
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/jobs/{id}/cancel",
+      summary: "Cancel a job: a queued one locally; a running one at its provider where the provider has a cancel operation",
+      writes: true,
+      responses: { 200: "the cancelled job", 404: "not_found", 409: "not_cancellable" },
+      handler: async (request) => {
+        const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
+        const outcome = await cancelJob(runtime, job);
+        if (outcome.kind === "refused") throw new ApiError("not_cancellable", outcome.message);
+        return apiJob(outcome.job, []);
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/quote",
+      summary: "The estimate of one request (native or common: its chosen target's), with warnings; nothing is stored or sent",
+      responses: { 200: "{estimate_micro_usd, source, warnings, target?, route?}", 422: "invalid_input or no_eligible_target" },
+      handler: async (request) => {
+        const body = jsonBody(request);
+        if (typeof body !== "object" || body === null || Array.isArray(body)) throw new InputError("body", "must be a JSON object: one request");
+        const prepared = await prepareForApi(runtime, "quote", requestOfBody(body as Record<string, unknown>, ["ref", "notify_url"]));
+        return {
+          provider: prepared.validated.provider,
+          model: prepared.validated.model,
+          estimate_micro_usd: prepared.estimate.microUsd,
+          source: prepared.estimate.source,
+          warnings: prepared.validated.warnings,
+          ...(prepared.route
+            ? {
+                target: prepared.route.order[0]!.target.name,
+                route: prepared.route.order.map((entry) => ({ target: entry.target.name, estimate_micro_usd: entry.estimate.microUsd })),
+                ineligible: prepared.route.verdicts.filter((verdict) => !verdict.eligible).map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
+              }
+            : {}),
+        };
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/plan",
+      summary: "Waves and expected wall time per provider of a batch (a JSON array or JSON lines), and its estimate; nothing is stored or sent",
+      bodyLimit: BATCH_BODY_LIMIT,
+      responses: { 200: "{providers}", 422: "invalid_input, one entry per bad line" },
+      handler: async (request) => {
+        const lines = await prepareLines(runtime, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]));
+        return { providers: await planBatch(runtime, await store(), lines.map((line) => line.prepared)) };
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/batches",
+      summary: "Queue a batch (a JSON array or JSON lines, every line with a ref), validated whole before anything is queued",
+      bodyLimit: BATCH_BODY_LIMIT,
+      writes: true,
+      responses: { 201: "{batch_id, jobs, created}", 409: "ref_conflict", 422: "invalid_input, one entry per bad line" },
+      handler: async (request, reply) => {
+        const batch = await createBatch(runtime, request.caller!, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]));
+        return reply.code(201).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => apiJob(job, [])) });
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/batches/{id}",
+      summary: "A batch: its jobs counted by state, its estimate and the charges known",
+      responses: { 200: "{batch_id, jobs, by_state, estimate_micro_usd, unpriced, charged_micro_usd}", 404: "not_found" },
+      handler: async (request) => {
+        const id = (request.params as { id: string }).id;
+        const caller = request.caller!;
+        const summary = await (await store()).batchSummary(id, caller.admin ? undefined : (caller.token?.id ?? ""));
+        if (summary.jobs === 0) throw new ApiError("not_found", `no batch ${id}`);
+        return { batch_id: id, jobs: summary.jobs, by_state: summary.byState, estimate_micro_usd: summary.estimateMicroUsd, unpriced: summary.unpriced, charged_micro_usd: summary.chargedMicroUsd };
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/providers",
+      summary: "Each provider: configured or not and why, slots in use against their caps, halts",
+      responses: { 200: "{providers}" },
+      handler: async () => {
+        const [pools, halts] = await Promise.all([(await store()).poolStatus(), (await store()).halts()]);
+        return {
+          providers: PROVIDER_IDS.map((id) => {
+            const entry = runtime.providers.get(id);
+            const halt = halts.find((each) => each.provider === id);
+            return {
+              id,
+              name: entry?.adapter?.displayName ?? id,
+              configured: entry !== undefined && entry.missing.length === 0,
+              missing: entry?.missing ?? [],
+              slots: pools.filter((pool) => pool.key.startsWith(`${id}:`)).map((pool) => ({ pool: pool.key, in_use: pool.held, capacity: Math.min(pool.configuredCapacity, pool.learnedCapacity) })),
+              halt: halt ? { code: halt.code, message: halt.message, at: new Date(halt.at).toISOString() } : null,
+            };
+          }),
+        };
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/spend",
+      summary: "Spend between from and to (default the last 30 days) by provider, model and token: settled (the ledger) beside estimated",
+      query: ["from", "to"],
+      responses: { 200: "{from, to, lines, settled_micro_usd, estimated_micro_usd}" },
+      handler: async (request) => {
+        const params = query(request);
+        const to = timeParam(params.to, "to", Date.now());
+        const from = timeParam(params.from, "from", to - 30 * 24 * 3_600_000);
+        if (from >= to) throw new InputError("from", "must be before to");
+        const caller = request.caller!;
+        const lines = await (await store()).spendSummary(from, to, caller.admin ? undefined : (caller.token?.id ?? ""));
+        const names = new Map((await (await store()).tokens()).map((token) => [token.id, token.name]));
+        return {
+          from: new Date(from).toISOString(),
+          to: new Date(to).toISOString(),
+          settled_micro_usd: lines.reduce((sum, line) => sum + line.settledMicroUsd, 0),
+          estimated_micro_usd: lines.reduce((sum, line) => sum + line.estimatedMicroUsd, 0),
+          lines: lines.map((line) => ({
+            provider: line.provider,
+            model: line.model,
+            token: line.tokenId === null ? null : (names.get(line.tokenId) ?? line.tokenId),
+            settled_micro_usd: line.settledMicroUsd,
+            estimated_micro_usd: line.estimatedMicroUsd,
+            jobs: line.jobs,
+          })),
+        };
+      },
+    },
+  ];
+}
+
+/** Fastify's path form of an OpenAPI path: `/v1/jobs/{id}` → `/v1/jobs/:id`. */
+function fastifyPath(path: string): string {
+  return path.replace(/\{([a-z_]+)\}/g, ":$1");
+}
+
+/**
+ * Registers the REST API (`/v1/…`, `/openapi.json`) on the server. Every
+ * `/v1` route needs a caller: a bearer token when the store has any, else
+ * the local user (the server then listens on loopback only). A read-only
+ * token may only read. Errors have one shape (`ApiError`).
+ */
+export function registerApi(app: FastifyInstance, deps: ApiDeps): void {
+  const table = routes(deps);
+  const document = openApiDocument(table);
+
+  app.register(async (api) => {
+    api.addHook("onRequest", async (request) => {
+      const store = await deps.runtime.store();
+      const header = request.headers.authorization;
+      if (header === undefined) {
+        if (await store.hasActiveTokens()) throw new ApiError("unauthorized", "send an API token as Authorization: Bearer mg_… (`mediagate token create`)");
+        request.caller = LOCAL_CALLER;
+        return;
+      }
+      const match = /^Bearer\s+(\S+)$/i.exec(header);
+      if (!match) throw new ApiError("unauthorized", "the Authorization header must be Bearer <token>");
+      const found = await tokenOfSecret(store, match[1]!);
+      if ("refused" in found) throw new ApiError("unauthorized", found.refused);
+      request.caller = callerOf(found.token);
+    });
+    for (const route of table) {
+      api.route({
+        method: route.method,
+        ...(route.bodyLimit !== undefined ? { bodyLimit: route.bodyLimit } : {}),
+        // Registered under the /v1 prefix.
+        url: fastifyPath(route.path.slice("/v1".length)) || "/",
+        handler: async (request: FastifyRequest, reply: FastifyReply) => {
+          if (route.writes && request.caller!.readOnly) throw new ApiError("read_only_token", `token ${request.caller!.name} is read-only: it cannot ${route.method} ${route.path}`);
+          return route.handler(request, reply);
+        },
+      });
+    }
+    api.setErrorHandler((error, request, reply) => {
+      const known = apiErrorOf(error);
+      if (known) return reply.code(known.status).send(known.body());
+      const status = (error as { statusCode?: number }).statusCode;
+      if (status === 413) return reply.code(413).send(new ApiError("payload_too_large", "the body is larger than the API takes").body());
+      deps.log.error({ url: request.url.split("?")[0], caller: request.caller?.name, err: error instanceof Error ? error.message : String(error) }, "API request failed");
+      return reply.code(500).send(new ApiError("internal_error", "the request could not be handled; it was logged").body());
+    });
+    api.setNotFoundHandler((request, reply) => reply.code(404).send(new ApiError("not_found", `no route ${request.method} ${request.url.split("?")[0]}`).body()));
+  }, { prefix: "/v1" });
+
+  app.get("/openapi.json", async () => document);
+}

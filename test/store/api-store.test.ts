@@ -1,0 +1,72 @@
+import { describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
+import { freshStoreEachTest, newDJob, storeFactories } from "../helpers/stores.js";
+
+const T0 = 1_800_000_000_000;
+
+for (const factory of storeFactories) {
+  describe(`what the API reads and writes in the store (${factory.name})`, () => {
+    let store: Store;
+    freshStoreEachTest(factory, (opened) => (store = opened));
+
+    it("tokens: stored by the secret's sha256 with their rights and budget, found by it, revoked by name or id, names unique; hasActiveTokens ignores revoked ones", async () => {
+      expect(await store.hasActiveTokens()).toBe(false);
+      const token = { id: "tok_a", name: "alice", secretSha256: "a".repeat(64), admin: false, readOnly: true, budgetId: "token:tok_a", createdAt: T0, revokedAt: null };
+      expect(await store.createToken(token)).toEqual(token);
+      expect(await store.createToken({ ...token, id: "tok_b", secretSha256: "b".repeat(64) })).toBeNull();
+      expect(await store.tokenBySecretSha256("a".repeat(64))).toEqual(token);
+      expect(await store.tokenBySecretSha256("c".repeat(64))).toBeNull();
+      expect(await store.hasActiveTokens()).toBe(true);
+      expect((await store.revokeToken("alice", T0 + 5))!.revokedAt).toBe(T0 + 5);
+      // Revoked again (by id): it keeps the first time.
+      expect((await store.revokeToken("tok_a", T0 + 9))!.revokedAt).toBe(T0 + 5);
+      expect(await store.revokeToken("nobody", T0)).toBeNull();
+      expect(await store.hasActiveTokens()).toBe(false);
+      expect(await store.tokens()).toHaveLength(1);
+    });
+
+    it("listJobs newest first by a cursor (older than the last one seen), one token's, one ref, a time window", async () => {
+      const jobs = [];
+      for (let index = 0; index < 5; index++) jobs.push(newDJob(`j${index}`, { tokenId: index % 2 === 0 ? "tok_a" : "tok_b", notifyUrl: index === 0 ? "https://hooks.example/done" : null }));
+      for (const [index, job] of jobs.entries()) await store.insertJobs([job], T0 + index * 1_000);
+      // Two in the same millisecond: the id breaks the tie, so the cursor still moves on.
+      await store.insertJobs([newDJob("j5", { id: "job_j5a" }), newDJob("j6", { id: "job_j5b" })], T0 + 4_000);
+      const all = await store.listJobs({ newestFirst: true });
+      expect(all.map((job) => job.ref)).toEqual(["j6", "j5", "j4", "j3", "j2", "j1", "j0"]);
+      const after = await store.listJobs({ newestFirst: true, olderThan: { createdAt: all[1]!.createdAt, id: all[1]!.id }, limit: 2 });
+      expect(after.map((job) => job.ref)).toEqual(["j4", "j3"]);
+      expect((await store.listJobs({ newestFirst: true, tokenId: "tok_a" })).map((job) => job.ref)).toEqual(["j4", "j2", "j0"]);
+      expect((await store.listJobs({ ref: "j3" })).map((job) => job.tokenId)).toEqual(["tok_b"]);
+      expect((await store.listJobs({ createdAfter: T0 + 1_000, createdBefore: T0 + 3_000 })).map((job) => job.ref)).toEqual(["j1", "j2"]);
+      expect((await store.getJob("job_j0"))!.notifyUrl).toBe("https://hooks.example/done");
+    });
+
+    it("batchSummary counts a batch's jobs by state with their estimates and known charges; spendSummary puts the ledger beside the estimates by provider, model and token", async () => {
+      await store.insertJobs(
+        [
+          newDJob("b1", { batchId: "batch_x", tokenId: "tok_a" }),
+          newDJob("b2", { batchId: "batch_x", tokenId: "tok_a", estimateMicroUsd: null }),
+          newDJob("b3", { batchId: "batch_x", tokenId: "tok_b", estimateMicroUsd: 70_000, model: "gen-2-max" }),
+          newDJob("other", { batchId: "batch_y" }),
+        ],
+        T0,
+      );
+      await store.transition("job_b1", { state: "queued" }, "cancelled", {}, "cancelled", T0 + 1);
+      expect(await store.batchSummary("batch_x")).toEqual({ jobs: 3, byState: { queued: 2, cancelled: 1 }, estimateMicroUsd: 100_000, unpriced: 1, chargedMicroUsd: 0 });
+      expect(await store.batchSummary("batch_x", "tok_b")).toMatchObject({ jobs: 1, estimateMicroUsd: 70_000 });
+      expect((await store.batchSummary("nothing")).jobs).toBe(0);
+      await store.claimForSubmit("job_b3", "mg:test:1:a", [{ key: "d:account", capacity: 24 }], T0 + 2, 60_000);
+      await store.transition("job_b3", { state: "submitting" }, "running", { providerJobId: "p3" }, "accepted", T0 + 3);
+      await store.transition("job_b3", { state: "running" }, "capturing", {}, "done", T0 + 4);
+      await store.transition("job_b3", { state: "capturing" }, "succeeded", { chargeMicroUsd: 70_000, chargeState: "computed" }, "saved", T0 + 5, undefined, { ledger: { microUsd: 70_000, source: "test" } });
+      const lines = await store.spendSummary(T0, T0 + 60_000);
+      expect(lines).toEqual([
+        { provider: "d", model: "gen-2-max", tokenId: "tok_b", settledMicroUsd: 70_000, estimatedMicroUsd: 70_000, jobs: 1 },
+        { provider: "d", model: "gen-2-pro", tokenId: null, settledMicroUsd: 0, estimatedMicroUsd: 30_000, jobs: 1 },
+        { provider: "d", model: "gen-2-pro", tokenId: "tok_a", settledMicroUsd: 0, estimatedMicroUsd: 30_000, jobs: 2 },
+      ]);
+      expect(await store.spendSummary(T0, T0 + 60_000, "tok_b")).toHaveLength(1);
+      expect(await store.spendSummary(T0 + 10_000, T0 + 60_000)).toEqual([]);
+    });
+  });
+}
