@@ -2,6 +2,7 @@
  * `npm run bench [-- NAME…]`: runs the named benchmarks (default every one but
  * the ten-minute soak) and rewrites their sections of RESULTS.md.
  */
+import { runApiLoad } from "./api-load.js";
 import { runARate } from "./a-rate.js";
 import { runCMakespan } from "./c-makespan.js";
 import { runDMakespan } from "./d-makespan.js";
@@ -20,6 +21,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   "c-makespan": runCMakespan,
   "a-rate": runARate,
   "e-quota": runEQuota,
+  "api-load": runApiLoad,
   soak: runSoak,
 };
 

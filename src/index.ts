@@ -1,4 +1,3 @@
-import { resolve } from "node:path";
 import { type Clock, systemClock } from "./core/clock.js";
 import { configSecrets, loadConfig, type ConfigValues, type MediagateConfig } from "./core/config.js";
 import { ConfigError, InputError } from "./core/errors.js";
@@ -16,7 +15,10 @@ import type { JobRoute } from "./core/job.js";
 import { jobRouteOf, planRoute, routedRequestFrom, type RouteBy, type TargetVerdict } from "./engine/route.js";
 import { readImageAs, sameRequest } from "./cli/prepare.js";
 import { createProviderRegistry, type ProviderEntry } from "./providers/registry.js";
+import { defaultOutputs } from "./outputs/by-location.js";
 import { outputFolderProblem } from "./outputs/local-folder.js";
+import { resolveOutputLocation } from "./outputs/location.js";
+import { notificationPolicyOf, notifierOf } from "./server/notifications.js";
 import { openStore } from "./store/open.js";
 import type { JobFilter, Store } from "./store/store.js";
 
@@ -63,7 +65,7 @@ export type CommonSubmitRequest = Omit<CommonRequest, "task"> & {
 export interface SubmitOptions {
   /** Your unique reference; submitting the same ref again returns the stored job. */
   ref?: string;
-  /** Where outputs are saved (default MEDIAGATE_OUTPUT_DIR). */
+  /** Where outputs are saved: a folder or an `s3://bucket/prefix` (default MEDIAGATE_OUTPUT_DIR). */
   outDir?: string;
 }
 
@@ -90,6 +92,7 @@ export class Mediagate {
     });
     const providers = createProviderRegistry(config);
     const store = await openStore(config.store);
+    store.setNotificationPolicy(notificationPolicyOf(config));
     const secrets = () => [...configSecrets(config), ...[...providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? [])];
     const engine = new Engine({
       store,
@@ -98,6 +101,7 @@ export class Mediagate {
       clock: options.clock ?? systemClock,
       allowPrivateUrls: config.allowPrivateUrls,
       publicUrl: config.publicUrl,
+      notifications: notifierOf(config),
       log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
     });
     const budgetId = config.budgetMicroUsd !== null ? `library:${engine.owner}` : null;
@@ -179,11 +183,11 @@ export class Mediagate {
       }
       ({ validated, estimate } = prepared);
     }
-    const outDir = resolve(options.outDir ?? this.config.outputDir);
+    const outDir = resolveOutputLocation(options.outDir ?? this.config.outputDir);
     // The folder is proved writable before the job is stored: a result rendered and paid for needs somewhere to go.
-    const folderProblem = await outputFolderProblem(outDir);
+    const folderProblem = await outputFolderProblem(outDir, defaultOutputs);
     if (folderProblem) {
-      if (options.outDir !== undefined) throw new InputError("outDir", `${folderProblem.message}; nothing was sent`, "a folder this process can create and write");
+      if (options.outDir !== undefined) throw new InputError("outDir", `${folderProblem.message}; nothing was sent`, "a folder this process can create and write, or an s3://bucket/prefix it can write in");
       throw new ConfigError("MEDIAGATE_OUTPUT_DIR", `MEDIAGATE_OUTPUT_DIR: ${folderProblem.message}; nothing was sent`);
     }
     checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: estimate.microUsd }], this.config.budgetMicroUsd, false, committed);

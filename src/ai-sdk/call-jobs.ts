@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { InvalidArgumentError, type JSONObject, type SharedV3Warning } from "@ai-sdk/provider";
 import { isTerminal, type Job, type JobOutput } from "../core/job.js";
+import { readOutput } from "../outputs/by-location.js";
+import { OutputReadError } from "../outputs/read-error.js";
 import type { CommonSubmitRequest, Mediagate } from "../index.js";
 import { MediagateJobError, MediagateWaitAbortedError } from "./errors.js";
 import { targetOf } from "./target.js";
@@ -81,9 +82,10 @@ export async function runCallJobs(call: CallJobsRequest): Promise<CallJobsResult
 async function savedBytes(job: Job, jobs: readonly Job[], output: JobOutput): Promise<Uint8Array> {
   let bytes: Buffer;
   try {
-    bytes = await readFile(output.path);
+    bytes = await readOutput(output.path);
   } catch (error) {
-    throw new MediagateJobError(job, jobs, { code: "output_unreadable", reason: `its file ${output.path} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+    const why = error instanceof OutputReadError ? error.errno : ((error as NodeJS.ErrnoException).code ?? String(error));
+    throw new MediagateJobError(job, jobs, { code: "output_unreadable", reason: `its file ${output.path} cannot be read (${why})` });
   }
   if (createHash("sha256").update(bytes).digest("hex") !== output.sha256) {
     throw new MediagateJobError(job, jobs, { code: "output_changed", reason: `its file ${output.path} no longer has the sha256 recorded when it was saved` });

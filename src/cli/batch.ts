@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
 import type { ProviderId } from "../providers/adapter.js";
+import { resolveOutputLocation } from "../outputs/location.js";
 import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
 import { checkOutputFolder, enqueue, type EnqueueOptions, type EnqueueResult, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
 import { resumeCommand } from "./resume-command.js";
@@ -42,7 +43,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
     .command("batch")
     .description("run every job of a JSON-lines file within the providers' limits; re-running resumes it")
     .argument("<file>", "JSON lines: {\"ref\", \"provider\", \"model\", \"input\": {…}}")
-    .option("--out <dir>", "where to save the outputs (default MEDIAGATE_OUTPUT_DIR)")
+    .option("--out <dir>", "where to save the outputs: a folder or s3://bucket/prefix (default MEDIAGATE_OUTPUT_DIR)")
     .option("--allow-unpriced", "run even when some jobs have no price and a budget is set (their charges are counted once known; the budget is then no guarantee)")
     .action(async (file: string, flags: { out?: string; allowUnpriced?: boolean }) => {
       const options = globals();
@@ -50,7 +51,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
       const runtime = createRuntime(options);
       try {
         // Everything local is checked before anything is queued or sent.
-        const outDir = resolve(flags.out ?? runtime.config.outputDir);
+        const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
         await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
         const batchId = `batch_${createHash("sha256").update(resolve(file)).digest("hex").slice(0, 16)}`;
         const { queued, providers } = await queueBatch(runtime, file, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: batchId });

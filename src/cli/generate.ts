@@ -9,6 +9,7 @@ import { validateRef } from "../core/ref.js";
 import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
 import { agreeingFlag } from "./flag-agreement.js";
+import { resolveOutputLocation } from "../outputs/location.js";
 import { jobJson } from "./job-json.js";
 import { checkOutputFolder, enqueue, prepareJob, readImageAs, readImages, type PreparedJob } from "./prepare.js";
 import { resumeCommand } from "./resume-command.js";
@@ -229,7 +230,7 @@ export function addRequestFlags(command: Command): Command {
 export function registerGenerate(program: Command, globals: () => GlobalOptions, setExit: (code: number) => void): void {
   addRequestFlags(program.command("generate").description("submit one job, wait for it, save its outputs"))
     .option("--ref <ref>", "your unique reference for this job (re-running with the same ref resumes it)")
-    .option("--out <dir>", "where to save the outputs (default MEDIAGATE_OUTPUT_DIR)")
+    .option("--out <dir>", "where to save the outputs: a folder or s3://bucket/prefix (default MEDIAGATE_OUTPUT_DIR)")
     .option("--allow-unpriced", "run even when the job has no price and a budget is set (its charge is counted once known; the budget is then no guarantee)")
     .action(async (flags: RequestFlags & { ref?: string; out?: string; allowUnpriced?: boolean }) => {
       const options = globals();
@@ -237,7 +238,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
       try {
         const request = requestFromFlags(flags);
         // Everything local is checked before anything is queued or sent.
-        const outDir = resolve(flags.out ?? runtime.config.outputDir);
+        const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
         await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
         const ref = flags.ref === undefined ? newId("gen") : validateRef(flags.ref, "--ref");
         const prepared = await prepareJob(runtime, "generate", ref, request);

@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
     .option("--json", "machine-readable output (one JSON document, or JSON lines for streams)")
     .option("--config <file>", "config file (default ./mediagate.config.json when present)")
     .option("--store <location>", "sqlite:PATH or postgres://… (MEDIAGATE_STORE)")
-    .option("--output-dir <dir>", "where result files are saved (MEDIAGATE_OUTPUT_DIR)")
+    .option("--output-dir <dir>", "where result files are saved: a folder or s3://bucket/prefix (MEDIAGATE_OUTPUT_DIR)")
     .option("--budget-usd <amount>", "refuse a command or batch whose estimate exceeds this (MEDIAGATE_BUDGET_USD)")
     .option("--log-level <level>", "engine log level on stderr: error, warn, info, debug (MEDIAGATE_LOG_LEVEL)")
     .showHelpAfterError()

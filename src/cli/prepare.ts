@@ -8,6 +8,7 @@ import type { Estimate, JobRequest, ProviderAdapter, ProviderId, ValidatedReques
 import { jobRouteOf, planRoute, type EligibleTarget, type RoutedRequest, type RouteWorld, type TargetVerdict } from "../engine/route.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import { checkBudget, type BudgetCheck } from "../engine/budget.js";
+import { defaultOutputs } from "../outputs/by-location.js";
 import { outputFolderProblem } from "../outputs/local-folder.js";
 import type { Runtime } from "./runtime.js";
 import type { ImageInput } from "../core/common-request.js";
@@ -100,6 +101,16 @@ export async function prepareJob(runtime: Runtime, origin: string, ref: string, 
   return { origin, ref, validated, estimate };
 }
 
+/** A common request's route as JSON (`quote --json`, the API's quote): the target chosen, those after it, and why any other cannot take it. */
+export function routeJson(route: PreparedJob["route"]): { target?: string; route?: Array<{ target: string; estimate_micro_usd: number | null }>; ineligible?: Array<{ target: string; reasons: string[] }> } {
+  if (!route) return {};
+  return {
+    target: route.order[0]!.target.name,
+    route: route.order.map((entry) => ({ target: entry.target.name, estimate_micro_usd: entry.estimate.microUsd })),
+    ineligible: route.verdicts.filter((verdict) => !verdict.eligible).map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
+  };
+}
+
 /** What routing reads of this run's world, read once per run: halts, provider contexts. */
 const routeWorlds = new WeakMap<Runtime, RouteWorld>();
 
@@ -157,10 +168,10 @@ export function requireConfigured(runtime: Runtime, jobs: readonly PreparedJob[]
  * charged) would leave paid results with nowhere to go.
  */
 export async function checkOutputFolder(folder: string, fromFlag: string | null): Promise<void> {
-  const problem = await outputFolderProblem(folder);
+  const problem = await outputFolderProblem(folder, defaultOutputs);
   if (!problem) return;
   const message = `${problem.message}; nothing was sent`;
-  if (fromFlag) throw new InputError(fromFlag, message, "a folder this process can create and write");
+  if (fromFlag) throw new InputError(fromFlag, message, "a folder this process can create and write, or an s3://bucket/prefix it can write in");
   throw new ConfigError("MEDIAGATE_OUTPUT_DIR", `MEDIAGATE_OUTPUT_DIR (or --output-dir): ${message}`);
 }
 

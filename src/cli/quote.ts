@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { prepareBatch } from "./batch.js";
 import { addRequestFlags, requestFromFlags, routeText, type RequestFlags } from "./generate.js";
-import { prepareJob, type PreparedJob } from "./prepare.js";
+import { prepareJob, routeJson, type PreparedJob } from "./prepare.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 
 export function registerQuote(program: Command, globals: () => GlobalOptions): void {
@@ -36,13 +36,7 @@ export function registerQuote(program: Command, globals: () => GlobalOptions): v
               source: item.estimate.source,
               warnings: item.validated.warnings,
               // A common request: the target chosen, those after it, and why any other cannot take it.
-              ...(item.route
-                ? {
-                    target: item.route.order[0]!.target.name,
-                    route: item.route.order.map((entry) => ({ target: entry.target.name, estimate_micro_usd: entry.estimate.microUsd })),
-                    ineligible: item.route.verdicts.filter((verdict) => !verdict.eligible).map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
-                  }
-                : {}),
+              ...routeJson(item.route),
             })),
           })}\n`,
         );

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { formatMicroUsd } from "../core/money.js";
+import { resolveOutputLocation } from "../outputs/location.js";
 import type { GlobalOptions, Runtime } from "./runtime.js";
 
 /** One argument as a POSIX shell reads it back: bare when it is plain, single-quoted otherwise. */
@@ -24,7 +25,7 @@ function storeArgument(store: string): string {
  * command that resumes, whatever the shell's environment is by then.
  */
 export function globalArguments(runtime: Runtime, options: GlobalOptions): string[] {
-  const argumentsList = ["--store", storeArgument(runtime.config.store), "--output-dir", resolve(runtime.config.outputDir)];
+  const argumentsList = ["--store", storeArgument(runtime.config.store), "--output-dir", resolveOutputLocation(runtime.config.outputDir)];
   if (options.config) argumentsList.push("--config", resolve(options.config));
   if (runtime.config.budgetMicroUsd !== null) argumentsList.push("--budget-usd", formatMicroUsd(runtime.config.budgetMicroUsd).replace(/^\$/, ""));
   if (options.json) argumentsList.push("--json");

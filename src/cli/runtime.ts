@@ -4,6 +4,7 @@ import { Engine } from "../engine/engine.js";
 import { createLogger } from "../engine/logger.js";
 import { createProviderRegistry, type ProviderEntry } from "../providers/registry.js";
 import type { ProviderId } from "../providers/adapter.js";
+import { notificationPolicyOf, notifierOf } from "../server/notifications.js";
 import { openStore } from "../store/open.js";
 import type { Store } from "../store/store.js";
 
@@ -44,7 +45,12 @@ export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}, 
     providers,
     secrets,
     async store() {
-      store ??= await openStore(config.store);
+      // Every process that moves jobs (an API's cancel too) writes the notifications they owe by the same rule.
+      if (!store) {
+        const opened = await openStore(config.store);
+        opened.setNotificationPolicy(notificationPolicyOf(config));
+        store ??= opened;
+      }
       return store;
     },
     async engine() {
@@ -56,6 +62,7 @@ export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}, 
           allowPrivateUrls: config.allowPrivateUrls,
           publicUrl: config.publicUrl,
           fallbackAfterMs: config.fallbackAfterMs,
+          notifications: notifierOf(config),
           ...(engineOptions.clock ? { clock: engineOptions.clock } : {}),
           log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
         });

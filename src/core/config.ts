@@ -41,6 +41,9 @@ export const CONFIG_VARIABLES = [
   "MEDIAGATE_F_CONCURRENCY",
   "MEDIAGATE_LOG_LEVEL",
   "MEDIAGATE_FALLBACK_AFTER_S",
+  "MEDIAGATE_NOTIFY_URL",
+  "MEDIAGATE_NOTIFY_SECRET",
+  "MEDIAGATE_NOTIFY_EVENTS",
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -53,6 +56,7 @@ export const SECRET_VARIABLES: ReadonlySet<ConfigVariable> = new Set([
   "MEDIAGATE_D_API_KEY",
   "MEDIAGATE_E_CLIENT_SECRET",
   "MEDIAGATE_F_API_KEY",
+  "MEDIAGATE_NOTIFY_SECRET",
 ]);
 
 export type ConfigValues = Partial<Record<ConfigVariable, string>>;
@@ -66,6 +70,12 @@ export interface MediagateConfig {
   allowPrivateUrls: boolean;
   /** How long a routed job's target may keep failing before accepting (an outage) before the job moves to the next target. */
   fallbackAfterMs: number;
+  /** Where a job without its own `notify_url` is notified (MEDIAGATE_NOTIFY_URL); null: nowhere. */
+  notifyUrl: string | null;
+  /** The Standard Webhooks secret (`whsec_…`) notifications are signed with; null: none is sent. */
+  notifySecret: string | null;
+  /** `terminal` (default): a job's end is notified; `all`: every change of its state. */
+  notifyEvents: "terminal" | "all";
 }
 
 /** MEDIAGATE_FALLBACK_AFTER_S unset: a minute of outage moves a routed job on. */
@@ -146,15 +156,47 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
     const value = values[name];
     if (value !== undefined) checkProviderAddress(name, value);
   }
+  const allowPrivateUrls = values.MEDIAGATE_ALLOW_PRIVATE_URLS === "1";
+  const notifyUrl = values.MEDIAGATE_NOTIFY_URL ?? null;
+  if (notifyUrl !== null) checkNotifyUrl(notifyUrl, allowPrivateUrls);
+  const notifySecret = values.MEDIAGATE_NOTIFY_SECRET ?? null;
+  if (notifySecret !== null && !isStandardWebhooksSecret(notifySecret)) {
+    // Not echoed: it is a secret.
+    throw new ConfigError(
+      "MEDIAGATE_NOTIFY_SECRET",
+      "MEDIAGATE_NOTIFY_SECRET must be a Standard Webhooks secret: whsec_ then the base64 of at least 16 random bytes (for example whsec_ followed by the output of `openssl rand -base64 32`)",
+    );
+  }
+  const notifyEvents = values.MEDIAGATE_NOTIFY_EVENTS ?? "terminal";
+  if (notifyEvents !== "terminal" && notifyEvents !== "all") {
+    throw new ConfigError("MEDIAGATE_NOTIFY_EVENTS", `MEDIAGATE_NOTIFY_EVENTS must be terminal (a job's end, the default) or all (every change of its state), got "${notifyEvents}"`);
+  }
   return {
     values,
     store: values.MEDIAGATE_STORE ?? "sqlite:./mediagate.db",
-    outputDir: resolve(cwd, values.MEDIAGATE_OUTPUT_DIR ?? "./mediagate-output"),
+    outputDir: outputLocation(cwd, values.MEDIAGATE_OUTPUT_DIR ?? "./mediagate-output"),
     publicUrl,
     budgetMicroUsd,
-    allowPrivateUrls: values.MEDIAGATE_ALLOW_PRIVATE_URLS === "1",
+    allowPrivateUrls,
     fallbackAfterMs,
+    notifyUrl,
+    notifySecret,
+    notifyEvents,
   };
+}
+
+/**
+ * MEDIAGATE_OUTPUT_DIR: a folder, made absolute, or an S3-compatible bucket
+ * address (`s3://bucket/prefix`), kept as written. The output folder check
+ * reports anything else wrong with an address, before anything is sent.
+ */
+function outputLocation(cwd: string, value: string): string {
+  if (!/^s3:\/\//i.test(value)) return resolve(cwd, value);
+  if (/^s3:\/\/[^/]*@/i.test(value)) {
+    // Not echoed: what sits there is likely a credential.
+    throw new ConfigError("MEDIAGATE_OUTPUT_DIR", "MEDIAGATE_OUTPUT_DIR must not carry a user or password (S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the other usual AWS sources)");
+  }
+  return value.replace(/\/+$/, "");
 }
 
 /** Every configured secret value, for redaction: keys, client secrets, and the store's password. */
@@ -212,6 +254,37 @@ function checkProviderAddress(name: ConfigVariable, value: string): void {
   if (isBlockedPort(url)) {
     throw new ConfigError(name, `${name} uses port ${url.port}, which fetch never connects to (one of the Fetch standard's blocked ports): choose another port`);
   }
+}
+
+/**
+ * MEDIAGATE_NOTIFY_URL: https, or http where private URLs are allowed (the
+ * rule `notify_url` is held to). Whether its host is public is checked at
+ * each send, since what a name resolves to can change. Only its origin is
+ * echoed: its path or query may carry the receiver's token.
+ */
+function checkNotifyUrl(value: string, allowPrivateUrls: boolean): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError("MEDIAGATE_NOTIFY_URL", "MEDIAGATE_NOTIFY_URL must be an https:// URL such as https://hooks.example.com/mediagate");
+  }
+  if (url.username || url.password) throw new ConfigError("MEDIAGATE_NOTIFY_URL", "MEDIAGATE_NOTIFY_URL must not carry a user or password");
+  const httpAllowed = allowPrivateUrls && url.protocol === "http:";
+  if (url.protocol !== "https:" && !httpAllowed) {
+    throw new ConfigError(
+      "MEDIAGATE_NOTIFY_URL",
+      `MEDIAGATE_NOTIFY_URL must be an https:// URL (plain http only with MEDIAGATE_ALLOW_PRIVATE_URLS=1, for local set-ups), got one starting ${url.protocol}//${url.host}`,
+    );
+  }
+}
+
+/** `whsec_` then canonical base64 of at least 16 bytes: what Standard Webhooks libraries take as a secret. */
+function isStandardWebhooksSecret(value: string): boolean {
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(value);
+  if (!match) return false;
+  const key = Buffer.from(match[1]!, "base64");
+  return key.length >= 16 && key.toString("base64") === match[1];
 }
 
 /** https anywhere; plain http only on loopback, where a local sandbox delivers to a local `mediagate serve`. */

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import { join } from "node:path";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { ProviderError } from "../core/errors.js";
 import { mediaFactsOf } from "../core/media-facts.js";
 import type { Job, JobOutput } from "../core/job.js";
 import { OutputSaveError } from "../outputs/local-folder.js";
+import { outputPath } from "../outputs/location.js";
 import type { ProviderStatus } from "../providers/adapter.js";
 import { safeForDisplay, TransportError } from "../providers/http.js";
 import { chargeAtEnd } from "./charge.js";
@@ -62,23 +62,26 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
     await context.outputs.removeStale(job.outDir, stem);
     for (const [index, output] of status.outputs.entries()) {
       context.counters(job.provider).downloads++;
-      const response = await call.http.request({ method: "GET", url: output.url, retry: "idempotent", untrustedUrl: true, timeoutMs: 120_000 }, context.signal);
-      if (response.status < 200 || response.status >= 300) {
-        const expired = response.status === 403 || response.status === 404 || response.status === 410;
-        // An expired link is retried too: the next attempt reads the job again first, and a provider that hands out a
-        // fresh link on every read (B's /content) gives a working one. One that keeps handing back the same dead link
-        // (D's sample after its ten minutes) fails as result_expired once the attempts run out.
-        throw call.http.errorFrom(
-          response,
-          expired ? "result_expired" : "result_download_failed",
-          `downloading output ${index + 1} from ${safeForDisplay(output.url)} answered HTTP ${response.status}`,
-          { retryable: true },
-        );
-      }
+      const response = await context.timed(job.provider, "capture", async () => {
+        const answer = await call.http.request({ method: "GET", url: output.url, retry: "idempotent", untrustedUrl: true, timeoutMs: 120_000 }, context.signal);
+        if (answer.status < 200 || answer.status >= 300) {
+          const expired = answer.status === 403 || answer.status === 404 || answer.status === 410;
+          // An expired link is retried too: the next attempt reads the job again first, and a provider that hands out a
+          // fresh link on every read (B's /content) gives a working one. One that keeps handing back the same dead link
+          // (D's sample after its ten minutes) fails as result_expired once the attempts run out.
+          throw call.http.errorFrom(
+            answer,
+            expired ? "result_expired" : "result_download_failed",
+            `downloading output ${index + 1} from ${safeForDisplay(output.url)} answered HTTP ${answer.status}`,
+            { retryable: true },
+          );
+        }
+        return answer;
+      });
       const headerType = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
       const contentType = EXTENSIONS[headerType] ? headerType : (sniffContentType(response.body) ?? (headerType || "application/octet-stream"));
       const extension = EXTENSIONS[contentType] ?? "bin";
-      const path = join(job.outDir, `${stem}${status.outputs.length > 1 ? `-${index + 1}` : ""}.${extension}`);
+      const path = outputPath(job.outDir, `${stem}${status.outputs.length > 1 ? `-${index + 1}` : ""}.${extension}`);
       await context.outputs.write(path, response.body);
       // What the provider said about this output (seed, alt text, safety flag) is kept beside it, not only in the store.
       if (output.metadata && Object.keys(output.metadata).length > 0) {

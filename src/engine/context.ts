@@ -21,6 +21,15 @@ export interface ProviderCounters {
   claimsLost: number;
 }
 
+/** One provider call of a step, timed on the engine's clock: the submit, a poll, one output's download (`/metrics`). */
+export interface StepTiming {
+  provider: ProviderId;
+  step: "submit" | "poll" | "capture";
+  /** "error": it threw (a refusal, a timeout, a lost connection); "ok": it answered. */
+  outcome: "ok" | "error";
+  ms: number;
+}
+
 /** What the engine's steps (submit, track, capture) share. */
 export interface EngineContext {
   store: Store;
@@ -35,6 +44,8 @@ export interface EngineContext {
   /** A call context whose HTTP layer takes rate tokens and counts requests for this job's provider. */
   callContext(job: Job, request: ValidatedRequest, options?: { rateLimited?: boolean }): Promise<CallContext>;
   counters(provider: ProviderId): ProviderCounters;
+  /** Runs one provider call of a step and reports how long it took (the engine's `step` event). */
+  timed<T>(provider: ProviderId, step: StepTiming["step"], call: () => Promise<T>): Promise<T>;
   /** A routed job's target failing before accepting this long (an outage) hands the job to the next target. */
   fallbackAfterMs: number;
   /** Tells listeners (progress bars, the server) that a job changed. */

@@ -9,10 +9,11 @@ import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
 import { type CallContext, PROVIDER_IDS, type ProviderAdapter, type ProviderId, type ProviderStatus, type RateWindow, type ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import { type ClaimInstead, type JobScope, RATE_SEND_BOUND_MS, type SlotPoolRequest, type Store } from "../store/store.js";
-import { localFolderOutputs, type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
+import { type ClaimInstead, type JobScope, type Notification, RATE_SEND_BOUND_MS, type SlotPoolRequest, type Store } from "../store/store.js";
+import { defaultOutputs } from "../outputs/by-location.js";
+import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
-import type { EngineContext, ProviderCounters } from "./context.js";
+import type { EngineContext, ProviderCounters, StepTiming } from "./context.js";
 import { limitsOf } from "./context.js";
 import { type EngineLogger, silentLogger } from "./logger.js";
 import { isDeadOwner, newOwnerName } from "./owner.js";
@@ -20,6 +21,7 @@ import { PollScheduler } from "./polling.js";
 import { RateLimiter } from "./rate-limiter.js";
 import { recoverInterruptedSubmit, submitJob } from "./submit.js";
 import { settleJob } from "./settle.js";
+import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
 import { trackJob } from "./track.js";
 
 export interface EngineOptions {
@@ -49,10 +51,17 @@ export interface EngineOptions {
    * works on every job in the store.
    */
   scope?: JobScope | null;
-  /** Where result bytes are written (default: the local folder of each job). */
+  /** Where result bytes are written (default: each job's location, a local folder or an `s3://bucket/prefix`). */
   outputs?: OutputWriter;
   /** MEDIAGATE_FALLBACK_AFTER_S: a routed job whose target keeps failing before accepting this long moves to the next target (default 60 s). */
   fallbackAfterMs?: number;
+  /**
+   * Deliver the notifications jobs owe (issue 12): any engine on the store
+   * may, one attempt at a time each. Only an engine that works on every job
+   * (`worker`, `serve`, the library) delivers: a command's engine ends with
+   * its jobs, too soon for a receiver's retries.
+   */
+  notifications?: NotifierOptions;
 }
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
@@ -71,6 +80,9 @@ const OWNED_PAGE = 256;
 const SETTLEMENT_PAGE = 64;
 /** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
 const FULL_POOL_RECHECK_MS = 1_000;
+/** Notifications due are looked for at most this often while the loop is busy (and after each nap), and so many are sent at once. */
+const NOTIFICATION_READ_EVERY_MS = 500;
+const MAX_DELIVERIES = 32;
 /** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
 const SETTLEMENT_READ_EVERY_MS = 500;
 /**
@@ -86,7 +98,7 @@ const HALTS_READ_EVERY_MS = 1_000;
  * provider-specific: adapters say what a request needs (slots, rate windows,
  * polling pace) and what an answer means.
  */
-export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
+export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTiming] }> {
   readonly owner: string;
   private readonly store: Store;
   private readonly clock: Clock;
@@ -125,6 +137,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
    */
   private readonly emptyQueues = new Map<ProviderId, number>();
   private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
+  private lastNotificationReadAt = Number.NEGATIVE_INFINITY;
+  /** Notification attempts in flight; and whether the last read found more due than there was room for. */
+  private readonly deliveries = new Set<Promise<void>>();
+  private notificationsLeft = false;
+  private readonly notifyContext: NotifyContext | null;
   /** Whether a configured provider settles charges after the end (B): otherwise no settlement is ever read. */
   private readonly settles: boolean;
   /** The halted providers as last read, and when (see `HALTS_READ_EVERY_MS`); null to read them at the next tick. */
@@ -173,6 +190,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     setMaxListeners(0, this.stopWaiting.signal);
     this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
     this.rateLimiter = new RateLimiter(this.store, this.clock);
+    this.notifyContext = options.notifications
+      ? { store: this.store, clock: this.clock, log: this.log, notifier: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal: this.abortController.signal }
+      : null;
     this.settles = PROVIDER_IDS.some((provider) => {
       const entry = options.providers.get(provider);
       return entry?.adapter?.settle !== undefined && entry.missing.length === 0;
@@ -184,10 +204,21 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
       leaseMs: this.leaseMs,
       log: this.log,
       polls: this.polls,
-      outputs: rememberingFolderChecks(options.outputs ?? localFolderOutputs, () => this.clock.now()),
+      outputs: rememberingFolderChecks(options.outputs ?? defaultOutputs, () => this.clock.now()),
       adapter: (provider) => this.adapter(provider),
       callContext: (job, request, callOptions) => this.callContext(job, request, callOptions?.rateLimited ?? true),
       counters: (provider) => this.countersFor(provider),
+      timed: async (provider, step, call) => {
+        const startedAt = this.clock.now();
+        let outcome: StepTiming["outcome"] = "error";
+        try {
+          const answer = await call();
+          outcome = "ok";
+          return answer;
+        } finally {
+          this.emit("step", { provider, step, outcome, ms: this.clock.now() - startedAt });
+        }
+      },
       fallbackAfterMs: options.fallbackAfterMs ?? DEFAULT_FALLBACK_AFTER_MS,
       emit: (job) => {
         // A job back in the queue (a submit that was not sent) makes its provider's queue worth reading.
@@ -213,6 +244,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
   /** The median render time learned for a provider and model (for progress estimates), or null. */
   expectedRenderMs(provider: ProviderId, model: string): Promise<number | null> {
     return this.polls.expectedRenderMs(provider, model);
+  }
+
+  /** Whether the loop runs: started and not stopping (`/readyz`). */
+  get running(): boolean {
+    return this.loopDone !== null && !this.stopping;
   }
 
   /** Request and error counts per provider since this engine started. */
@@ -245,6 +281,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     if (this.loopDone) return;
     // Another process queued jobs or received a webhook for one of ours: look now, not at the next idle tick.
     if (this.listening) this.stopListening = this.store.onWork(() => this.wake());
+    const notifier = this.options.notifications;
+    if (this.delivers() && notifier && !notifier.secret && notifier.defaultUrl) {
+      this.log.warn({}, "MEDIAGATE_NOTIFY_URL is set but MEDIAGATE_NOTIFY_SECRET is not: no notification is sent unsigned (each is given up, and the job's events say why)");
+    }
     this.loopDone = this.loop().catch((error: unknown) => {
       this.log.error({ err: error instanceof Error ? error.message : String(error) }, "engine loop stopped by an error");
       throw error;
@@ -265,7 +305,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     await this.loopDone?.catch(() => undefined);
     await Promise.allSettled([...this.submitting].map((id) => this.inFlight.get(id)));
     this.abortController.abort(new Error("engine stopping"));
-    await Promise.allSettled([...this.inFlight.values()]);
+    await Promise.allSettled([...this.inFlight.values(), ...this.deliveries]);
     await this.store.releaseLeases(this.owner);
   }
 
@@ -440,6 +480,30 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     };
   }
 
+  /** Whether this engine delivers notifications: it was given how, and works on every job. */
+  private delivers(): boolean {
+    return this.notifyContext !== null && this.scope === null;
+  }
+
+  /** One attempt at a claimed notification, in the background; a read follows its end when more were due than room. */
+  private deliver(notification: Notification): void {
+    const task: Promise<void> = deliverNotification(this.notifyContext!, notification)
+      .catch((error: unknown) => {
+        // Unrecorded (the store failed): the claim lapses and the attempt is made again after it.
+        if (this.abortController.signal.aborted) return;
+        this.log.error({ jobId: notification.jobId, notification: notification.id, err: error instanceof Error ? error.message : String(error) }, "notification attempt failed unexpectedly");
+      })
+      .finally(() => {
+        this.deliveries.delete(task);
+        if (this.notificationsLeft) {
+          this.notificationsLeft = false;
+          this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
+          this.wakeLoop();
+        }
+      });
+    this.deliveries.add(task);
+  }
+
   private spawn(job: Job, work: () => Promise<void>, isSubmit: boolean): void {
     if (isSubmit) this.submitting.add(job.id);
     const releasesAtStart = this.store.slotReleases;
@@ -505,6 +569,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     if (napped) {
       // Settlements that came due meanwhile are read at once.
       this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
+      this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
     } else {
       // An embedded store answers without I/O: without this, steps that keep finding work would run
       // as one chain of microtasks, and no provider's answer (or signal, or timer) would ever be read.
@@ -527,7 +592,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     let napped = false;
     for (;;) {
       this.dueMoved = false;
-      const nextDue = await this.store.nextDueAt(this.owner, skip, after, this.scope, this.settles);
+      const nextDue = await this.store.nextDueAt(this.owner, skip, after, this.scope, this.settles, this.delivers());
       if (this.wakeRequested || this.stopping) return napped;
       // A step ended while the store answered: its new due time may not be in the answer.
       if (this.dueMoved) continue;
@@ -691,6 +756,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: [] }> {
     }
     // Ended by its page count with claims still succeeding: more may be due.
     if (!queueRead) this.tickCut = true;
+    if (this.delivers() && now - this.lastNotificationReadAt >= NOTIFICATION_READ_EVERY_MS && this.deliveries.size < MAX_DELIVERIES && !this.stopping) {
+      this.lastNotificationReadAt = now;
+      const room = MAX_DELIVERIES - this.deliveries.size;
+      const due = await this.store.claimDueNotifications(now, room, NOTIFY_LEASE_MS);
+      this.notificationsLeft = due.length === room;
+      for (const notification of due) this.deliver(notification);
+    }
     if (this.settles && now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
       this.lastSettlementReadAt = now;
       const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);

@@ -36,7 +36,7 @@ export async function submitJob(context: EngineContext, claimed: Job): Promise<v
   try {
     const call = await context.callContext(job, request);
     context.counters(job.provider).submits++;
-    submitted = await adapter.submit(request, call);
+    submitted = await context.timed(job.provider, "submit", () => adapter.submit(request, call));
   } catch (error) {
     await handleSubmitFailure(context, job, error, limits.idempotentSubmit);
     return;

@@ -55,7 +55,7 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
       context.counters(job.provider).polls++;
       const sentAt = clock.now();
       // The answer is kept (error detail, event log): a secret the provider quotes in it is removed first.
-      status = redactDeep(await adapter.poll(submittedOf(job), call), (text) => call.http.redact(text));
+      status = redactDeep(await context.timed(job.provider, "poll", () => adapter.poll(submittedOf(job), call)), (text) => call.http.redact(text));
       context.polls.answered(job.id, status.kind === "pending", sentAt - (job.submittedAt ?? sentAt), sentAt - (job.submitSentAt ?? job.submittedAt ?? sentAt));
     } catch (error) {
       await handlePollFailure(context, job, error);

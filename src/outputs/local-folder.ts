@@ -1,18 +1,19 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import { MediagateError } from "../core/errors.js";
+import { outputFolderOf, resolveOutputLocation } from "./location.js";
 
 /**
- * Saving failed for a reason on this machine (a folder under a regular file,
- * no permission, a full disk), not at the provider. The result is still
- * there: the job is kept and saving is tried again, so a paid result is not
- * lost to a local problem.
+ * Saving failed for a reason on our side (a folder under a regular file, no
+ * permission, a full disk, a bucket that refuses the credentials), not at the
+ * provider. The result is still there: the job is kept and saving is tried
+ * again, so a paid result is not lost to a local problem.
  */
 export class OutputSaveError extends MediagateError {
   constructor(
     readonly folder: string,
-    /** The system's error code (`ENOTDIR`, `EACCES`, `ENOSPC`, …). */
+    /** The system's error code (`ENOTDIR`, `EACCES`, `ENOSPC`, …), or a bucket's (`NoSuchBucket`, `AccessDenied`, …). */
     readonly errno: string,
     message: string,
     options?: { cause?: unknown },
@@ -128,7 +129,7 @@ function leftoversIn(folder: string): Promise<Set<string>> {
   return leftovers;
 }
 
-/** Checks a command's output folder before anything is queued or sent; null when usable, else the error. */
+/** Checks a command's output folder (or bucket location) before anything is queued or sent; null when usable, else the error. */
 export async function outputFolderProblem(folder: string, writer: OutputWriter = localFolderOutputs): Promise<OutputSaveError | null> {
   try {
     await writer.prepare(folder);
@@ -153,7 +154,7 @@ export function rememberingFolderChecks(writer: OutputWriter, now: () => number)
   const checkedAt = new Map<string, number>();
   return {
     async prepare(folder) {
-      const key = resolve(folder);
+      const key = resolveOutputLocation(folder);
       const at = checkedAt.get(key);
       if (at !== undefined && now() - at < FOLDER_CHECK_VALID_MS) return;
       await writer.prepare(folder);
@@ -163,7 +164,7 @@ export function rememberingFolderChecks(writer: OutputWriter, now: () => number)
       try {
         await writer.write(path, bytes);
       } catch (error) {
-        checkedAt.delete(resolve(dirname(path)));
+        checkedAt.delete(resolveOutputLocation(outputFolderOf(path)));
         throw error;
       }
     },

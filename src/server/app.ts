@@ -3,6 +3,11 @@ import { PROVIDER_IDS, type WebhookDelivery } from "../providers/adapter.js";
 import { WebhookRefusals } from "./refusals.js";
 import { receiveWebhook, type WebhookIngressDeps, type WebhookRefusal } from "./webhooks.js";
 import { registerApi, type ApiDeps } from "./api/index.js";
+import { registerDashboard } from "./dashboard/index.js";
+import type { Engine } from "../engine/engine.js";
+import { registerMetrics } from "./metrics.js";
+import { registerReadiness } from "./readiness.js";
+import { logApiRequests } from "./request-log.js";
 
 /** Deliveries larger than this are refused before verification (no provider sends more). */
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
@@ -10,13 +15,24 @@ const MAX_WEBHOOK_BYTES = 1024 * 1024;
 /** How long closing the server waits for the requests it is handling before it ends their connections. */
 const CLOSE_GRACE_MS = 5_000;
 
+export interface ServerOptions {
+  /**
+   * The engine this server runs: `/readyz` needs it running, `/metrics` times
+   * its steps. Absent or null: none (`serve --no-engine`, the workers run
+   * elsewhere), and `/readyz` checks the store only.
+   */
+  engine?: Engine | null;
+  /** How long `/readyz` waits for the store (default READY_STORE_TIMEOUT_MS). */
+  readyTimeoutMs?: number;
+}
+
 /**
  * The HTTP server of `mediagate serve`. Webhook routes get the raw body as
  * bytes (signatures cover the exact bytes, so nothing is parsed first).
  * Every refused request (failed verification, no such route, too large,
  * unreadable) goes through WebhookRefusals: counted, bounded per source.
  */
-export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps): Promise<FastifyInstance> {
+export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, bodyLimit: MAX_WEBHOOK_BYTES });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
@@ -25,18 +41,32 @@ export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps): Prom
   // opened but silent (a client that gave up while connecting) is not "idle" to Node's server and would
   // otherwise hold the close for its headers timeout, a minute.
   let forceClose: NodeJS.Timeout | undefined;
+  let closing = false;
   app.addHook("preClose", async () => {
+    closing = true;
     forceClose = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
     forceClose.unref();
   });
   app.addHook("onClose", async () => clearTimeout(forceClose));
+  // A request answered while the server closes ends its connection: one kept alive would hold the close until the grace ends.
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
+  });
+  app.addHook("onResponse", async (request) => {
+    if (closing) request.raw.socket?.end();
+  });
 
   // The store is read when a count is written, not now: `deps` may be completed after the server is built.
   const refusals = new WebhookRefusals({ countWebhookRejections: (counts) => deps.store.countWebhookRejections(counts) }, deps.log, () => deps.now());
   app.addHook("onClose", async () => refusals.flush());
 
+  const metrics = await registerMetrics(app, deps, options.engine ?? null);
+  registerReadiness(app, deps, { engine: options.engine ?? null, ...(options.readyTimeoutMs !== undefined ? { timeoutMs: options.readyTimeoutMs } : {}) });
+  logApiRequests(app, deps.log);
+
   const refuse = (request: FastifyRequest, reply: FastifyReply, refusal: WebhookRefusal, jobId: string | null) => {
     const answer = refusals.refuse(request.ip, refusal, jobId);
+    metrics.webhookDelivery(refusal.provider, answer.body.outcome);
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   };
 
@@ -48,6 +78,7 @@ export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps): Prom
     };
     const answer = await receiveWebhook(deps, provider, delivery);
     if (answer.kind === "refused") return refuse(request, reply, answer.refusal, jobId);
+    metrics.webhookDelivery(provider, answer.body.outcome);
     return reply.code(answer.status).send(answer.body);
   };
 
@@ -57,6 +88,7 @@ export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps): Prom
   );
   app.get("/healthz", async () => ({ ok: true }));
   if (api) registerApi(app, api);
+  if (api) registerDashboard(app, { ...api, engine: deps.engine });
 
   app.setNotFoundHandler((request, reply) =>
     refuse(request, reply, { status: 404, provider: "unknown", code: "unknown_route", reason: `no route for ${request.method} ${request.url.split("?")[0]!.slice(0, 80)}` }, null),

@@ -5,11 +5,23 @@ import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/ada
 import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNumberOrNull } from "./rows.js";
 import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
+import {
+  claimDueNotifications,
+  DEFAULT_NOTIFICATION_POLICY,
+  insertNotification,
+  keepNotificationBody,
+  newNotificationId,
+  notificationsOf,
+  owedNotifications,
+  owedNotificationType,
+  recordNotificationAttempt,
+} from "./notifications.js";
 import type {
   ApiToken,
   BatchSummary,
   SpendLine,
   BudgetStatus,
+  DailySpend,
   ClaimInstead,
   ClaimResult,
   JobBrief,
@@ -20,11 +32,16 @@ import type {
   JobScope,
   NewJob,
   NextDue,
+  Notification,
+  NotificationAttempt,
+  NotificationPolicy,
   OpenCount,
+  JobCount,
   PoolStatus,
   ProviderHalt,
   RateTake,
   RateToken,
+  RateWindowUsage,
   RenderSample,
   SlotPoolRequest,
   Store,
@@ -105,6 +122,9 @@ function briefOf(row: { id: string; state: string; provider: string; blocked_cod
 }
 
 const OPEN_STATES: JobState[] = ["queued", "submitting", "running", "capturing"];
+
+/** A UTC day in ms: spend is counted by day since the epoch. */
+const DAY_MS = 86_400_000;
 
 /** Ids per statement: well under SQLite's and PostgreSQL's limits on bound parameters. */
 const IDS_PER_STATEMENT = 1_000;
@@ -297,6 +317,9 @@ const REUSABLE_STATEMENTS = 256;
 export class KyselyStore implements Store {
   /** Slot holds this store deleted and pool capacity it recovered, counted (see `Store.slotReleases`). */
   slotReleases = 0;
+
+  /** Which changes owe a notification (see `Store.setNotificationPolicy`). */
+  private notificationPolicy: NotificationPolicy = DEFAULT_NOTIFICATION_POLICY;
 
   /** Compiled statements by shape, each with the names of the slots among its parameters (see `reusable`). */
   private readonly statements = new Map<string, { compiled: CompiledQuery; places: Array<string | null> }>();
@@ -611,7 +634,9 @@ export class KyselyStore implements Store {
     const wanted = states(expect);
     const lease = leaseKind(expect);
     const outputs = extras.outputs ?? [];
-    const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}`;
+    // The notification this move may owe (the state it leaves is read in the statement).
+    const notifyType = owedNotificationType(this.notificationPolicy, null, to);
+    const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}:${notifyType ? "notify" : ""}`;
     const outputValues = Object.fromEntries(
       outputs.flatMap((output, index) => [
         [`o${index}_idx`, output.index],
@@ -647,6 +672,12 @@ export class KyselyStore implements Store {
             sql`saved as (insert into outputs (job_id, idx, path, url, content_type, bytes, sha256, metadata_json, media_json, saved_at) select updated.id, o.idx, o.path, o.url, o.content_type, o.bytes, o.sha256, o.metadata_json, o.media_json, ${bigint("at")} from updated cross join (values ${rows}) as o (idx, path, url, content_type, bytes, sha256, metadata_json, media_json) on conflict (job_id, idx) do update set path = excluded.path, url = excluded.url, content_type = excluded.content_type, bytes = excluded.bytes, sha256 = excluded.sha256, metadata_json = excluded.metadata_json, media_json = excluded.media_json, saved_at = excluded.saved_at)`,
           );
         }
+        if (notifyType) {
+          const url = sql`coalesce(notify_url, ${text("notify_default_url")})`;
+          parts.push(
+            sql`notified as (insert into notifications (id, job_id, event_type, url, body_json, attempts, created_at, next_attempt_at) select ${text("notify_id")}, id, ${text("notify_type")}, ${url}, null, 0, ${bigint("at")}, ${bigint("at")} from updated where ${url} is not null and from_state <> ${text("to_state")})`,
+          );
+        }
         if (extras.ledger) {
           parts.push(sql`charged as (insert into ledger (job_id, provider, model, micro_usd, source, at) select id, provider, model, ${bigint("ledger_micro_usd")}, ${text("ledger_source")}, ${bigint("at")} from updated on conflict (job_id) do nothing)`);
         }
@@ -665,6 +696,7 @@ export class KyselyStore implements Store {
         detail_json: event.detail_json,
         ledger_micro_usd: extras.ledger?.microUsd,
         ledger_source: extras.ledger?.source,
+        ...(notifyType ? { notify_id: newNotificationId(now), notify_type: notifyType, notify_default_url: this.notificationPolicy.defaultUrl } : {}),
       },
     );
     if (!result) return null;
@@ -772,6 +804,16 @@ export class KyselyStore implements Store {
       }
     }
     return counts;
+  }
+
+  async jobCounts(): Promise<JobCount[]> {
+    // Grouped in the order of jobs_queue (state, provider, …), which holds both columns: the count walks that index alone.
+    const rows = await this.db
+      .selectFrom("jobs")
+      .select((eb) => ["state", "provider", eb.fn.countAll<number>().as("n")])
+      .groupBy(["state", "provider"])
+      .execute();
+    return rows.map((row) => ({ state: row.state as JobState, provider: row.provider as ProviderId, count: Number(row.n) }));
   }
 
   async dueQueued(
@@ -1054,11 +1096,11 @@ export class KyselyStore implements Store {
       .execute();
   }
 
-  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true): Promise<NextDue> {
+  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true, notifications = false): Promise<NextDue> {
     // The first entry after `after` of each provider's queue (an index seek each), then the least of them, and the
     // least of the queues' alone.
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
-    const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${settlements}`;
+    const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${settlements}:${notifications}`;
     const [row] = await this.reusable(this.db, key, (slot) => {
       const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
       const firstDue = (provider: ProviderId) => {
@@ -1085,6 +1127,14 @@ export class KyselyStore implements Store {
         .where("next_attempt_at", ">", slot<number>("after"));
       if (scope) settling = settling.where(inThisScope);
       let all = settlements ? owned.unionAll(settling) : owned;
+      if (notifications) {
+        // Through notifications_due: only the notifications still owed.
+        all = all.unionAll(
+          owedNotifications(this.db)
+            .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
+            .where("next_attempt_at", ">", slot<number>("after")),
+        );
+      }
       for (const provider of providers) all = all.unionAll(firstDue(provider));
       return this.db
         .selectFrom(all.as("due"))
@@ -1206,6 +1256,34 @@ export class KyselyStore implements Store {
     return [...lines.values()].sort((left, right) => left.provider.localeCompare(right.provider) || left.model.localeCompare(right.model) || String(left.tokenId).localeCompare(String(right.tokenId)));
   }
 
+  async spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
+    // Integer division on both dialects (SQLite INTEGER, PostgreSQL BIGINT); the literal keeps the select and group by one expression.
+    const dayOf = (column: "ledger.at" | "created_at") => sql<number>`${sql.ref(column)} / ${sql.lit(DAY_MS)}`;
+    let settled = this.db
+      .selectFrom("ledger")
+      .innerJoin("jobs", "jobs.id", "ledger.job_id")
+      .select(["ledger.provider", dayOf("ledger.at").as("day"), (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
+      .where("ledger.at", ">=", from)
+      .where("ledger.at", "<", to);
+    if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
+    let estimated = this.db
+      .selectFrom("jobs")
+      .select(["provider", dayOf("created_at").as("day"), (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total")])
+      .where("created_at", ">=", from)
+      .where("created_at", "<", to);
+    if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
+    const days = new Map<string, DailySpend>();
+    const dayLine = (provider: string, day: number) => {
+      const key = `${day}:${provider}`;
+      let line = days.get(key);
+      if (!line) days.set(key, (line = { day: day * DAY_MS, provider: provider as ProviderId, settledMicroUsd: 0, estimatedMicroUsd: 0 }));
+      return line;
+    };
+    for (const row of await settled.groupBy(["ledger.provider", dayOf("ledger.at")]).execute()) dayLine(row.provider, Number(row.day)).settledMicroUsd += Number(row.total ?? 0);
+    for (const row of await estimated.groupBy(["provider", dayOf("created_at")]).execute()) dayLine(row.provider, Number(row.day)).estimatedMicroUsd += Number(row.total ?? 0);
+    return [...days.values()].sort((left, right) => left.day - right.day || left.provider.localeCompare(right.provider));
+  }
+
   async takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
     if (windows.length === 0) return { granted: true, token: { eventIds: [], at: typeof now === "function" ? now() : now } };
     return this.db.transaction().execute(async (trx): Promise<RateTake> => {
@@ -1264,6 +1342,23 @@ export class KyselyStore implements Store {
   async answerRateToken(token: RateToken, at: number): Promise<void> {
     if (token.eventIds.length === 0) return;
     await this.db.updateTable("rate_events").set({ answered_at: Math.max(at, token.at) }).where("id", "in", token.eventIds).execute();
+  }
+
+  async rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]> {
+    const usage: RateWindowUsage[] = [];
+    for (const window of windows) {
+      // What takeRateToken would still count: answered within the window, or unanswered and not yet expired.
+      const row = await this.db
+        .selectFrom("rate_events")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("window_key", "=", window.key)
+        .where((eb) =>
+          eb.or([eb("answered_at", ">", now - window.windowMs), eb.and([eb("answered_at", "is", null), eb("at", ">", now - rateUnansweredExpiryMs(window.windowMs))])]),
+        )
+        .executeTakeFirstOrThrow();
+      usage.push({ key: window.key, used: Number(row.n), limit: window.limit, windowMs: window.windowMs });
+    }
+    return usage;
   }
 
   async haltProvider(halt: ProviderHalt): Promise<void> {
@@ -1456,7 +1551,19 @@ export class KyselyStore implements Store {
       if (updated) await this.appendEventRow(trx, event);
     }
     if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
+    await this.oweNotification(trx, updated, event);
     return updated;
+  }
+
+  /**
+   * The notification a change owes (issue 12), written in the change's own
+   * transaction: a job that ended owes it even if the process dies the next
+   * moment, so no pass over finished jobs is ever needed to find one missing.
+   */
+  private async oweNotification(trx: Db, row: JobsTable, event: ReturnType<typeof eventRow>): Promise<void> {
+    const type = owedNotificationType(this.notificationPolicy, event.from_state, event.to_state);
+    const url = row.notify_url ?? this.notificationPolicy.defaultUrl;
+    if (type && url) await insertNotification(trx, { id: newNotificationId(event.at), jobId: row.id, type, url, at: event.at });
   }
 
   /**
@@ -1551,6 +1658,26 @@ export class KyselyStore implements Store {
       reason: slot<string>("reason"),
       detail_json: slot<string | null>("detail_json"),
     }), row);
+  }
+
+  setNotificationPolicy(policy: NotificationPolicy): void {
+    this.notificationPolicy = { ...policy };
+  }
+
+  claimDueNotifications(now: number, limit: number, leaseMs: number): Promise<Notification[]> {
+    return claimDueNotifications(this.db, this.dialect, now, limit, leaseMs);
+  }
+
+  keepNotificationBody(id: string, body: string): Promise<string> {
+    return keepNotificationBody(this.db, id, body);
+  }
+
+  recordNotificationAttempt(attempt: NotificationAttempt): Promise<boolean> {
+    return recordNotificationAttempt(this.db, attempt);
+  }
+
+  notifications(jobId: string): Promise<Notification[]> {
+    return notificationsOf(this.db, jobId);
   }
 
   // Refused webhook deliveries, counted rather than stored one by one (migration 6).

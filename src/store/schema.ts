@@ -159,6 +159,27 @@ export interface WebhookRejectionsTable {
   last_at: number;
 }
 
+/** Notifications a job owes (migration 11): `id` is the Standard Webhooks `webhook-id`. */
+export interface NotificationsTable {
+  id: string;
+  job_id: string;
+  /** `job.succeeded`, `job.failed`, … */
+  event_type: string;
+  url: string;
+  /** The exact bytes sent, made at the first attempt; null before it. */
+  body_json: string | null;
+  /** Attempts claimed so far (the one in flight included). */
+  attempts: number;
+  created_at: number;
+  /** When the next attempt is due; while one is in flight, when its claim lapses. */
+  next_attempt_at: number;
+  last_attempt_at: number | null;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: number | null;
+  given_up_at: number | null;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -178,5 +199,6 @@ export interface Database {
   budgets: BudgetsTable;
   api_tokens: ApiTokensTable;
   webhook_rejections: WebhookRejectionsTable;
+  notifications: NotificationsTable;
   schema_migrations: SchemaMigrationsTable;
 }

@@ -179,6 +179,13 @@ export interface OpenCount {
   count: number;
 }
 
+/** How many jobs of the whole store are in one state at one provider (`/metrics`). */
+export interface JobCount {
+  provider: ProviderId;
+  state: JobState;
+  count: number;
+}
+
 export interface BudgetStatus {
   id: string;
   ceilingMicroUsd: number;
@@ -216,6 +223,23 @@ export interface SpendLine {
   settledMicroUsd: number;
   estimatedMicroUsd: number;
   jobs: number;
+}
+
+/** One provider's spend on one UTC day: the ledger's charges that day beside the estimates of the jobs created that day. */
+export interface DailySpend {
+  /** The day's first millisecond (UTC). */
+  day: number;
+  provider: ProviderId;
+  settledMicroUsd: number;
+  estimatedMicroUsd: number;
+}
+
+/** How many requests a rate window counts now, against its limit. */
+export interface RateWindowUsage {
+  key: string;
+  used: number;
+  limit: number;
+  windowMs: number;
 }
 
 export interface PoolStatus {
@@ -304,6 +328,8 @@ export interface Store {
   changedBriefs(scope: JobScope, since: number, limit: number, after?: { updatedAt: number; id: string } | null): Promise<JobBrief[]>;
   /** Unfinished jobs in `scope`, counted by state, provider and whether blocked: an aggregate, no row leaves the store. */
   openCounts(scope: JobScope): Promise<OpenCount[]>;
+  /** Every job counted by provider and state: one aggregate read from an index (jobs_queue), never from the rows. */
+  jobCounts(): Promise<JobCount[]>;
 
   /** Queued jobs that are due, in due order, skipping halted providers; only those in `scope` when given; after `after` for a next page. */
   dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]>;
@@ -332,10 +358,11 @@ export interface Store {
   releaseLeases(owner: string): Promise<void>;
   /**
    * The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs, this owner's jobs,
-   * and charges to settle unless `settlements` is false: an engine with no provider that settles reads none): `at`;
+   * charges to settle unless `settlements` is false: an engine with no provider that settles reads none, and
+   * notifications owed when `notifications` is true: an engine that delivers them): `at`;
    * and of the queued jobs alone, `queuedAt` (a nap that reaches it ends a queue's emptiness).
    */
-  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean): Promise<NextDue>;
+  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean, notifications?: boolean): Promise<NextDue>;
 
   releaseSlots(jobId: string, now: number): Promise<void>;
   /** The provider pushed back: believe no more slots than are held now, and hand none out until `blockedUntil`. */
@@ -352,6 +379,8 @@ export interface Store {
    * then; one token's only when given.
    */
   spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]>;
+  /** `spendSummary` by provider and UTC day instead of model and token (the dashboard's chart); one token's only when given. */
+  spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]>;
 
   /**
    * Sliding-window rate limiting shared by every engine on this store: when
@@ -364,6 +393,8 @@ export interface Store {
   takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake>;
   /** Records when a granted request's answer came back. */
   answerRateToken(token: RateToken, at: number): Promise<void>;
+  /** What each window counts at `now`, by the rule `takeRateToken` applies (one count per window, nothing written). */
+  rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]>;
 
   haltProvider(halt: ProviderHalt): Promise<void>;
   clearHalt(provider: ProviderId): Promise<void>;
@@ -404,6 +435,74 @@ export interface Store {
   countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void>;
   /** The counters, oldest bucket first; `from`/`to` bound the bucket start (inclusive). */
   webhookRejections(filter?: { provider?: string; from?: number; to?: number }): Promise<WebhookRejectionCount[]>;
+
+  // Notifications out (issue 12, migration 11): owed in the same transaction as the change that owes them.
+  /** Which changes owe a notification from now on, for this store object (default: a job's end, to its own `notify_url` only). */
+  setNotificationPolicy(policy: NotificationPolicy): void;
+  /**
+   * Takes up to `limit` notifications due at `now`, one attempt each: counts
+   * the attempt and moves the due time to `now + leaseMs`, so no other engine
+   * takes it before the attempt ends (or, if this one dies, before then).
+   * One statement (PostgreSQL: SKIP LOCKED).
+   */
+  claimDueNotifications(now: number, limit: number, leaseMs: number): Promise<Notification[]>;
+  /** Keeps the body the first attempt sends, unless one is kept already; returns the kept one. */
+  keepNotificationBody(id: string, body: string): Promise<string>;
+  /**
+   * Records how an attempt ended and appends its event to the job's log, in
+   * one transaction, when the notification is still owed and still at that
+   * attempt; false (nothing written) otherwise.
+   */
+  recordNotificationAttempt(attempt: NotificationAttempt): Promise<boolean>;
+  /** A job's notifications, oldest first. */
+  notifications(jobId: string): Promise<Notification[]>;
+}
+
+/**
+ * Which changes of a job owe a notification (issue 12), from the entry
+ * point's MEDIAGATE_NOTIFY_URL and MEDIAGATE_NOTIFY_EVENTS. A job's own
+ * `notify_url` is always honoured; `defaultUrl` serves the jobs without one.
+ */
+export interface NotificationPolicy {
+  defaultUrl: string | null;
+  /** `terminal`: a job's end; `all`: every change of state after it was queued. */
+  events: "terminal" | "all";
+}
+
+/** A notification a job owes, as stored (migration 11). */
+export interface Notification {
+  /** The Standard Webhooks `webhook-id`: the same on every attempt. */
+  id: string;
+  jobId: string;
+  /** `job.succeeded`, `job.failed`, … (`job.<state>`). */
+  type: string;
+  url: string;
+  /** The bytes every attempt sends, kept at the first attempt; null before it. */
+  body: string | null;
+  /** Attempts claimed so far, the one in flight included. */
+  attempts: number;
+  /** When the job changed (the event's time). */
+  createdAt: number;
+  nextAttemptAt: number;
+  lastAttemptAt: number | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  deliveredAt: number | null;
+  givenUpAt: number | null;
+}
+
+/** How one delivery attempt ended, with the job event that records it. */
+export interface NotificationAttempt {
+  id: string;
+  /** The attempt's number as claimed: the record applies only while the notification is still at it. */
+  attempt: number;
+  at: number;
+  /** The receiver's HTTP status, when it answered. */
+  status: number | null;
+  /** A stable code or short text when it did not answer with 2xx (`http_500`, `ECONNREFUSED`, `unsafe_url`, …). */
+  error: string | null;
+  outcome: { kind: "delivered" } | { kind: "retry"; nextAttemptAt: number } | { kind: "given_up" };
+  event: { reason: string; detail: unknown };
 }
 
 /** Refused webhook deliveries of one provider, for one reason, in one time bucket. */

@@ -33,6 +33,7 @@ describe("configuration", () => {
       "MEDIAGATE_F_BASE_URL", "MEDIAGATE_F_API_KEY", "MEDIAGATE_F_CONCURRENCY",
       "MEDIAGATE_LOG_LEVEL",
       "MEDIAGATE_FALLBACK_AFTER_S",
+      "MEDIAGATE_NOTIFY_URL", "MEDIAGATE_NOTIFY_SECRET", "MEDIAGATE_NOTIFY_EVENTS",
     ]);
   });
 
@@ -45,12 +46,15 @@ describe("configuration", () => {
       budgetMicroUsd: null,
       allowPrivateUrls: false,
       fallbackAfterMs: 60_000,
+      notifyUrl: null,
+      notifySecret: null,
+      notifyEvents: "terminal",
     });
   });
 
   it("every variable is read from the environment; an empty one counts as unset; others are ignored", () => {
     const env = Object.fromEntries(CONFIG_VARIABLES.map((name) => [name, `value of ${name}`]));
-    const { values } = loadConfig({ env: { ...env, MEDIAGATE_BUDGET_USD: "3", MEDIAGATE_PUBLIC_URL: "https://hooks.example", MEDIAGATE_FALLBACK_AFTER_S: "30", ...baseUrls(), MEDIAGATE_LOG_LEVEL: "", OTHER: "x" }, cwd: folder });
+    const { values } = loadConfig({ env: { ...env, MEDIAGATE_BUDGET_USD: "3", MEDIAGATE_PUBLIC_URL: "https://hooks.example", MEDIAGATE_FALLBACK_AFTER_S: "30", ...baseUrls(), ...notifications(), MEDIAGATE_LOG_LEVEL: "", OTHER: "x" }, cwd: folder });
     for (const name of CONFIG_VARIABLES) {
       if (name === "MEDIAGATE_LOG_LEVEL") expect(values[name]).toBeUndefined();
       else expect(values[name], name).toBeDefined();
@@ -182,13 +186,49 @@ describe("configuration", () => {
     );
   });
 
-  it("the secrets are the API keys, the webhook secret, the client secret and the store's password, and nothing else", () => {
+  it("the secrets are the API keys, the webhook secret, the client secret, the notifications' signing secret and the store's password, and nothing else", () => {
     expect([...SECRET_VARIABLES].sort()).toEqual([
-      "MEDIAGATE_A_API_KEY", "MEDIAGATE_B_API_KEY", "MEDIAGATE_B_WEBHOOK_SECRET", "MEDIAGATE_C_API_KEY", "MEDIAGATE_D_API_KEY", "MEDIAGATE_E_CLIENT_SECRET", "MEDIAGATE_F_API_KEY",
+      "MEDIAGATE_A_API_KEY", "MEDIAGATE_B_API_KEY", "MEDIAGATE_B_WEBHOOK_SECRET", "MEDIAGATE_C_API_KEY", "MEDIAGATE_D_API_KEY", "MEDIAGATE_E_CLIENT_SECRET", "MEDIAGATE_F_API_KEY", "MEDIAGATE_NOTIFY_SECRET",
     ]);
-    const env = Object.fromEntries([...SECRET_VARIABLES].map((name) => [name, `secret of ${name}`]));
+    const env = Object.fromEntries([...SECRET_VARIABLES].map((name) => [name, name === "MEDIAGATE_NOTIFY_SECRET" ? notifications().MEDIAGATE_NOTIFY_SECRET : `secret of ${name}`]));
     const config = load({ ...env, MEDIAGATE_E_CLIENT_ID: "client-id", MEDIAGATE_STORE: "postgres://mediagate:store-pw@db/jobs" });
     expect(configSecrets(config).sort()).toEqual([...Object.values(env), "store-pw"].sort());
+  });
+
+  it("notifications: MEDIAGATE_NOTIFY_URL, MEDIAGATE_NOTIFY_SECRET and MEDIAGATE_NOTIFY_EVENTS are read as given", () => {
+    expect(load(notifications())).toMatchObject({ notifyUrl: "https://hooks.example.com/mediagate?token=t0k3n", notifySecret: notifications().MEDIAGATE_NOTIFY_SECRET, notifyEvents: "all" });
+    expect(load({ MEDIAGATE_NOTIFY_URL: "http://127.0.0.1:9000/hook", MEDIAGATE_ALLOW_PRIVATE_URLS: "1" }).notifyUrl).toBe("http://127.0.0.1:9000/hook");
+  });
+
+  it("MEDIAGATE_NOTIFY_URL must be https (http only where private URLs are allowed) and carry no credentials; the refusal names it without echoing its path or query", () => {
+    const refusals: Array<[string, string]> = [
+      ["http://hooks.example.com/x?token=s3cr3t", "MEDIAGATE_NOTIFY_URL must be an https:// URL (plain http only with MEDIAGATE_ALLOW_PRIVATE_URLS=1, for local set-ups), got one starting http://hooks.example.com"],
+      ["ftp://hooks.example.com/x", "MEDIAGATE_NOTIFY_URL must be an https:// URL (plain http only with MEDIAGATE_ALLOW_PRIVATE_URLS=1, for local set-ups), got one starting ftp://hooks.example.com"],
+      ["hooks.example.com/x?token=s3cr3t", "MEDIAGATE_NOTIFY_URL must be an https:// URL such as https://hooks.example.com/mediagate"],
+      ["https://user:s3cr3t@hooks.example.com/x", "MEDIAGATE_NOTIFY_URL must not carry a user or password"],
+    ];
+    for (const [url, message] of refusals) {
+      const error = configError(() => load({ MEDIAGATE_NOTIFY_URL: url }));
+      expect(error.variable).toBe("MEDIAGATE_NOTIFY_URL");
+      expect(error.message).toBe(message);
+    }
+  });
+
+  it("MEDIAGATE_NOTIFY_SECRET must be whsec_ and the base64 of at least 16 bytes; the refusal never echoes it", () => {
+    // Too short, not base64, or not whsec_ at all.
+    for (const secret of ["s3cr3t-but-not-whsec", "whsec_", "whsec_c2hvcnQ=", `whsec_${"x".repeat(30)}!`, `whsec_${Buffer.alloc(24, 7).toString("base64")}x`]) {
+      const error = configError(() => load({ MEDIAGATE_NOTIFY_SECRET: secret }));
+      expect(error.variable).toBe("MEDIAGATE_NOTIFY_SECRET");
+      expect(error.message).toMatch(/^MEDIAGATE_NOTIFY_SECRET must be a Standard Webhooks secret: whsec_ then the base64 of at least 16 random bytes/);
+      if (secret.length > 6) expect(error.message).not.toContain(secret);
+    }
+  });
+
+  it("MEDIAGATE_NOTIFY_EVENTS is terminal (the default) or all", () => {
+    expect(load({ MEDIAGATE_NOTIFY_EVENTS: "terminal" }).notifyEvents).toBe("terminal");
+    const error = configError(() => load({ MEDIAGATE_NOTIFY_EVENTS: "every" }));
+    expect(error.variable).toBe("MEDIAGATE_NOTIFY_EVENTS");
+    expect(error.message).toBe('MEDIAGATE_NOTIFY_EVENTS must be terminal (a job\'s end, the default) or all (every change of its state), got "every"');
   });
 
   it("an empty secret given as a flag is not a secret to redact", () => {
@@ -206,6 +246,14 @@ describe("configuration", () => {
     }
   });
 });
+
+function notifications(): Record<"MEDIAGATE_NOTIFY_URL" | "MEDIAGATE_NOTIFY_SECRET" | "MEDIAGATE_NOTIFY_EVENTS", string> {
+  return {
+    MEDIAGATE_NOTIFY_URL: "https://hooks.example.com/mediagate?token=t0k3n",
+    MEDIAGATE_NOTIFY_SECRET: `whsec_${Buffer.alloc(24, 7).toString("base64")}`,
+    MEDIAGATE_NOTIFY_EVENTS: "all",
+  };
+}
 
 function baseUrls(): Record<string, string> {
   return {

@@ -59,6 +59,7 @@ function contextFor(bed: BBed, signal = new AbortController().signal) {
       job: { id: job.id, idempotencyKey: job.idempotencyKey, callbackUrl: null },
     }),
     counters: () => ({ requests: 0, status429: 0, backpressure: 0, submits: 0, polls: 0, downloads: 0, claims: 0, claimsLost: 0 }),
+    timed: (_provider, _step, call) => call(),
     emit: (job) => emitted.push(job),
     wake: () => {},
     haltsChanged: () => undefined,

@@ -85,6 +85,7 @@ function bed(options: { store?: Store; signal?: AbortSignal; adapter?: ProviderA
         throw new Error("no request is made when a submit's failure is handled");
       }),
     counters: () => counters,
+    timed: (_provider, _step, call) => call(),
     emit: (job) => result.emitted.push(job),
     wake: () => {
       result.wakes++;

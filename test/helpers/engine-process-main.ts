@@ -15,6 +15,7 @@ import { configSecrets, loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
 import { localFolderOutputs, type OutputWriter } from "../../src/outputs/local-folder.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
+import { notificationPolicyOf, notifierOf } from "../../src/server/notifications.js";
 import { openStore } from "../../src/store/open.js";
 
 const scale = Number(process.env.ENGINE_TIME_SCALE ?? "1");
@@ -43,8 +44,9 @@ const outputs: OutputWriter = {
 const config = loadConfig({ env: process.env });
 const providers = createProviderRegistry(config);
 const store = await openStore(config.store);
+store.setNotificationPolicy(notificationPolicyOf(config));
 const secrets = () => [...configSecrets(config), ...[...providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? [])];
 const clock = new ScaledClock(scale, virtualAt + (Date.now() - realAt) * scale);
-const engine = new Engine({ store, providers, secrets, clock, outputs, allowPrivateUrls: config.allowPrivateUrls });
+const engine = new Engine({ store, providers, secrets, clock, outputs, allowPrivateUrls: config.allowPrivateUrls, notifications: notifierOf(config) });
 engine.start();
 process.stdout.write(`ready ${engine.owner}\n`);

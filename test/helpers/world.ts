@@ -8,6 +8,7 @@ import type { OutputWriter } from "../../src/outputs/local-folder.js";
 import { loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
 import type { EngineLogger } from "../../src/engine/logger.js";
+import type { NotifierOptions } from "../../src/engine/notify.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
 import { sandboxEnvironment } from "../../src/sandbox/all.js";
@@ -51,7 +52,11 @@ export async function startWorld(emulators: ProviderEmulator[], options: { timeS
  * `virtualTime` runs the engine on the sandbox's clock, so provider rules of
  * minutes or days (C's ten-minute release) pass in seconds on both sides.
  */
-export function worldEngine(world: World, store: Store, options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter; maxInFlight?: number; log?: EngineLogger; idleTickMs?: number } = {}) {
+export function worldEngine(
+  world: World,
+  store: Store,
+  options: { virtualTime?: boolean; publicUrl?: string; leaseMs?: number; outputs?: OutputWriter; maxInFlight?: number; log?: EngineLogger; idleTickMs?: number; notifications?: NotifierOptions; allowPrivateUrls?: boolean } = {},
+) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const clock: Clock | undefined = options.virtualTime ? world.sandbox.context.clock : undefined;
@@ -67,12 +72,14 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
     ...(options.idleTickMs ? { idleTickMs: options.idleTickMs } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.outputs ? { outputs: options.outputs } : {}),
+    ...(options.notifications ? { notifications: options.notifications } : {}),
+    ...(options.allowPrivateUrls !== undefined ? { allowPrivateUrls: options.allowPrivateUrls } : {}),
   });
   let counter = 0;
   return {
     engine,
     providers,
-    async enqueue(request: JobRequest, ref = `ref-${++counter}`, extra: { budgetId?: string; batchId?: string } = {}) {
+    async enqueue(request: JobRequest, ref = `ref-${++counter}`, extra: { budgetId?: string; batchId?: string; notifyUrl?: string } = {}) {
       const adapter = providers.get(request.provider)!.adapter!;
       // As the CLI prepares a job: the provider's context for the prefetch and for an estimate the provider gives (B's quote).
       const context = await engine.providerContext(request.provider);
@@ -96,6 +103,7 @@ export function worldEngine(world: World, store: Store, options: { virtualTime?:
             estimateSource: estimate.source,
             outDir: join(world.folder, "out"),
             budgetId: extra.budgetId ?? null,
+            notifyUrl: extra.notifyUrl ?? null,
           },
         ],
         now,

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime } from "../../src/cli/runtime.js";
@@ -126,6 +127,16 @@ describe("mediagate serve: the REST API (real HTTP, real sandbox, SQLite)", () =
     expect((await api.call("GET", "/v1/jobs/job_missing")).status).toBe(404);
     expect(api.world.sandbox.context.requests.count((entry) => entry.provider !== null)).toBe(0);
     expect((await api.call("GET", "/v1/jobs")).body.jobs).toEqual([]);
+    // Without tokens, a request addressed to another name (a page elsewhere rebinding its name to 127.0.0.1) is refused.
+    const rebound = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const request = httpRequest(`${api.url}/v1/jobs`, { headers: { host: "evil.example" } }, (response) => {
+        let body = "";
+        response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", () => resolve({ status: response.statusCode!, body }));
+      });
+      request.on("error", reject).end();
+    });
+    expect(rebound.status).toBe(401);
+    expect(JSON.parse(rebound.body).error.message).toMatch(/only requests addressed to a loopback name/);
   });
 
   it("API: with tokens in the store every request needs one; a token sees only its own jobs (another's is 404), a read-only token cannot write (403), a revoked one is refused (401)", async () => {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { resolve } from "node:path";
 import { checkOutputFolder, type PreparedJob } from "../../cli/prepare.js";
 import type { Runtime } from "../../cli/runtime.js";
+import { resolveOutputLocation } from "../../outputs/location.js";
 import { InputError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import type { Job } from "../../core/job.js";
@@ -98,7 +98,7 @@ export async function createBatch(runtime: Runtime, caller: Caller, lines: unkno
     if (job) sameJobOrConflict(caller, job, line.prepared);
   }
   const budgetId = await checkTokenBudget(runtime, caller, prepared.filter((line) => !existing.has(line.prepared.ref)).map((line) => line.prepared));
-  const outDir = resolve(runtime.config.outputDir);
+  const outDir = resolveOutputLocation(runtime.config.outputDir);
   await checkOutputFolder(outDir, null);
   const batchId = batchIdOf(caller, prepared);
   const now = Date.now();

@@ -1,5 +1,3 @@
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { planBatch } from "../../cli/plan.js";
 import type { Runtime } from "../../cli/runtime.js";
@@ -7,11 +5,13 @@ import { cancelJob } from "../../cli/cancel.js";
 import { InputError } from "../../core/errors.js";
 import { PROVIDER_IDS } from "../../providers/adapter.js";
 import type { EngineLogger } from "../../engine/logger.js";
+import { sendOutputFile } from "../output-file.js";
 import { tokenOfSecret } from "../tokens.js";
+import { isLoopbackHost } from "../dashboard/session.js";
 import { batchLines, createBatch, prepareLines } from "./batches.js";
 import { callerOf, LOCAL_CALLER, type Caller } from "./caller.js";
 import { ApiError, apiErrorOf } from "./errors.js";
-import { apiEvent, apiJob, createJob, listJobs, prepareForApi, requestOfBody, visibleJob } from "./jobs.js";
+import { apiEvent, apiJob, createJob, listJobs, quoteOf, visibleJob } from "./jobs.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 
 export interface ApiDeps {
@@ -51,26 +51,6 @@ function timeParam(value: string | undefined, field: string, fallback: number): 
   const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
   if (!Number.isFinite(at)) throw new InputError(field, `"${value}" is not a time`, "an ISO 8601 date or time, or milliseconds since the epoch");
   return at;
-}
-
-/**
- * One single byte range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; null for
- * none; "unsatisfiable" for a range past the end (several ranges are
- * answered whole: a client seeking video asks one at a time).
- */
-function byteRange(header: string | undefined, size: number): { start: number; end: number } | null | "unsatisfiable" {
-  if (!header) return null;
-  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!match || (match[1] === "" && match[2] === "")) return null;
-  if (match[1] === "") {
-    const suffix = Number(match[2]);
-    if (suffix === 0) return "unsatisfiable";
-    return { start: Math.max(0, size - suffix), end: size - 1 };
-  }
-  const start = Number(match[1]);
-  const end = match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1);
-  if (start >= size || end < start) return "unsatisfiable";
-  return { start, end };
 }
 
 /** The routes of the REST API, each described for the OpenAPI document it is served with. */
@@ -132,22 +112,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
         const job = await visibleJob(runtime, request.caller!, params.id);
         const output = (await (await store()).outputs(job.id)).find((each) => String(each.index) === params.n);
         if (!output) throw new ApiError("not_found", `job ${job.id} has no output ${params.n}`);
-        const size = await stat(output.path).then((info) => info.size).catch(() => null);
-        if (size === null) throw new ApiError("not_found", `output ${params.n} of job ${job.id} is not on this server's disk`);
-        const etag = `"${output.sha256}"`;
-        reply.header("etag", etag).header("accept-ranges", "bytes").header("content-type", output.contentType).header("cache-control", "private, max-age=31536000, immutable");
-        if (request.headers["if-none-match"] === etag) return reply.code(304).send();
-        const range = byteRange(request.headers.range, size);
-        if (range === "unsatisfiable") {
-          reply.header("content-range", `bytes */${size}`);
-          throw new ApiError("range_not_satisfiable", `the range ${request.headers.range} is outside the ${size} bytes of output ${params.n}`);
-        }
-        if (range === null) return reply.code(200).header("content-length", size).send(createReadStream(output.path));
-        return reply
-          .code(206)
-          .header("content-range", `bytes ${range.start}-${range.end}/${size}`)
-          .header("content-length", range.end - range.start + 1)
-          .send(createReadStream(output.path, { start: range.start, end: range.end }));
+        return sendOutputFile(request, reply, output, `output ${params.n} of job ${job.id}`);
       },
     },
     {
@@ -168,25 +133,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       path: "/v1/quote",
       summary: "The estimate of one request (native or common: its chosen target's), with warnings; nothing is stored or sent",
       responses: { 200: "{estimate_micro_usd, source, warnings, target?, route?}", 422: "invalid_input or no_eligible_target" },
-      handler: async (request) => {
-        const body = jsonBody(request);
-        if (typeof body !== "object" || body === null || Array.isArray(body)) throw new InputError("body", "must be a JSON object: one request");
-        const prepared = await prepareForApi(runtime, "quote", requestOfBody(body as Record<string, unknown>, ["ref", "notify_url"]));
-        return {
-          provider: prepared.validated.provider,
-          model: prepared.validated.model,
-          estimate_micro_usd: prepared.estimate.microUsd,
-          source: prepared.estimate.source,
-          warnings: prepared.validated.warnings,
-          ...(prepared.route
-            ? {
-                target: prepared.route.order[0]!.target.name,
-                route: prepared.route.order.map((entry) => ({ target: entry.target.name, estimate_micro_usd: entry.estimate.microUsd })),
-                ineligible: prepared.route.verdicts.filter((verdict) => !verdict.eligible).map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
-              }
-            : {}),
-        };
-      },
+      handler: async (request) => quoteOf(runtime, jsonBody(request)),
     },
     {
       method: "POST",
@@ -301,6 +248,9 @@ export function registerApi(app: FastifyInstance, deps: ApiDeps): void {
       const header = request.headers.authorization;
       if (header === undefined) {
         if (await store.hasActiveTokens()) throw new ApiError("unauthorized", "send an API token as Authorization: Bearer mg_… (`mediagate token create`)");
+        // The local user, without a token: only from this machine by a loopback name, so a page elsewhere that resolves
+        // its own name to 127.0.0.1 (DNS rebinding) reaching this port is refused.
+        if (!isLoopbackHost(request.headers.host)) throw new ApiError("unauthorized", "without API tokens the API answers only requests addressed to a loopback name (localhost, 127.0.0.1, [::1])");
         request.caller = LOCAL_CALLER;
         return;
       }

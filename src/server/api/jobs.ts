@@ -1,7 +1,7 @@
-import { resolve } from "node:path";
 import { jobJson, type JobJson } from "../../cli/job-json.js";
-import { checkOutputFolder, PreparedInputError, prepareJob, sameRequest, type PreparedJob } from "../../cli/prepare.js";
+import { checkOutputFolder, PreparedInputError, prepareJob, routeJson, sameRequest, type PreparedJob } from "../../cli/prepare.js";
 import type { Runtime } from "../../cli/runtime.js";
+import { resolveOutputLocation } from "../../outputs/location.js";
 import type { ImageInput } from "../../core/common-request.js";
 import { InputError, UnsafeUrlError } from "../../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
@@ -121,6 +121,32 @@ export async function prepareForApi(runtime: Runtime, ref: string, request: JobR
   }
 }
 
+/** The answer of `POST /v1/quote` (and the dashboard's quote): what one request would cost and where it would go. */
+export interface ApiQuote {
+  provider: ProviderId;
+  model: string;
+  estimate_micro_usd: number | null;
+  source: string;
+  warnings: string[];
+  target?: string;
+  route?: Array<{ target: string; estimate_micro_usd: number | null }>;
+  ineligible?: Array<{ target: string; reasons: string[] }>;
+}
+
+/** Quotes one request (native or common: its chosen target's), with warnings; nothing is stored or sent. */
+export async function quoteOf(runtime: Runtime, body: unknown): Promise<ApiQuote> {
+  if (!isRecord(body)) throw new InputError("body", "must be a JSON object: one request");
+  const prepared = await prepareForApi(runtime, "quote", requestOfBody(body, ["ref", "notify_url"]));
+  return {
+    provider: prepared.validated.provider,
+    model: prepared.validated.model,
+    estimate_micro_usd: prepared.estimate.microUsd,
+    source: prepared.estimate.source,
+    warnings: prepared.validated.warnings,
+    ...routeJson(prepared.route),
+  };
+}
+
 /** What the caller's token may still commit, checked before anything is stored (the engine holds it again at each send). */
 export async function checkTokenBudget(runtime: Runtime, caller: Caller, items: readonly PreparedJob[]): Promise<string | null> {
   const budgetId = caller.token?.budgetId ?? null;
@@ -151,7 +177,7 @@ export async function createJob(runtime: Runtime, caller: Caller, body: unknown)
   const [stored] = await store.jobsByRefs([ref]);
   if (stored) return { status: 200, job: sameJobOrConflict(caller, stored, prepared) };
   const budgetId = await checkTokenBudget(runtime, caller, [prepared]);
-  const outDir = resolve(runtime.config.outputDir);
+  const outDir = resolveOutputLocation(runtime.config.outputDir);
   await checkOutputFolder(outDir, null);
   const now = Date.now();
   const [result] = await store.insertJobs(

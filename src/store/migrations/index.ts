@@ -8,6 +8,7 @@ import { migration007 } from "./007_hot_path_indexes.js";
 import { migration008 } from "./008_job_route.js";
 import { migration009 } from "./009_output_media.js";
 import { migration010 } from "./010_api_tokens.js";
+import { migration011 } from "./011_notifications.js";
 
 export interface Migration {
   version: number;
@@ -17,4 +18,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011];

@@ -1,0 +1,119 @@
+import { createHash } from "node:crypto";
+import { isTerminal, type Job, type JobEvent, type JobOutput } from "../../core/job.js";
+import { Html, html, pathOf } from "./html.js";
+import { bytesOf, moneyOf, stateBadge, timeOf } from "./display.js";
+import type { Session } from "./session.js";
+
+/** How much of an event's detail a timeline shows (provider answers are kept whole in the store). */
+const DETAIL_CHARS = 2_000;
+
+/** A part of the job page that changes as the job moves; `version` says whether the browser's copy is current. */
+export interface JobPart {
+  version: string;
+  html: string;
+}
+
+export type JobPartName = "summary" | "outputs" | "timeline" | "actions";
+
+function versionOf(...values: unknown[]): string {
+  return createHash("sha256").update(JSON.stringify(values)).digest("base64url").slice(0, 16);
+}
+
+function outputHref(job: Job, output: JobOutput): string {
+  return pathOf("/jobs", job.id, "outputs", output.index);
+}
+
+function outputView(job: Job, output: JobOutput): Html {
+  const href = outputHref(job, output);
+  const { width, height } = output.media as { width?: number; height?: number; duration_s?: number };
+  const duration = (output.media as { duration_s?: number }).duration_s;
+  const size = width && height ? html` width="${width}" height="${height}"` : "";
+  const facts = [width && height ? `${width}×${height}` : null, duration ? `${duration} s` : null, output.contentType, bytesOf(output.bytes)].filter(Boolean).join(" · ");
+  const media = output.contentType.startsWith("image/")
+    ? html`<img src="${href}" alt="Output ${output.index + 1} of ${job.ref}"${size}>`
+    : output.contentType.startsWith("video/")
+      ? html`<video src="${href}" controls preload="metadata" playsinline aria-label="Output ${output.index + 1} of ${job.ref}"${size}></video>`
+      : "";
+  return html`<figure>${media}<figcaption>Output ${output.index + 1}: ${facts} · <a href="${href}" download>Download</a></figcaption></figure>`;
+}
+
+function summaryOf(job: Job): Html {
+  const route = job.route;
+  return html`<dl class="facts">
+<dt>State</dt><dd>${stateBadge(job.state)}${job.reason ? html` <span class="muted">${job.reason}</span>` : ""}</dd>
+${job.blockedCode ? html`<dt>Blocked</dt><dd>${job.blockedCode}</dd>` : ""}
+${job.error ? html`<dt>Error</dt><dd><strong>${job.error.code}</strong>: ${job.error.message}</dd>` : ""}
+<dt>Target</dt><dd>${job.provider}/${job.model}${job.operation ? `/${job.operation}` : ""}</dd>
+${
+  route
+    ? html`<dt>Route</dt><dd>${[...route.tried.map((attempt) => html`${attempt.name} (left: ${attempt.reason}) → `), html`<strong>${route.current}</strong>`, route.next.map((step) => html` → ${step.name}`)]}</dd>`
+    : ""
+}
+<dt>Estimate</dt><dd>${moneyOf(job.estimateMicroUsd)} <span class="muted">(${job.estimateSource})</span></dd>
+<dt>Charge</dt><dd>${job.chargeMicroUsd === null ? html`<span class="muted">none yet</span>` : moneyOf(job.chargeMicroUsd)}${job.chargeState !== "none" ? html` <span class="muted">(${job.chargeState}${job.chargeSource ? `, ${job.chargeSource}` : ""})</span>` : ""}</dd>
+<dt>Attempts</dt><dd>${job.attempts}</dd>
+<dt>Provider job</dt><dd>${job.providerJobId ?? html`<span class="muted">none</span>`}${job.providerStatus ? html` <span class="muted">(${job.providerStatus})</span>` : ""}</dd>
+${job.warnings.length ? html`<dt>Warnings</dt><dd><ul>${job.warnings.map((warning) => html`<li>${warning}</li>`)}</ul></dd>` : ""}
+<dt>Id</dt><dd>${job.id}</dd>
+${job.batchId ? html`<dt>Batch</dt><dd>${job.batchId}</dd>` : ""}
+<dt>Created</dt><dd>${timeOf(job.createdAt)}</dd>
+<dt>Updated</dt><dd>${timeOf(job.updatedAt)}</dd>
+<dt>Finished</dt><dd>${timeOf(job.finishedAt)}</dd>
+</dl>`;
+}
+
+function outputsOf(job: Job, outputs: readonly JobOutput[]): Html {
+  if (outputs.length) return html`<div class="outputs">${outputs.map((output) => outputView(job, output))}</div>`;
+  return html`<p class="muted">${isTerminal(job.state) ? "This job saved no output." : "Outputs appear here once the job is captured."}</p>`;
+}
+
+function detailText(detail: unknown): string | null {
+  if (detail === null || detail === undefined) return null;
+  const text = typeof detail === "string" ? detail : JSON.stringify(detail, null, 2);
+  return text.length > DETAIL_CHARS ? `${text.slice(0, DETAIL_CHARS)}…` : text;
+}
+
+function timelineOf(events: readonly JobEvent[]): Html {
+  return html`<ol class="timeline">${events.map((event) => {
+    const detail = detailText(event.detail);
+    return html`<li>${timeOf(event.at)} ${event.fromState && event.fromState !== event.toState ? html`${stateBadge(event.fromState)} → ` : ""}${stateBadge(event.toState)}
+<p>${event.reason}</p>${detail ? html`<details><summary>Detail</summary><pre>${detail}</pre></details>` : ""}</li>`;
+  })}</ol>`;
+}
+
+function actionsOf(job: Job, session: Session): Html {
+  if (isTerminal(job.state) || session.caller.readOnly) return html``;
+  return html`<form method="post" action="${pathOf("/jobs", job.id, "cancel")}" class="actions">
+<input type="hidden" name="form_token" value="${session.formToken}">
+<button type="submit" class="danger">Cancel this job</button>
+<span class="hint">A queued job is cancelled here; a running one at its provider, where the provider can cancel.</span>
+</form>`;
+}
+
+/** The parts of the job page that follow the job, each with the version the browser compares before replacing it. */
+export function jobParts(job: Job, outputs: readonly JobOutput[], events: readonly JobEvent[], session: Session): Record<JobPartName, JobPart> {
+  return {
+    summary: { version: versionOf(job.updatedAt, job.state, job.reason, job.chargeMicroUsd), html: summaryOf(job).text },
+    outputs: { version: versionOf(job.state === "succeeded", outputs.map((output) => output.sha256)), html: outputsOf(job, outputs).text },
+    timeline: { version: versionOf(events.length, events.at(-1)?.id ?? null), html: timelineOf(events).text },
+    actions: { version: versionOf(isTerminal(job.state)), html: actionsOf(job, session).text },
+  };
+}
+
+/** A part in its container; its markup was made by `html`, so it goes in as it is. */
+function part(name: JobPartName, value: JobPart): Html {
+  return html`<div data-part="${name}" data-version="${value.version}">${new Html(value.html)}</div>`;
+}
+
+export function jobPageBody(job: Job, parts: Record<JobPartName, JobPart>, notice: string | null): Html {
+  return html`<p><a href="/">← All jobs</a></p>
+<h1>${job.ref}</h1>
+${notice ? html`<div class="notice" role="status"><p>${notice}</p></div>` : ""}
+<div class="columns">
+  <div>
+    <section class="panel" aria-labelledby="outputs-title"><h2 id="outputs-title">Outputs</h2>${part("outputs", parts.outputs)}</section>
+    <section class="panel" aria-labelledby="summary-title"><h2 id="summary-title">Job</h2>${part("summary", parts.summary)}${part("actions", parts.actions)}</section>
+  </div>
+  <section class="panel" aria-labelledby="timeline-title"><h2 id="timeline-title">Timeline</h2>${part("timeline", parts.timeline)}</section>
+</div>`;
+}

@@ -1,0 +1,71 @@
+import { costText } from "../../cli/job-json.js";
+import { isTerminal, JOB_STATES, type Job } from "../../core/job.js";
+import { PROVIDER_IDS } from "../../providers/adapter.js";
+import { html, pathOf, queryOf, type Html } from "./html.js";
+import { stateBadge, timeOf } from "./display.js";
+
+/** The table's filter as the query string gives it (the names of `GET /v1/jobs`' filters). */
+export interface JobListQuery {
+  state?: string;
+  provider?: string;
+  ref?: string;
+  cursor?: string;
+}
+
+export function jobListQueryOf(query: Record<string, string | undefined>): JobListQuery {
+  const pick = (name: string) => {
+    const value = query[name]?.trim();
+    return value ? value : undefined;
+  };
+  return { state: pick("state"), provider: pick("provider"), ref: pick("ref"), cursor: pick("cursor") };
+}
+
+/** Whether a job belongs in the table under this filter: a job created after the page was drawn is added when it does. */
+export function matchesFilter(query: JobListQuery): (job: Job) => boolean {
+  const states = query.state?.split(",").map((state) => state.trim());
+  return (job) => (!states || states.includes(job.state)) && (!query.provider || job.provider === query.provider) && (!query.ref || job.ref === query.ref);
+}
+
+export function jobRow(job: Job): Html {
+  const note = isTerminal(job.state) ? (job.error ? job.error.code : null) : job.blockedCode ?? job.reason;
+  return html`<tr data-job="${job.id}" data-state="${job.state}">
+<td data-label="Ref"><a href="${pathOf("/jobs", job.id)}">${job.ref}</a></td>
+<td data-label="State">${stateBadge(job.state)}${note ? html`<span class="hint">${note}</span>` : ""}</td>
+<td data-label="Target">${job.provider}/${job.model}${job.operation ? `/${job.operation}` : ""}</td>
+<td data-label="Cost" class="num">${costText(job)}</td>
+<td data-label="Created">${timeOf(job.createdAt)}</td>
+</tr>`;
+}
+
+function filterForm(query: JobListQuery): Html {
+  const option = (value: string, label: string, selected: string | undefined) => html`<option value="${value}"${value === (selected ?? "") ? html` selected` : ""}>${label}</option>`;
+  return html`<form class="filters" method="get" action="/" role="search" aria-label="Filter jobs">
+  <div class="field"><label for="filter-state">State</label>
+    <select id="filter-state" name="state">${option("", "any", query.state)}${JOB_STATES.map((state) => option(state, state.replace("_", " "), query.state))}</select></div>
+  <div class="field"><label for="filter-provider">Provider</label>
+    <select id="filter-provider" name="provider">${option("", "any", query.provider)}${PROVIDER_IDS.map((id) => option(id, id.toUpperCase(), query.provider))}</select></div>
+  <div class="field"><label for="filter-ref">Ref</label>
+    <input id="filter-ref" name="ref" type="search" value="${query.ref ?? ""}" placeholder="exact ref" autocomplete="off"></div>
+  <div class="field"><button type="submit">Filter</button></div>
+  ${query.state || query.provider || query.ref ? html`<div class="field"><a href="/">Clear</a></div>` : ""}
+</form>`;
+}
+
+export function jobsSection(jobs: readonly Job[], query: JobListQuery, nextCursor: string | null): Html {
+  const filter = { state: query.state, provider: query.provider, ref: query.ref };
+  return html`<section class="panel" aria-labelledby="jobs-title">
+<h2 id="jobs-title">Jobs</h2>
+${filterForm(query)}
+<table class="jobs">
+<caption class="visually-hidden">Jobs, newest first</caption>
+<thead><tr><th scope="col">Ref</th><th scope="col">State</th><th scope="col">Target</th><th scope="col" class="num">Cost</th><th scope="col">Created (UTC)</th></tr></thead>
+<tbody>
+${jobs.length ? jobs.map(jobRow) : html`<tr id="no-jobs"><td colspan="5">No jobs${query.state || query.provider || query.ref ? " match this filter" : " yet"}.</td></tr>`}
+</tbody>
+</table>
+<p class="pager actions">
+${query.cursor ? html`<a href="/${queryOf(filter)}">Newest jobs</a>` : ""}
+${nextCursor ? html`<a href="/${queryOf({ ...filter, cursor: nextCursor })}">Older jobs</a>` : ""}
+</p>
+</section>`;
+}

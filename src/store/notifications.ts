@@ -1,0 +1,138 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import { newId } from "../core/ids.js";
+import { isTerminal, type JobState } from "../core/job.js";
+import type { Database, NotificationsTable } from "./schema.js";
+import type { Notification, NotificationAttempt, NotificationPolicy } from "./store.js";
+
+/**
+ * The notifications' statements (issue 12, migration 11), beside the store
+ * that runs them. The one that owes a notification is written by the job's
+ * change itself (see `KyselyStore.transition`); these take, record and read.
+ */
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** Until the entry point says otherwise: a job's end, told to its own `notify_url` only. */
+export const DEFAULT_NOTIFICATION_POLICY: NotificationPolicy = { defaultUrl: null, events: "terminal" };
+
+/** The type of the notification a move from `from` (null: not known here) to `to` owes, or null when it owes none. */
+export function owedNotificationType(policy: NotificationPolicy, from: JobState | null, to: JobState): string | null {
+  if (from === to) return null;
+  if (!isTerminal(to) && policy.events !== "all") return null;
+  return `job.${to}`;
+}
+
+/** A `webhook-id`: unique, and sortable by when the job changed. */
+export function newNotificationId(now: number): string {
+  return newId("msg", now);
+}
+
+/** A notification owed from `at`, due at once; written in the transaction of the change that owes it. */
+export async function insertNotification(trx: Db, row: { id: string; jobId: string; type: string; url: string; at: number }): Promise<void> {
+  await trx
+    .insertInto("notifications")
+    .values({ id: row.id, job_id: row.jobId, event_type: row.type, url: row.url, body_json: null, attempts: 0, created_at: row.at, next_attempt_at: row.at })
+    .execute();
+}
+
+/**
+ * The notifications still owed: the predicates of `notifications_due`
+ * (a partial index), repeated so that every planner uses it.
+ */
+export function owedNotifications(db: Db) {
+  return db.selectFrom("notifications").where("delivered_at", "is", null).where("given_up_at", "is", null);
+}
+
+export async function claimDueNotifications(db: Db, dialect: "sqlite" | "postgres", now: number, limit: number, leaseMs: number): Promise<Notification[]> {
+  if (!Number.isSafeInteger(limit) || limit <= 0) return [];
+  // graphile-worker's claim: the due rows in due order, locked (PostgreSQL: another engine's are skipped,
+  // and one another engine just claimed is due no more when its lock is taken), the attempt counted at claim.
+  let due = owedNotifications(db).select("id").where("next_attempt_at", "<=", now).orderBy("next_attempt_at").limit(sql.lit(limit));
+  if (dialect === "postgres") due = due.forUpdate().skipLocked();
+  const rows = await db
+    .updateTable("notifications")
+    .set({ attempts: sql<number>`attempts + 1`, next_attempt_at: now + leaseMs })
+    .where("id", "in", due)
+    .returningAll()
+    .execute();
+  return rows.map(notificationOf).sort((left, right) => left.createdAt - right.createdAt || (left.id < right.id ? -1 : 1));
+}
+
+export async function keepNotificationBody(db: Db, id: string, body: string): Promise<string> {
+  const row = await db
+    .updateTable("notifications")
+    .set({ body_json: sql<string>`coalesce(body_json, ${body})` })
+    .where("id", "=", id)
+    .returning("body_json")
+    .executeTakeFirst();
+  return row?.body_json ?? body;
+}
+
+export async function recordNotificationAttempt(db: Kysely<Database>, attempt: NotificationAttempt): Promise<boolean> {
+  const { outcome } = attempt;
+  return db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable("notifications")
+      .set({
+        last_attempt_at: attempt.at,
+        last_status: attempt.status,
+        last_error: attempt.error,
+        ...(outcome.kind === "delivered" ? { delivered_at: attempt.at } : {}),
+        ...(outcome.kind === "given_up" ? { given_up_at: attempt.at } : {}),
+        ...(outcome.kind === "retry" ? { next_attempt_at: outcome.nextAttemptAt } : {}),
+      })
+      .where("id", "=", attempt.id)
+      .where("attempts", "=", attempt.attempt)
+      .where("delivered_at", "is", null)
+      .where("given_up_at", "is", null)
+      .returning("job_id")
+      .executeTakeFirst();
+    if (!updated) return false;
+    // The job's state is unchanged by a notification: the event is written from and to the state it is in now.
+    await trx
+      .insertInto("job_events")
+      .columns(["job_id", "at", "from_state", "to_state", "reason", "detail_json"])
+      .expression((eb) =>
+        eb
+          .selectFrom("jobs")
+          .select([
+            "id",
+            sql<number>`cast(${attempt.at} as bigint)`.as("at"),
+            "state as from_state",
+            "state as to_state",
+            sql<string>`cast(${attempt.event.reason} as text)`.as("reason"),
+            sql<string>`cast(${JSON.stringify(attempt.event.detail)} as text)`.as("detail_json"),
+          ])
+          .where("id", "=", updated.job_id),
+      )
+      .execute();
+    return true;
+  });
+}
+
+export async function notificationsOf(db: Db, jobId: string): Promise<Notification[]> {
+  const rows = await db.selectFrom("notifications").selectAll().where("job_id", "=", jobId).orderBy("created_at").orderBy("id").execute();
+  return rows.map(notificationOf);
+}
+
+function numberOrNull(value: number | string | null): number | null {
+  return value === null ? null : Number(value);
+}
+
+function notificationOf(row: NotificationsTable): Notification {
+  return {
+    id: row.id,
+    jobId: row.job_id,
+    type: row.event_type,
+    url: row.url,
+    body: row.body_json,
+    attempts: Number(row.attempts),
+    createdAt: Number(row.created_at),
+    nextAttemptAt: Number(row.next_attempt_at),
+    lastAttemptAt: numberOrNull(row.last_attempt_at),
+    lastStatus: numberOrNull(row.last_status),
+    lastError: row.last_error,
+    deliveredAt: numberOrNull(row.delivered_at),
+    givenUpAt: numberOrNull(row.given_up_at),
+  };
+}

@@ -1,0 +1,189 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createToken } from "../../src/server/tokens.js";
+import { serveSandbox, type Served } from "../helpers/dashboard.js";
+
+/** Debian's chromium: `.ci/run` installs it (apt-get install -y chromium) when missing. Never downloaded by a test. */
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
+const RESULTS = fileURLToPath(new URL("../../test-results/", import.meta.url));
+
+// What the functions run in the page read of its DOM: the project compiles without the DOM library.
+declare const document: { activeElement: { id: string; textContent: string | null } | null; documentElement: { scrollWidth: number } };
+declare const window: { sameDocument?: boolean };
+declare function getComputedStyle(element: unknown): { outlineStyle: string };
+interface ImageElement {
+  complete: boolean;
+  naturalWidth: number;
+}
+interface VideoElement {
+  muted: boolean;
+  ended: boolean;
+  duration: number;
+  currentTime: number;
+  videoWidth: number;
+  readyState: number;
+  error: { code: number; message: string } | null;
+  play(): Promise<void>;
+  addEventListener(event: string, listener: () => void): void;
+}
+
+let browser: Browser;
+let served: Served | undefined;
+let context: BrowserContext | undefined;
+
+/**
+ * Like the PostgreSQL tests without DATABASE_URL: on a machine without the browser (a fresh one running
+ * `npm ci && npm test`), these are skipped with a line saying so; `.ci/run` installs chromium and sets
+ * MEDIAGATE_REQUIRE_BROWSER_TESTS=1, under which a missing browser fails instead.
+ */
+const browserPresent = existsSync(CHROMIUM);
+if (!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !== "1") {
+  console.warn(`${CHROMIUM} is not installed: the dashboard's browser tests are skipped (apt-get install -y chromium; .ci/run does it)`);
+}
+
+beforeAll(async () => {
+  if (!browserPresent) {
+    if (process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS === "1") throw new Error(`the dashboard's browser tests need Debian's chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does this when it is missing)`);
+    return;
+  }
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+  mkdirSync(RESULTS, { recursive: true });
+});
+
+afterEach(async () => {
+  await context?.close();
+  context = undefined;
+  await served?.close();
+  served = undefined;
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** A server on the sandbox, a token named alice, and a fresh browser context at `width` px. */
+async function start(width = 1280): Promise<{ served: Served; secret: string; page: Page }> {
+  served = await serveSandbox();
+  const { secret } = await createToken(await served.runtime.store(), { name: "alice", now: Date.now() });
+  context = await browser.newContext({ viewport: { width, height: 900 } });
+  context.setDefaultTimeout(15_000);
+  return { served, secret, page: await context.newPage() };
+}
+
+/** Logs in through the form with the keyboard only: Tab to the token field, type, Enter. */
+async function logIn(page: Page, url: string, secret: string): Promise<void> {
+  await page.goto(`${url}/`);
+  await page.waitForURL(`${url}/login?next=%2F`);
+  for (let presses = 0; presses < 6; presses++) {
+    if ((await page.evaluate(() => document.activeElement?.id)) === "token") break;
+    await page.keyboard.press("Tab");
+  }
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe("token");
+  await page.keyboard.type(secret);
+  await page.keyboard.press("Enter");
+  await page.waitForURL(`${url}/`);
+}
+
+/** Queues a job through the API as alice. */
+async function queueByApi(url: string, secret: string, body: unknown): Promise<string> {
+  const response = await fetch(`${url}/v1/jobs`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  expect(response.status).toBe(201);
+  return ((await response.json()) as { id: string }).id;
+}
+
+describe.skipIf(!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !== "1")("the dashboard in Debian's chromium (real server, sandbox)", () => {
+  it("Browser: log in with the keyboard, quote and send a D job from the form, watch its row turn succeeded live (no reload), open it and see the image; screenshots of the dashboard and the job page", async () => {
+    const { served, secret, page } = await start();
+    await logIn(page, served.url, secret);
+    await page.getByRole("link", { name: "New job" }).click();
+    const native = page.getByRole("region", { name: "Native request" });
+    await native.getByLabel("Provider", { exact: true }).selectOption("d");
+    await native.getByLabel("Model", { exact: true }).fill("gen-2-pro");
+    await native.getByLabel("Input (JSON: the provider's own fields)").fill(JSON.stringify({ prompt: "a lighthouse at dusk", width: 512, height: 512 }));
+    await native.getByLabel("Ref (optional)").fill("lighthouse");
+    await native.getByRole("button", { name: "Quote" }).click();
+    // The quote comes before the send button.
+    const quoted = page.getByRole("region", { name: "Native request" });
+    await expect.poll(() => quoted.locator(".quote").innerText()).toContain("$0.0300");
+    await quoted.getByRole("button", { name: /^Send/ }).click();
+    await page.waitForURL(/\/\?created=/);
+    const id = new URL(page.url()).searchParams.get("created")!;
+
+    // A mark on this document: a reload would lose it.
+    await page.evaluate(() => (window.sameDocument = true));
+    await page.waitForSelector(`tr[data-job="${id}"][data-state="succeeded"]`, { timeout: 20_000 });
+    expect(await page.evaluate(() => window.sameDocument)).toBe(true);
+    expect(await page.locator(`tr[data-job="${id}"] .state`).innerText()).toBe("succeeded");
+    expect(await page.locator("#live").innerText()).toMatch(/^Live/);
+    // The panels follow too: the job's charge reaches the spend panel without a reload.
+    await expect.poll(() => page.locator('[data-panel="spend"]').innerText(), { timeout: 10_000 }).toContain("settled $0.0300");
+    await page.screenshot({ path: `${RESULTS}dashboard.png`, fullPage: true });
+
+    await page.getByRole("link", { name: "lighthouse", exact: true }).first().click();
+    await page.waitForURL(`${served.url}/jobs/${id}`);
+    const image = page.locator('[data-part="outputs"] img');
+    await expect.poll(() => image.evaluate((element: ImageElement) => element.complete && element.naturalWidth)).toBe(512);
+    expect(await page.locator('[data-part="timeline"]').innerText()).toContain("succeeded");
+    await page.screenshot({ path: `${RESULTS}job.png`, fullPage: true });
+  });
+
+  it("Browser: a video job's page shows the video once it is captured (live) and plays its first second, fetched by byte ranges", async () => {
+    const { served, secret, page } = await start();
+    const id = await queueByApi(served.url, secret, { provider: "c", model: "v6", input: { prompt: "a kite over dunes" } });
+    const ranges: number[] = [];
+    page.on("response", (response) => {
+      if (response.url().endsWith(`/jobs/${id}/outputs/0`)) ranges.push(response.status());
+    });
+    await logIn(page, served.url, secret);
+    await page.goto(`${served.url}/jobs/${id}`);
+    // The page is drawn before the job ends; the video arrives through /events.
+    await page.waitForSelector('[data-part="outputs"] video', { timeout: 30_000 });
+    const played = await page.locator('[data-part="outputs"] video').evaluate(
+      (video: VideoElement) =>
+        new Promise<{ duration: number; currentTime: number; width: number; error: number | null }>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`the video did not play its first second (readyState ${video.readyState}, currentTime ${video.currentTime}, error ${video.error?.code ?? "none"})`)), 10_000);
+          video.muted = true;
+          const check = () => {
+            if (video.currentTime >= 0.9 || video.ended) {
+              clearTimeout(timer);
+              resolve({ duration: video.duration, currentTime: video.currentTime, width: video.videoWidth, error: video.error?.code ?? null });
+            }
+          };
+          video.addEventListener("timeupdate", check);
+          video.addEventListener("ended", check);
+          video.addEventListener("error", () => reject(new Error(`media error ${video.error?.code}: ${video.error?.message}`)));
+          video.play().catch(reject);
+        }),
+    );
+    expect(played.error).toBeNull();
+    expect(played.duration).toBeCloseTo(1, 1);
+    expect(played.currentTime).toBeGreaterThanOrEqual(0.9);
+    expect(played.width).toBeGreaterThan(0);
+    // A <video> asks for its bytes by range: the dashboard's output route answers 206.
+    expect(ranges).toContain(206);
+  }, 60_000);
+
+  it("Browser: at 375 px wide nothing overflows sideways (jobs, a job, the form), and the keyboard focus is visible", async () => {
+    const { served, secret, page } = await start(375);
+    await queueByApi(served.url, secret, { ref: "a-long-reference-without-any-space-that-must-wrap-rather-than-widen-the-page-0123456789", provider: "d", model: "gen-2-pro", input: { prompt: "a harbour", width: 512, height: 512 } });
+    const id = await queueByApi(served.url, secret, { ref: "small", provider: "d", model: "gen-2-pro", input: { prompt: "a boat", width: 512, height: 512 } });
+    await logIn(page, served.url, secret);
+    await page.waitForSelector(`tr[data-job="${id}"][data-state="succeeded"]`, { timeout: 20_000 });
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth);
+    expect(await overflow()).toBeLessThanOrEqual(375);
+    await page.screenshot({ path: `${RESULTS}dashboard-375.png`, fullPage: true });
+    await page.keyboard.press("Tab");
+    const focused = await page.evaluate(() => ({ text: document.activeElement?.textContent, outline: getComputedStyle(document.activeElement!).outlineStyle }));
+    expect(focused).toEqual({ text: "Skip to content", outline: "solid" });
+
+    await page.goto(`${served.url}/jobs/${id}`);
+    await expect.poll(() => page.locator('[data-part="outputs"] img').evaluate((element: ImageElement) => element.naturalWidth)).toBe(512);
+    expect(await overflow()).toBeLessThanOrEqual(375);
+    await page.screenshot({ path: `${RESULTS}job-375.png`, fullPage: true });
+    await page.goto(`${served.url}/new`);
+    expect(await overflow()).toBeLessThanOrEqual(375);
+  });
+});

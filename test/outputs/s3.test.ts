@@ -1,0 +1,293 @@
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { createServer, request as forward, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import S3rver from "s3rver";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { checkOutputFolder } from "../../src/cli/prepare.js";
+import { createRuntime } from "../../src/cli/runtime.js";
+import { loadConfig } from "../../src/core/config.js";
+import { ConfigError, InputError } from "../../src/core/errors.js";
+import { createLogger } from "../../src/engine/logger.js";
+import { Mediagate } from "../../src/index.js";
+import { findOutput, readOutput } from "../../src/outputs/by-location.js";
+import { OutputSaveError } from "../../src/outputs/local-folder.js";
+import { outputPath } from "../../src/outputs/location.js";
+import { s3Outputs } from "../../src/outputs/s3.js";
+import { buildServer } from "../../src/server/app.js";
+import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
+import { tempDir } from "../helpers/stores.js";
+
+// s3rver: a real S3-compatible server (its own HTTP, XML answers and file store) in this process, on loopback.
+// Its built-in account is S3RVER / S3RVER. It refuses an unknown access key id but does not check SigV4 signatures
+// (a wrong secret is accepted), and it neither verifies nor returns checksums: the writer's read-back check is what
+// runs against it.
+const BUCKET = "outputs";
+const ACCESS_KEY_ID = "S3RVER";
+const SECRET_ACCESS_KEY = "S3RVER";
+
+let s3rver: S3rver;
+let s3rverFolder: ReturnType<typeof tempDir>;
+let endpoint: string;
+let inspector: S3Client;
+
+beforeAll(async () => {
+  s3rverFolder = tempDir("mediagate-s3rver-");
+  s3rver = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: s3rverFolder.path, configureBuckets: [{ name: BUCKET, configs: [] }] });
+  const { port } = await s3rver.run();
+  endpoint = `http://127.0.0.1:${port}`;
+  // The test's own look into the bucket, apart from the code under test.
+  inspector = new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: SECRET_ACCESS_KEY } });
+});
+
+afterAll(async () => {
+  inspector?.destroy();
+  await s3rver?.close();
+  s3rverFolder?.remove();
+});
+
+/** The usual AWS variables, pointing at s3rver; nothing else of the machine's AWS set-up is consulted. */
+function pointAwsAt(url: string, accessKeyId = ACCESS_KEY_ID): void {
+  vi.stubEnv("AWS_ACCESS_KEY_ID", accessKeyId);
+  vi.stubEnv("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY);
+  vi.stubEnv("AWS_REGION", "us-east-1");
+  vi.stubEnv("AWS_ENDPOINT_URL_S3", url);
+  // No instance-metadata lookups from a test, whatever happens to the variables above.
+  vi.stubEnv("AWS_EC2_METADATA_DISABLED", "true");
+  for (const name of ["AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_DEFAULT_REGION"]) vi.stubEnv(name, undefined);
+}
+
+beforeEach(() => pointAwsAt(endpoint));
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+async function objectBytes(key: string): Promise<Buffer> {
+  const answer = await inspector.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+  return Buffer.from(await answer.Body!.transformToByteArray());
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const listed = await inspector.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+  return (listed.Contents ?? []).map((object) => object.Key!).sort();
+}
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+/** Runs `action` and returns what it threw (fails the test when it threw nothing). */
+async function thrownBy(action: () => Promise<unknown>): Promise<unknown> {
+  return action().then(
+    () => expect.fail("expected a refusal"),
+    (error: unknown) => error,
+  );
+}
+
+/**
+ * An HTTP hop in front of s3rver that flips the first byte of every non-empty
+ * PUT body: bytes changed on the way, which s3rver (checking no checksum)
+ * stores as they arrive.
+ */
+async function startCorruptingHop(target: string): Promise<{ url: string; close(): Promise<void> }> {
+  const upstream = new URL(target);
+  const server: Server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = [];
+    incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+    incoming.on("end", () => {
+      const body = Buffer.concat(chunks);
+      if (incoming.method === "PUT" && body.length > 0) body[0] = body[0]! ^ 0xff;
+      const onward = forward({ host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      });
+      onward.on("error", () => outgoing.destroy());
+      onward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe("outputs in an S3-compatible bucket (s3rver over loopback)", () => {
+  it("S3: an output is written whole under prefix/name and reads back byte-identical (whole, and by byte range), its sha256 unchanged", async () => {
+    const writer = s3Outputs();
+    const path = outputPath(`s3://${BUCKET}/written/`, "fox.png");
+    expect(path).toBe(`s3://${BUCKET}/written/fox.png`);
+    const bytes = randomBytes(300_000);
+    await writer.prepare(`s3://${BUCKET}/written`);
+    await writer.write(path, bytes);
+
+    expect(await keysUnder("written/")).toEqual(["written/fox.png"]);
+    const stored = await objectBytes("written/fox.png");
+    expect(sha256(stored)).toBe(sha256(bytes));
+    expect((await readOutput(path)).equals(bytes)).toBe(true);
+    const saved = await findOutput(path);
+    expect(saved!.size).toBe(bytes.length);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await saved!.stream({ start: 1_000, end: 1_999 })) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(bytes.subarray(1_000, 2_000))).toBe(true);
+    expect(await findOutput(`s3://${BUCKET}/written/no-such.png`)).toBeNull();
+  });
+
+  it("S3: the folder check writes and removes a probe object, and clears the probes a process killed mid-check left (nothing else)", async () => {
+    for (const key of ["probed/.mediagate-write-check-0123abcd", "probed/.mediagate-write-check-0123abc", "probed/fox.png"]) {
+      await inspector.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: "x" }));
+    }
+    await s3Outputs().prepare(`s3://${BUCKET}/probed`);
+    expect(await keysUnder("probed/")).toEqual(["probed/.mediagate-write-check-0123abc", "probed/fox.png"]);
+  });
+
+  it("S3: a missing bucket is refused before anything is sent, naming MEDIAGATE_OUTPUT_DIR (or the --out flag that gave it)", async () => {
+    const fromVariable = await thrownBy(() => checkOutputFolder("s3://no-such-bucket/out", null));
+    expect(fromVariable).toBeInstanceOf(ConfigError);
+    expect((fromVariable as ConfigError).variable).toBe("MEDIAGATE_OUTPUT_DIR");
+    expect((fromVariable as ConfigError).message).toBe(
+      `MEDIAGATE_OUTPUT_DIR (or --output-dir): cannot write in the output bucket s3://no-such-bucket/out: the bucket "no-such-bucket" does not exist at ${endpoint} (NoSuchBucket); nothing was sent`,
+    );
+    const fromFlag = await thrownBy(() => checkOutputFolder("s3://no-such-bucket/out", "--out"));
+    expect(fromFlag).toBeInstanceOf(InputError);
+    expect((fromFlag as InputError).field).toBe("--out");
+  });
+
+  it("S3: an access key the server does not know is refused as such, and no secret appears in the message", async () => {
+    pointAwsAt(endpoint, "NOT-A-KNOWN-KEY");
+    const error = (await thrownBy(() => checkOutputFolder(`s3://${BUCKET}/refused`, null))) as ConfigError;
+    expect(error.variable).toBe("MEDIAGATE_OUTPUT_DIR");
+    expect(error.message).toMatch(/cannot write in the output bucket s3:\/\/outputs\/refused: the credentials were refused: the server does not know the access key \(AWS_ACCESS_KEY_ID\) \(InvalidAccessKeyId\)/);
+    expect(error.message).not.toContain(SECRET_ACCESS_KEY);
+    expect(await keysUnder("refused/")).toEqual([]);
+  });
+
+  it("S3: an endpoint nobody listens on is refused as unreachable, naming the endpoint", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    pointAwsAt(`http://127.0.0.1:${port}`);
+    const error = (await thrownBy(() => checkOutputFolder(`s3://${BUCKET}/unreachable`, null))) as ConfigError;
+    expect(error.variable).toBe("MEDIAGATE_OUTPUT_DIR");
+    expect(error.message).toBe(
+      `MEDIAGATE_OUTPUT_DIR (or --output-dir): cannot write in the output bucket s3://${BUCKET}/unreachable: cannot reach http://127.0.0.1:${port} (ECONNREFUSED); nothing was sent`,
+    );
+  });
+
+  it("S3: an endpoint or a bucket address carrying a user or password is refused without echoing it", async () => {
+    pointAwsAt(endpoint.replace("http://", "http://someone:hunter2@"));
+    const endpointError = (await thrownBy(() => checkOutputFolder(`s3://${BUCKET}/userinfo`, null))) as ConfigError;
+    expect(endpointError.message).toMatch(/AWS_ENDPOINT_URL_S3 must not carry a user or password/);
+    expect(endpointError.message).not.toContain("hunter2");
+
+    const configError = (await thrownBy(async () => loadConfig({ env: { MEDIAGATE_OUTPUT_DIR: `s3://someone:hunter2@${BUCKET}/x` }, cwd: s3rverFolder.path }))) as ConfigError;
+    expect(configError).toBeInstanceOf(ConfigError);
+    expect(configError.variable).toBe("MEDIAGATE_OUTPUT_DIR");
+    expect(configError.message).not.toContain("hunter2");
+
+    pointAwsAt(endpoint);
+    const flagError = (await thrownBy(() => checkOutputFolder(`s3://someone:hunter2@${BUCKET}/x`, "--out"))) as InputError;
+    expect(flagError.field).toBe("--out");
+    expect(flagError.message).toMatch(/must not carry a user or password/);
+    expect(flagError.message).not.toContain("hunter2");
+  });
+
+  it("S3: a bucket address that is not one is refused with what is wrong, before anything is sent", async () => {
+    const error = (await thrownBy(() => checkOutputFolder("s3://Not_A_Bucket/out", null))) as ConfigError;
+    expect(error.message).toBe(
+      'MEDIAGATE_OUTPUT_DIR (or --output-dir): s3://Not_A_Bucket/out is not a bucket address like s3://bucket/prefix: "Not_A_Bucket" is not a bucket name (3 to 63 lower-case letters, digits, dots and hyphens); nothing was sent',
+    );
+  });
+
+  it("S3: bytes changed on the way are caught by their sha256 and the object is removed: a key holds the whole output or nothing", async () => {
+    const hop = await startCorruptingHop(endpoint);
+    try {
+      pointAwsAt(hop.url);
+      const path = `s3://${BUCKET}/corrupted/fox.png`;
+      const error = (await thrownBy(() => s3Outputs().write(path, randomBytes(10_000)))) as OutputSaveError;
+      expect(error).toBeInstanceOf(OutputSaveError);
+      expect(error.code).toBe("output_unwritable");
+      expect(error.errno).toBe("ChecksumMismatch");
+      expect(error.message).toBe(`cannot write ${path}: the bucket stored bytes whose sha256 differs from what was sent (the object was removed) (ChecksumMismatch)`);
+      expect(await keysUnder("corrupted/")).toEqual([]);
+    } finally {
+      await hop.close();
+    }
+  });
+});
+
+describe("S3 outputs end to end (D sandbox, s3rver, both over loopback)", () => {
+  let world: DWorld | undefined;
+  afterEach(async () => {
+    await world?.close();
+    world = undefined;
+  });
+
+  it("S3: a D job run by the library is saved in the bucket (output and its .json), its path s3://bucket/prefix/REF.png, its sha256 that of the stored object", async () => {
+    world = await startDWorld({ renderTimeMs: 200 });
+    const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_OUTPUT_DIR: `s3://${BUCKET}/library/` } });
+    try {
+      const job = await gate.submit({ provider: "d", model: "gen-2-pro", input: { prompt: "a lighthouse", width: 256, height: 256 } }, { ref: "lighthouse" });
+      expect(job.outDir).toBe(`s3://${BUCKET}/library`);
+      expect((await gate.wait(job.id)).state).toBe("succeeded");
+      const [output] = await gate.outputs(job.id);
+      expect(output!.path).toBe(`s3://${BUCKET}/library/lighthouse.png`);
+      expect(await keysUnder("library/")).toEqual(["library/lighthouse.png", "library/lighthouse.png.json"]);
+      const stored = await objectBytes("library/lighthouse.png");
+      expect(sha256(stored)).toBe(output!.sha256);
+      expect(stored.length).toBe(output!.bytes);
+      expect(JSON.parse((await objectBytes("library/lighthouse.png.json")).toString("utf8"))).toEqual(output!.metadata);
+      // Nothing went to a local folder.
+      expect(existsSync(world.env.MEDIAGATE_OUTPUT_DIR!)).toBe(false);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it("S3: the API serves an output from the bucket with its sha256 as ETag and byte ranges passed through", async () => {
+    world = await startDWorld({ renderTimeMs: 200 });
+    const runtime = createRuntime({}, { ...world.env, MEDIAGATE_OUTPUT_DIR: `s3://${BUCKET}/api` });
+    const store = await runtime.store();
+    const engine = await runtime.engine();
+    const log = createLogger({ level: "silent", secrets: runtime.secrets });
+    const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() }, { runtime, log });
+    try {
+      const url = await app.listen({ port: 0, host: "127.0.0.1" });
+      engine.start();
+      const created = await fetch(`${url}/v1/jobs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ref: "harbour", provider: "d", model: "gen-2-pro", input: { prompt: "a harbour", width: 256, height: 256 } }),
+      });
+      expect(created.status).toBe(201);
+      const { id } = (await created.json()) as { id: string };
+      let job: { state: string; outputs: Array<{ path: string; href: string; sha256: string }> } | undefined;
+      for (let tries = 0; tries < 200 && job?.state !== "succeeded"; tries++) {
+        if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+        job = (await (await fetch(`${url}/v1/jobs/${id}`)).json()) as typeof job;
+      }
+      expect(job!.state).toBe("succeeded");
+      const [output] = job!.outputs;
+      expect(output!.path).toBe(`s3://${BUCKET}/api/harbour.png`);
+      const stored = await objectBytes("api/harbour.png");
+
+      const whole = await fetch(`${url}${output!.href}`);
+      expect(whole.status).toBe(200);
+      expect(whole.headers.get("etag")).toBe(`"${sha256(stored)}"`);
+      expect(Buffer.from(await whole.arrayBuffer()).equals(stored)).toBe(true);
+      const part = await fetch(`${url}${output!.href}`, { headers: { range: "bytes=8-23" } });
+      expect(part.status).toBe(206);
+      expect(part.headers.get("content-range")).toBe(`bytes 8-23/${stored.length}`);
+      expect(Buffer.from(await part.arrayBuffer()).equals(stored.subarray(8, 24))).toBe(true);
+      const tail = await fetch(`${url}${output!.href}`, { headers: { range: "bytes=-5" } });
+      expect(Buffer.from(await tail.arrayBuffer()).equals(stored.subarray(stored.length - 5))).toBe(true);
+      expect((await fetch(`${url}${output!.href}`, { headers: { "if-none-match": `"${sha256(stored)}"` } })).status).toBe(304);
+      expect(existsSync(join(world.folder, "out"))).toBe(false);
+    } finally {
+      await app.close();
+      await runtime.close();
+    }
+  });
+});
