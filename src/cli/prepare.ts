@@ -9,7 +9,7 @@ import { jobRouteOf, planRoute, type EligibleTarget, type RoutedRequest, type Ro
 import type { ProviderEntry } from "../providers/registry.js";
 import { checkBudget, type BudgetCheck } from "../engine/budget.js";
 import { defaultOutputs } from "../outputs/by-location.js";
-import { outputFolderProblem } from "../outputs/local-folder.js";
+import { outputFolderProblem, type OutputWriter } from "../outputs/local-folder.js";
 import type { Runtime } from "./runtime.js";
 import type { ImageInput } from "../core/common-request.js";
 
@@ -167,8 +167,8 @@ export function requireConfigured(runtime: Runtime, jobs: readonly PreparedJob[]
  * or sent: a folder that fails only after the provider rendered (and
  * charged) would leave paid results with nowhere to go.
  */
-export async function checkOutputFolder(folder: string, fromFlag: string | null): Promise<void> {
-  const problem = await outputFolderProblem(folder, defaultOutputs);
+export async function checkOutputFolder(folder: string, fromFlag: string | null, writer: OutputWriter = defaultOutputs): Promise<void> {
+  const problem = await outputFolderProblem(folder, writer);
   if (!problem) return;
   const message = `${problem.message}; nothing was sent`;
   if (fromFlag) throw new InputError(fromFlag, message, "a folder this process can create and write, or an s3://bucket/prefix it can write in");

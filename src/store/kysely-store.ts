@@ -528,6 +528,20 @@ export class KyselyStore implements Store {
     return rows.map(rowToOutput);
   }
 
+  async outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>> {
+    const byJob = new Map<string, JobOutput[]>();
+    const unique = [...new Set(jobIds)];
+    for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
+      const rows = await this.db.selectFrom("outputs").selectAll().where("job_id", "in", unique.slice(start, start + IDS_PER_STATEMENT)).orderBy("job_id").orderBy("idx").execute();
+      for (const row of rows) {
+        const list = byJob.get(row.job_id) ?? [];
+        list.push(rowToOutput(row));
+        byJob.set(row.job_id, list);
+      }
+    }
+    return byJob;
+  }
+
   async transition(
     jobId: string,
     expect: JobExpectation,

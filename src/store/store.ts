@@ -295,6 +295,8 @@ export interface Store {
   jobsByRefs(refs: readonly string[]): Promise<Job[]>;
   events(jobId: string): Promise<JobEvent[]>;
   outputs(jobId: string): Promise<JobOutput[]>;
+  /** The outputs of several jobs in one read (a page of the API's listing), by job id; a job without any is absent. */
+  outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>>;
 
   /**
    * Moves a job to `to` if it matches `expect`, applying `patch`, appending

@@ -41,6 +41,22 @@ for (const factory of storeFactories) {
       expect((await store.getJob("job_j0"))!.notifyUrl).toBe("https://hooks.example/done");
     });
 
+    it("outputsOfJobs reads the outputs of a page of jobs at once, by job, in index order; a job with none is absent", async () => {
+      await store.insertJobs([newDJob("o1"), newDJob("o2"), newDJob("o3")], T0);
+      const output = (index: number) => ({ index, path: `/tmp/o-${index}.png`, url: "https://d.example/r", contentType: "image/png", bytes: 10 + index, sha256: `${index}`.repeat(64), metadata: {}, media: { width: 64, height: 64 } });
+      for (const id of ["job_o1", "job_o3"]) {
+        await store.claimForSubmit(id, "mg:test:1:a", [{ key: "d:account", capacity: 24 }], T0 + 1, 60_000);
+        await store.transition(id, { state: "submitting" }, "running", { providerJobId: `p-${id}` }, "accepted", T0 + 2);
+        await store.transition(id, { state: "running" }, "capturing", {}, "done", T0 + 3);
+        await store.transition(id, { state: "capturing" }, "succeeded", {}, "saved", T0 + 4, undefined, { outputs: id === "job_o1" ? [output(1), output(0)] : [output(0)] });
+      }
+      const byJob = await store.outputsOfJobs(["job_o1", "job_o2", "job_o3", "job_o1"]);
+      expect([...byJob.keys()].sort()).toEqual(["job_o1", "job_o3"]);
+      expect(byJob.get("job_o1")!.map((each) => each.index)).toEqual([0, 1]);
+      expect(byJob.get("job_o3")).toEqual(await store.outputs("job_o3"));
+      expect((await store.outputsOfJobs([])).size).toBe(0);
+    });
+
     it("batchSummary counts a batch's jobs by state with their estimates and known charges; spendSummary puts the ledger beside the estimates by provider, model and token", async () => {
       await store.insertJobs(
         [

@@ -9,7 +9,7 @@ import { refProblem } from "../../core/ref.js";
 import { jobRouteOf } from "../../engine/route.js";
 import type { Caller } from "./caller.js";
 import { ApiError } from "./errors.js";
-import { checkNotifyUrl, checkTokenBudget, prepareForApi, requestOfBody, sameJobOrConflict } from "./jobs.js";
+import { apiFolderChecks, checkNotifyUrl, checkTokenBudget, prepareForApi, requestOfBody, sameJobOrConflict } from "./jobs.js";
 
 /** A batch body: a JSON array of requests, or JSON lines (one request a line). */
 export function batchLines(raw: Buffer, contentType: string | undefined): unknown[] {
@@ -99,7 +99,7 @@ export async function createBatch(runtime: Runtime, caller: Caller, lines: unkno
   }
   const budgetId = await checkTokenBudget(runtime, caller, prepared.filter((line) => !existing.has(line.prepared.ref)).map((line) => line.prepared));
   const outDir = resolveOutputLocation(runtime.config.outputDir);
-  await checkOutputFolder(outDir, null);
+  await checkOutputFolder(outDir, null, apiFolderChecks);
   const batchId = batchIdOf(caller, prepared);
   const now = Date.now();
   const results = await store.insertJobs(

@@ -77,9 +77,9 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "{jobs, next_cursor}" },
       handler: async (request) => {
         const page = await listJobs(runtime, request.caller!, query(request));
-        const jobs = [];
-        for (const job of page.jobs) jobs.push(apiJob(job, await (await store()).outputs(job.id)));
-        return { jobs, next_cursor: page.nextCursor };
+        // The page's outputs in one read, not one a job.
+        const outputs = await (await store()).outputsOfJobs(page.jobs.map((job) => job.id));
+        return { jobs: page.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [])), next_cursor: page.nextCursor };
       },
     },
     {

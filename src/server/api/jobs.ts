@@ -13,8 +13,17 @@ import { checkBudget } from "../../engine/budget.js";
 import { jobRouteOf, routedRequestFrom, type RoutedRequest } from "../../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../../providers/adapter.js";
 import type { JobFilter } from "../../store/store.js";
+import { defaultOutputs } from "../../outputs/by-location.js";
+import { rememberingFolderChecks } from "../../outputs/local-folder.js";
 import { canSee, type Caller } from "./caller.js";
 import { ApiError } from "./errors.js";
+
+/**
+ * The output folder proved writable before a job is accepted, remembered for
+ * a second as the engine does: a probe file made and removed for each of
+ * hundreds of submits a second queued behind one another in the file system.
+ */
+export const apiFolderChecks = rememberingFolderChecks(defaultOutputs, () => Date.now());
 
 /** A job as the API answers it: the CLI's `--json` shape, and what a remote client needs besides. */
 export interface ApiJob extends JobJson {
@@ -178,7 +187,7 @@ export async function createJob(runtime: Runtime, caller: Caller, body: unknown)
   if (stored) return { status: 200, job: sameJobOrConflict(caller, stored, prepared) };
   const budgetId = await checkTokenBudget(runtime, caller, [prepared]);
   const outDir = resolveOutputLocation(runtime.config.outputDir);
-  await checkOutputFolder(outDir, null);
+  await checkOutputFolder(outDir, null, apiFolderChecks);
   const now = Date.now();
   const [result] = await store.insertJobs(
     [
