@@ -236,6 +236,10 @@ describe("mediagate serve: the REST API (real HTTP, real sandbox, SQLite)", () =
     expect(providers.body.providers.map((provider: { id: string; configured: boolean }) => [provider.id, provider.configured])).toEqual([
       ["a", true], ["b", true], ["c", true], ["d", true], ["e", true], ["f", true],
     ]);
+    // E counts every request against 4 a minute and a daily quota: each window's budget is shown, all of it left.
+    const e = providers.body.providers.find((provider: { id: string }) => provider.id === "e");
+    expect(e.rate_windows).toEqual([expect.objectContaining({ limit: 4, window_ms: 60_000, used: 0, left: 4 }), expect.objectContaining({ key: "e:org:day", limit: 9_000, left: 9_000 })]);
+    expect(providers.body.providers.find((provider: { id: string }) => provider.id === "d")).toMatchObject({ slots: [{ pool: "d:account", in_use: 0, capacity: 24 }], halt: null, recent_errors: [] });
     const job = await api.call("POST", "/v1/jobs", { body: lighthouse });
     const cancelled = await api.call("POST", `/v1/jobs/${job.body.id}/cancel`);
     expect(cancelled.body.state).toBe("cancelled");

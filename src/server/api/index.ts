@@ -8,6 +8,7 @@ import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
 import { tokenOfSecret } from "../tokens.js";
 import { isLoopbackHost } from "../dashboard/session.js";
+import { providerStates } from "../dashboard/providers-view.js";
 import { batchLines, createBatch, prepareLines } from "./batches.js";
 import { callerOf, LOCAL_CALLER, type Caller } from "./caller.js";
 import { ApiError, apiErrorOf } from "./errors.js";
@@ -174,23 +175,21 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "GET",
       path: "/v1/providers",
-      summary: "Each provider: configured or not and why, slots in use against their caps, halts",
+      summary: "Each provider: configured or not and why, slots in use against their caps, rate budget left in each window, halt, recent errors",
       responses: { 200: "{providers}" },
-      handler: async () => {
-        const [pools, halts] = await Promise.all([(await store()).poolStatus(), (await store()).halts()]);
+      handler: async (request) => {
+        const states = await providerStates(runtime, await store(), request.caller!, Date.now());
         return {
-          providers: PROVIDER_IDS.map((id) => {
-            const entry = runtime.providers.get(id);
-            const halt = halts.find((each) => each.provider === id);
-            return {
-              id,
-              name: entry?.adapter?.displayName ?? id,
-              configured: entry !== undefined && entry.missing.length === 0,
-              missing: entry?.missing ?? [],
-              slots: pools.filter((pool) => pool.key.startsWith(`${id}:`)).map((pool) => ({ pool: pool.key, in_use: pool.held, capacity: Math.min(pool.configuredCapacity, pool.learnedCapacity) })),
-              halt: halt ? { code: halt.code, message: halt.message, at: new Date(halt.at).toISOString() } : null,
-            };
-          }),
+          providers: states.map((state) => ({
+            id: state.id,
+            name: state.name,
+            configured: state.configured,
+            missing: state.missing,
+            slots: state.slots.map((slot) => ({ pool: slot.pool, in_use: slot.inUse, capacity: slot.capacity, paused_until: slot.pausedUntil === null ? null : new Date(slot.pausedUntil).toISOString() })),
+            rate_windows: state.rates.map((rate) => ({ key: rate.key, limit: rate.limit, window_ms: rate.windowMs, used: rate.used, left: Math.max(0, rate.limit - rate.used) })),
+            halt: state.halt ? { code: state.halt.code, message: state.halt.message, at: new Date(state.halt.at).toISOString() } : null,
+            recent_errors: state.errors.map((error) => ({ job_id: error.jobId, ref: error.ref, code: error.code, at: new Date(error.at).toISOString() })),
+          })),
         };
       },
     },
