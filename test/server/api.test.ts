@@ -139,6 +139,30 @@ describe("mediagate serve: the REST API (real HTTP, real sandbox, SQLite)", () =
     expect(JSON.parse(rebound.body).error.message).toMatch(/only requests addressed to a loopback name/);
   });
 
+  it("API: a job for a provider that is not configured is refused before it is stored (503 not_configured, naming the variable); a body over the limit is 413 payload_too_large", async () => {
+    const api = await startApi({ engine: false });
+    const env = { ...api.world.env };
+    // The same server without C's key.
+    await api.app.close();
+    await api.runtime.close();
+    delete env.MEDIAGATE_C_API_KEY;
+    const keyless = createRuntime({}, env);
+    const store = await keyless.store();
+    const engine = await keyless.engine();
+    const log = createLogger({ level: "silent", secrets: keyless.secrets });
+    const app = await buildServer({ store, engine, providers: keyless.providers, log, now: () => Date.now() }, { runtime: keyless, log });
+    const url = await app.listen({ port: 0, host: "127.0.0.1" });
+    open = { ...api, runtime: keyless, app, url };
+    const refused = await fetch(`${url}/v1/jobs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ provider: "c", model: "v6", input: { prompt: "a kite" } }) });
+    expect(refused.status).toBe(503);
+    const body = (await refused.json()) as { error: { code: string; field: string; message: string } };
+    expect(body.error).toMatchObject({ code: "not_configured", field: "MEDIAGATE_C_API_KEY" });
+    expect(await store.listJobs({})).toEqual([]);
+    const huge = await fetch(`${url}/v1/jobs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...lighthouse, input: { ...lighthouse.input, prompt: "x".repeat(2 * 1024 * 1024) } }) });
+    expect(huge.status).toBe(413);
+    expect(((await huge.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
+  });
+
   it("API: with tokens in the store every request needs one; a token sees only its own jobs (another's is 404), a read-only token cannot write (403), a revoked one is refused (401)", async () => {
     const api = await startApi({ engine: false });
     const store = await api.runtime.store();

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { checkOutputFolder, type PreparedJob } from "../../cli/prepare.js";
+import { checkOutputFolder, requireConfigured, type PreparedJob } from "../../cli/prepare.js";
 import type { Runtime } from "../../cli/runtime.js";
 import { resolveOutputLocation } from "../../outputs/location.js";
 import { InputError } from "../../core/errors.js";
@@ -97,6 +97,7 @@ export async function createBatch(runtime: Runtime, caller: Caller, lines: unkno
     const job = existing.get(line.prepared.ref);
     if (job) sameJobOrConflict(caller, job, line.prepared);
   }
+  requireConfigured(runtime, prepared.filter((line) => !existing.has(line.prepared.ref)).map((line) => line.prepared));
   const budgetId = await checkTokenBudget(runtime, caller, prepared.filter((line) => !existing.has(line.prepared.ref)).map((line) => line.prepared));
   const outDir = resolveOutputLocation(runtime.config.outputDir);
   await checkOutputFolder(outDir, null, apiFolderChecks);

@@ -1,5 +1,5 @@
 import { jobJson, type JobJson } from "../../cli/job-json.js";
-import { checkOutputFolder, PreparedInputError, prepareJob, routeJson, sameRequest, type PreparedJob } from "../../cli/prepare.js";
+import { checkOutputFolder, PreparedInputError, prepareJob, requireConfigured, routeJson, sameRequest, type PreparedJob } from "../../cli/prepare.js";
 import type { Runtime } from "../../cli/runtime.js";
 import { resolveOutputLocation } from "../../outputs/location.js";
 import type { ImageInput } from "../../core/common-request.js";
@@ -185,6 +185,8 @@ export async function createJob(runtime: Runtime, caller: Caller, body: unknown)
   const store = await runtime.store();
   const [stored] = await store.jobsByRefs([ref]);
   if (stored) return { status: 200, job: sameJobOrConflict(caller, stored, prepared) };
+  // A provider without its key would keep the job queued for ever: refused now, as the CLI refuses it.
+  requireConfigured(runtime, [prepared]);
   const budgetId = await checkTokenBudget(runtime, caller, [prepared]);
   const outDir = resolveOutputLocation(runtime.config.outputDir);
   await checkOutputFolder(outDir, null, apiFolderChecks);
