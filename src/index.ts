@@ -11,9 +11,8 @@ import { waitForJobs } from "./engine/wait.js";
 import { DEFAULT_STOP_TIMEOUT_S, stopWithin } from "./cli/stop.js";
 import type { Estimate, JobRequest, ValidatedRequest } from "./providers/adapter.js";
 import type { CommonRequest, CommonTask } from "./core/common-request.js";
-import type { JobRoute } from "./core/job.js";
-import { jobRouteOf, planRoute, routedRequestFrom, type RouteBy, type TargetVerdict } from "./engine/route.js";
-import { readImageAs, sameRequest } from "./cli/prepare.js";
+import { planRoute, routedRequestFrom, type RouteBy } from "./engine/route.js";
+import { newJobOf, readImageAs, sameRequest, type PreparedJob } from "./cli/prepare.js";
 import { createProviderRegistry, type ProviderEntry } from "./providers/registry.js";
 import { defaultOutputs } from "./outputs/by-location.js";
 import { outputFolderProblem } from "./outputs/local-folder.js";
@@ -147,14 +146,14 @@ export class Mediagate {
       budget: { leftMicroUsd: ceiling === null ? null : ceiling - committedMicroUsd, allowUnpriced: false },
     });
     const chosen = order[0]!;
-    return { validated: chosen.validated, estimate: chosen.estimate, route: jobRouteOf(order, routed.fallbackOnFailure), verdicts };
+    return { validated: chosen.validated, estimate: chosen.estimate, route: { order, verdicts, fallbackOnFailure: routed.fallbackOnFailure } };
   }
 
   /** The estimate of a request (native, or common: its chosen target's); nothing is submitted. */
   async quote(request: JobRequest | CommonSubmitRequest): Promise<Estimate & { warnings: string[]; target?: string }> {
     if ("task" in request) {
       const { validated, estimate, route } = await this.prepareRouted(request, 0);
-      return { ...estimate, warnings: validated.warnings, target: route.current };
+      return { ...estimate, warnings: validated.warnings, target: route.order[0]!.target.name };
     }
     const { validated, estimate } = await this.prepare(request);
     return { ...estimate, warnings: validated.warnings };
@@ -172,10 +171,9 @@ export class Mediagate {
     const committed = this.budgetId !== null ? ((await this.store.budget(this.budgetId))?.committedMicroUsd ?? 0) : 0;
     let validated: ValidatedRequest;
     let estimate: Estimate;
-    let route: JobRoute | null = null;
-    let verdicts: TargetVerdict[] | undefined;
+    let route: PreparedJob["route"];
     if ("task" in request) {
-      ({ validated, estimate, route, verdicts } = await this.prepareRouted(request, committed));
+      ({ validated, estimate, route } = await this.prepareRouted(request, committed));
     } else {
       const prepared = await this.prepare(request);
       if (prepared.entry.missing.length) {
@@ -192,28 +190,9 @@ export class Mediagate {
     }
     checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: estimate.microUsd }], this.config.budgetMicroUsd, false, committed);
     const now = Date.now();
-    const [result] = await this.store.insertJobs(
-      [
-        {
-          id: newId("job", now),
-          ref: options.ref ?? newId("ref", now),
-          batchId: null,
-          provider: validated.provider,
-          model: validated.model,
-          operation: validated.operation,
-          body: validated.body,
-          facts: validated.facts,
-          warnings: validated.warnings,
-          estimateMicroUsd: estimate.microUsd,
-          estimateSource: estimate.source,
-          outDir,
-          budgetId: this.budgetId,
-          route,
-        },
-      ],
-      now,
-    );
-    if (!result!.created && !sameRequest(result!.job, { validated, ...(verdicts ? { route: { order: [], verdicts, fallbackOnFailure: false } } : {}) })) {
+    const prepared = { ref: options.ref ?? newId("ref", now), validated, estimate, route };
+    const [result] = await this.store.insertJobs([newJobOf(prepared, { now, batchId: null, outDir, budgetId: this.budgetId })], now);
+    if (!result!.created && !sameRequest(result!.job, prepared)) {
       // The ref is taken by another request: returning that job would hand back a result that was not asked for.
       throw new InputError("ref", `"${result!.job.ref}" is already used by job ${result!.job.id} with a different request; refs are unique in a store`, "a new ref, or the same request to resume it");
     }

@@ -11,6 +11,7 @@ import { checkBudget, type BudgetCheck } from "../engine/budget.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { outputFolderProblem, type OutputWriter } from "../outputs/local-folder.js";
 import type { Runtime } from "./runtime.js";
+import type { NewJob } from "../store/store.js";
 import type { ImageInput } from "../core/common-request.js";
 
 export interface PreparedJob {
@@ -108,6 +109,38 @@ export function routeJson(route: PreparedJob["route"]): { target?: string; route
     target: route.order[0]!.target.name,
     route: route.order.map((entry) => ({ target: entry.target.name, estimate_micro_usd: entry.estimate.microUsd })),
     ineligible: route.verdicts.filter((verdict) => !verdict.eligible).map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
+  };
+}
+
+/** Where a prepared job is stored and whose it is: everything of its row that validation and estimation did not say. */
+export interface NewJobPlace {
+  now: number;
+  batchId: string | null;
+  outDir: string;
+  budgetId: string | null;
+  tokenId?: string | null;
+  notifyUrl?: string | null;
+}
+
+/** The row a prepared job is stored as (the CLI, the library and the API store the same thing). */
+export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate" | "route">, place: NewJobPlace): NewJob {
+  return {
+    id: newId("job", place.now),
+    ref: item.ref,
+    batchId: place.batchId,
+    provider: item.validated.provider,
+    model: item.validated.model,
+    operation: item.validated.operation,
+    body: item.validated.body,
+    facts: item.validated.facts,
+    warnings: item.validated.warnings,
+    estimateMicroUsd: item.estimate.microUsd,
+    estimateSource: item.estimate.source,
+    outDir: place.outDir,
+    budgetId: place.budgetId,
+    route: item.route ? jobRouteOf(item.route.order, item.route.fallbackOnFailure) : null,
+    ...(place.tokenId !== undefined ? { tokenId: place.tokenId } : {}),
+    ...(place.notifyUrl !== undefined ? { notifyUrl: place.notifyUrl } : {}),
   };
 }
 
@@ -280,22 +313,7 @@ export async function enqueue(
   // page of rows is held here. Interrupted between pages, the rest is stored by the next run (refs resume).
   for (let start = 0; start < prepared.length; start += ENQUEUE_PAGE) {
     const results = await store.insertJobs(
-      prepared.slice(start, start + ENQUEUE_PAGE).map((item) => ({
-        id: newId("job", now),
-        ref: item.ref,
-        batchId: options.batchId,
-        provider: item.validated.provider,
-        model: item.validated.model,
-        operation: item.validated.operation,
-        body: item.validated.body,
-        facts: item.validated.facts,
-        warnings: item.validated.warnings,
-        estimateMicroUsd: item.estimate.microUsd,
-        estimateSource: item.estimate.source,
-        outDir: options.outDir,
-        budgetId: ceiling !== null ? options.budgetId : null,
-        route: item.route ? jobRouteOf(item.route.order, item.route.fallbackOnFailure) : null,
-      })),
+      prepared.slice(start, start + ENQUEUE_PAGE).map((item) => newJobOf(item, { now, batchId: options.batchId, outDir: options.outDir, budgetId: ceiling !== null ? options.budgetId : null })),
       now,
     );
     const resumed = results.filter((result) => !result.created);

@@ -1,27 +1,22 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
-import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { createRuntime, type Runtime } from "../../src/cli/runtime.js";
+import { createRuntime } from "../../src/cli/runtime.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { createAllEmulators } from "../../src/sandbox/all.js";
 import { buildServer } from "../../src/server/app.js";
 import { createToken } from "../../src/server/tokens.js";
-import { startWorld, type World } from "../helpers/world.js";
+import { serveSandbox, type Served } from "../helpers/dashboard.js";
 
-interface Api {
-  world: World;
-  runtime: Runtime;
-  app: FastifyInstance;
-  url: string;
-  emulators: ReturnType<typeof createAllEmulators>;
+interface Api extends Served {
   call(method: string, path: string, options?: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; bytes: Buffer }>;
 }
 
 let open: Api | undefined;
 afterEach(async () => {
   if (!open) return;
+  // Field by field, not `close()`: a test may swap in another server on the same sandbox.
   await open.app.close();
   await open.runtime.close();
   await open.world.close();
@@ -30,15 +25,8 @@ afterEach(async () => {
 
 /** `mediagate serve`'s server over real HTTP on loopback, its engine running (unless told not to), the sandbox behind it. */
 async function startApi(options: { engine?: boolean; emulators?: Parameters<typeof createAllEmulators>[0] } = {}): Promise<Api> {
-  const emulators = createAllEmulators({ d: { renderTimeMs: { minMs: 200, maxMs: 300 } }, ...options.emulators });
-  const world = await startWorld(emulators.list);
-  const runtime = createRuntime({}, world.env);
-  const store = await runtime.store();
-  const engine = await runtime.engine();
-  const log = createLogger({ level: "silent", secrets: runtime.secrets });
-  const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() }, { runtime, log });
-  const url = await app.listen({ port: 0, host: "127.0.0.1" });
-  if (options.engine !== false) engine.start();
+  const served = await serveSandbox({ ...(options.engine !== undefined ? { engine: options.engine } : {}), emulators: { d: { renderTimeMs: { minMs: 200, maxMs: 300 } }, ...options.emulators } });
+  const { url } = served;
   const call: Api["call"] = async (method, path, { token, body, raw, headers } = {}) => {
     const response = await fetch(`${url}${path}`, {
       method,
@@ -51,7 +39,7 @@ async function startApi(options: { engine?: boolean; emulators?: Parameters<type
     if ((response.headers.get("content-type") ?? "").includes("json")) parsed = JSON.parse(text);
     return { status: response.status, body: parsed, headers: response.headers, bytes };
   };
-  open = { world, runtime, app, url, emulators, call };
+  open = { ...served, call };
   return open;
 }
 

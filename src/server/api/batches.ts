@@ -1,12 +1,10 @@
 import { createHash } from "node:crypto";
-import { checkOutputFolder, requireConfigured, type PreparedJob } from "../../cli/prepare.js";
+import { checkOutputFolder, newJobOf, requireConfigured, type PreparedJob } from "../../cli/prepare.js";
 import type { Runtime } from "../../cli/runtime.js";
 import { resolveOutputLocation } from "../../outputs/location.js";
 import { InputError } from "../../core/errors.js";
-import { newId } from "../../core/ids.js";
 import type { Job } from "../../core/job.js";
 import { refProblem } from "../../core/ref.js";
-import { jobRouteOf } from "../../engine/route.js";
 import type { Caller } from "./caller.js";
 import { ApiError } from "./errors.js";
 import { apiFolderChecks, checkNotifyUrl, checkTokenBudget, prepareForApi, requestOfBody, sameJobOrConflict } from "./jobs.js";
@@ -104,24 +102,7 @@ export async function createBatch(runtime: Runtime, caller: Caller, lines: unkno
   const batchId = batchIdOf(caller, prepared);
   const now = Date.now();
   const results = await store.insertJobs(
-    prepared.map(({ prepared: item, notifyUrl }) => ({
-      id: newId("job", now),
-      ref: item.ref,
-      batchId,
-      provider: item.validated.provider,
-      model: item.validated.model,
-      operation: item.validated.operation,
-      body: item.validated.body,
-      facts: item.validated.facts,
-      warnings: item.validated.warnings,
-      estimateMicroUsd: item.estimate.microUsd,
-      estimateSource: item.estimate.source,
-      outDir,
-      budgetId,
-      route: item.route ? jobRouteOf(item.route.order, item.route.fallbackOnFailure) : null,
-      tokenId: caller.token?.id ?? null,
-      notifyUrl,
-    })),
+    prepared.map(({ prepared: item, notifyUrl }) => newJobOf(item, { now, batchId, outDir, budgetId, tokenId: caller.token?.id ?? null, notifyUrl })),
     now,
   );
   (await runtime.engine()).wake();

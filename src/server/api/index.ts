@@ -12,7 +12,7 @@ import { providerStates } from "../dashboard/providers-view.js";
 import { batchLines, createBatch, prepareLines } from "./batches.js";
 import { callerOf, LOCAL_CALLER, type Caller } from "./caller.js";
 import { ApiError, apiErrorOf } from "./errors.js";
-import { apiEvent, apiJob, createJob, listJobs, quoteOf, visibleJob } from "./jobs.js";
+import { apiEvent, apiJob, createJob, timeOf, listJobs, quoteOf, visibleJob } from "./jobs.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 
 export interface ApiDeps {
@@ -48,10 +48,7 @@ function query(request: FastifyRequest): Record<string, string | undefined> {
 }
 
 function timeParam(value: string | undefined, field: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(at)) throw new InputError(field, `"${value}" is not a time`, "an ISO 8601 date or time, or milliseconds since the epoch");
-  return at;
+  return value === undefined ? fallback : timeOf(value, field);
 }
 
 /** The routes of the REST API, each described for the OpenAPI document it is served with. */

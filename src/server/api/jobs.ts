@@ -1,5 +1,5 @@
 import { jobJson, type JobJson } from "../../cli/job-json.js";
-import { checkOutputFolder, PreparedInputError, prepareJob, requireConfigured, routeJson, sameRequest, type PreparedJob } from "../../cli/prepare.js";
+import { checkOutputFolder, newJobOf, PreparedInputError, prepareJob, requireConfigured, routeJson, sameRequest, type PreparedJob } from "../../cli/prepare.js";
 import type { Runtime } from "../../cli/runtime.js";
 import { resolveOutputLocation } from "../../outputs/location.js";
 import type { ImageInput } from "../../core/common-request.js";
@@ -10,7 +10,7 @@ import { JOB_STATES, type Job, type JobEvent, type JobOutput, type JobState } fr
 import { validateRef } from "../../core/ref.js";
 import { assertSafeUrl } from "../../core/url-safety.js";
 import { checkBudget } from "../../engine/budget.js";
-import { jobRouteOf, routedRequestFrom, type RoutedRequest } from "../../engine/route.js";
+import { routedRequestFrom, type RoutedRequest } from "../../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../../providers/adapter.js";
 import type { JobFilter } from "../../store/store.js";
 import { defaultOutputs } from "../../outputs/by-location.js";
@@ -192,26 +192,7 @@ export async function createJob(runtime: Runtime, caller: Caller, body: unknown)
   await checkOutputFolder(outDir, null, apiFolderChecks);
   const now = Date.now();
   const [result] = await store.insertJobs(
-    [
-      {
-        id: newId("job", now),
-        ref,
-        batchId: null,
-        provider: prepared.validated.provider,
-        model: prepared.validated.model,
-        operation: prepared.validated.operation,
-        body: prepared.validated.body,
-        facts: prepared.validated.facts,
-        warnings: prepared.validated.warnings,
-        estimateMicroUsd: prepared.estimate.microUsd,
-        estimateSource: prepared.estimate.source,
-        outDir,
-        budgetId,
-        route: prepared.route ? jobRouteOf(prepared.route.order, prepared.route.fallbackOnFailure) : null,
-        tokenId: caller.token?.id ?? null,
-        notifyUrl,
-      },
-    ],
+    [newJobOf(prepared, { now, batchId: null, outDir, budgetId, tokenId: caller.token?.id ?? null, notifyUrl })],
     now,
   );
   // Stored by another request between the look and the insert: answered as if it had been there.
@@ -232,7 +213,8 @@ export function sameJobOrConflict(caller: Caller, job: Job, prepared: Pick<Prepa
 const LIST_LIMIT_DEFAULT = 50;
 const LIST_LIMIT_MAX = 200;
 
-function timeOf(value: string, field: string): number {
+/** A time given in a query: ISO 8601 or milliseconds since the epoch. */
+export function timeOf(value: string, field: string): number {
   const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
   if (!Number.isFinite(at)) throw new InputError(field, `"${value}" is not a time`, "an ISO 8601 time (2026-11-27T10:00:00Z) or milliseconds since the epoch");
   return at;
