@@ -84,12 +84,14 @@ function emulatorsFor(): ReturnType<typeof createAllEmulators> {
       renderTimeMs: { minMs: 5_000, maxMs: 15_000 },
       resultUrlTtlMs: B_LINK_TTL_MS,
       webhookFaults: { duplicateProbability: 0.3, dropProbability: 0.25, reserializeProbability: 0.3 },
+      // The engine verifies deliveries on the sandbox's clock (20×), so B and F sign on it too.
+      webhookTimestamps: "virtual",
     },
     // Refusals as HTTP statuses, so the sandbox's log tells a refused submit from an accepted one.
     c: { renderMs: { min: 10_000, max: 30_000 }, errorHttpStatus: "by-error" },
     d: { renderTimeMs: { minMs: 2_000, maxMs: 8_000 }, unknownStatus: { status: "Processing", polls: 2, probability: 0.5 } },
     e: { renderMs: { min: 5_000, max: 15_000 } },
-    f: { renderMs: { min: 5_000, max: 15_000 } },
+    f: { renderMs: { min: 5_000, max: 15_000 }, webhookTimestampClock: "virtual" },
   });
 }
 

@@ -34,6 +34,32 @@ describe("B webhooks", () => {
     expect(world.b.deliveries[0]).toMatchObject({ jobId: body.id, state: "delivered", attempts: [{ attempt: 1, statusCode: 200 }] });
   });
 
+  it("B: webhook-timestamp is wall-clock time by default, so a receiver outside the sandbox verifies deliveries however far virtual time runs ahead", async () => {
+    receiver = await startReceiver();
+    world = await startB({ allowLocalWebhookUrls: true }, 60);
+    await submit(world, IMAGE_TO_VIDEO, { ...VALID_IMAGE_TO_VIDEO, webhook_url: receiver.url });
+    // An hour of virtual time: far past the Standard Webhooks tolerance of five minutes.
+    world.advance(3_600_000);
+    await world.b.flushWebhooks();
+    const [delivery] = receiver.received;
+    const sentAt = Number(delivery!.headers["webhook-timestamp"]);
+    expect(Math.abs(sentAt - Date.now() / 1000)).toBeLessThan(5);
+    expect(new Webhook(world.b.webhookSecret).verify(delivery!.body, headersOf(delivery!))).toMatchObject({ status: "completed" });
+    expect(world.b.deliveries[0]!.attempts[0]!.timestamp).toBe(sentAt);
+  });
+
+  it("B: webhookTimestamps \"virtual\" signs with the sandbox's clock, for a receiver on that clock", async () => {
+    receiver = await startReceiver();
+    world = await startB({ allowLocalWebhookUrls: true, webhookTimestamps: "virtual" });
+    await submit(world, IMAGE_TO_VIDEO, { ...VALID_IMAGE_TO_VIDEO, webhook_url: receiver.url });
+    world.advance(3_600_000);
+    await world.b.flushWebhooks();
+    const [delivery] = receiver.received;
+    expect(Math.abs(Number(delivery!.headers["webhook-timestamp"]) - world.sandbox.context.clock.now() / 1000)).toBeLessThan(5);
+    // Signed correctly, but an hour ahead of a wall-clock receiver.
+    expect(() => new Webhook(world!.b.webhookSecret).verify(delivery!.body, headersOf(delivery!))).toThrow(/too new/);
+  });
+
   it("B: failures and refusals at submit are delivered too", async () => {
     receiver = await startReceiver();
     world = await startB({ allowLocalWebhookUrls: true });

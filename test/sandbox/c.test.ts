@@ -145,6 +145,13 @@ describe("C: submit and result", () => {
     }
   });
 
+  it("C: fields the spec does not list (negative_prompt, water_mark, template_id) are accepted and ignored", async () => {
+    await start();
+    const accepted = await submit({ prompt: "a paper boat", negative_prompt: "rain", water_mark: false, template_id: 0 });
+    expect(accepted.ErrCode).toBe(0);
+    expect(emulator.tasks()[0]).toMatchObject({ prompt: "a paper boat", model: "v6", aspectRatio: "16:9" });
+  });
+
   it("C: the accepted value sets are configurable", async () => {
     await start({ accepted: { models: ["v6"], durations: [5, 8, 10] } });
     expect((await submit({ ...SEEN_BODY, model: "v5" })).ErrCode).toBe(400012);

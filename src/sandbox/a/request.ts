@@ -41,7 +41,7 @@ export interface ARequestRules {
   random(): number;
 }
 
-/** Defaults where the spec shows none: 5 s, 720p, 16:9, mp4, a random seed. */
+/** Defaults where the spec shows none: 5 s, 720p, 16:9 (adaptive and -1 where a task kind allows only those), mp4, a random seed. */
 const DEFAULT_DURATION_SECONDS = 5;
 const DEFAULT_RESOLUTION: AResolution = "720p";
 const DEFAULT_RATIO: VideoRatio = "16:9";
@@ -49,6 +49,21 @@ const MAX_SEED = 4_294_967_295;
 
 /** spec A task kinds: these need ratio adaptive (and editing needs duration -1). */
 const ADAPTIVE_KINDS: ReadonlySet<ATaskKind> = new Set(["first_frame", "video_editing", "video_extension"]);
+
+/**
+ * The spec shows no default ratio, so an omitted `ratio` is the service's
+ * default, never a refusal: the only value such a task may have (adaptive)
+ * for the kinds that require it, 16:9 otherwise. Only a ratio the client sent
+ * (body field or prompt flag) can break the adaptive rule.
+ */
+function defaultRatio(kind: ATaskKind): ARequestedRatio {
+  return ADAPTIVE_KINDS.has(kind) ? "adaptive" : DEFAULT_RATIO;
+}
+
+/** Likewise an omitted `duration`: -1 for video editing (the only value it may have), 5 s otherwise. */
+function defaultDuration(kind: ATaskKind): number {
+  return kind === "video_editing" ? -1 : DEFAULT_DURATION_SECONDS;
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -136,21 +151,20 @@ export function parseTaskRequest(body: unknown, rules: ARequestRules): ATaskRequ
   }
 
   const kind = classifyTask(items, body.omni_reference_task_type, model);
-  if (ADAPTIVE_KINDS.has(kind) && fields.ratio !== "adaptive") {
-    // Omission counts as "other than adaptive": the real default is not shown, so the client must say it.
+  const ratio = (fields.ratio as ARequestedRatio | undefined) ?? defaultRatio(kind);
+  if (ADAPTIVE_KINDS.has(kind) && ratio !== "adaptive") {
     throw invalidParameter("ratio", `a ${kind} task needs ratio adaptive`);
   }
-  const duration = fields.duration ?? (kind === "video_editing" ? undefined : DEFAULT_DURATION_SECONDS);
+  const duration = fields.duration ?? defaultDuration(kind);
   if (kind === "video_editing") {
     if (duration !== -1) throw invalidParameter("duration", "video editing needs duration -1");
     checkReferenceVideoLength(items, rules);
-  } else if (duration === undefined || duration < 4 || duration > 30) {
+  } else if (duration < 4 || duration > 30) {
     throw invalidParameter("duration", duration === -1 ? "-1 is only for video editing" : "must be 4 to 30 seconds");
   }
   if (fields.seed !== undefined && (fields.seed < -1 || fields.seed > MAX_SEED)) {
     throw invalidParameter("seed", `must be -1 (random) to ${MAX_SEED}`);
   }
-  const ratio = (fields.ratio ?? DEFAULT_RATIO) as ARequestedRatio;
   const seed = fields.seed === undefined || fields.seed === -1 ? Math.floor(rules.random() * 2 ** 31) : fields.seed;
   return {
     model,

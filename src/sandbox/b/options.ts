@@ -46,7 +46,13 @@ export interface BEmulatorOptions {
   webhookRetryDelaysMs?: number[];
   /** Real ms an attempt waits for the receiver's answer. Default 5,000. */
   webhookTimeoutMs?: number;
-  /** Clock of the `webhook-timestamp` header and the signature: the sandbox's virtual clock (default) or the real one. */
+  /**
+   * Clock of the `webhook-timestamp` header and the signature. Default
+   * "real" (wall clock): the receiver is outside the sandbox and checks the
+   * Standard Webhooks tolerance (five minutes either way) against its own
+   * clock, which a time scale above 1 would leave behind. "virtual" signs
+   * with the sandbox's clock, for a receiver that runs on it too.
+   */
   webhookTimestamps?: "virtual" | "real";
   webhookFaults?: BWebhookFaults;
   /** HTTP status of a submit answered with a failed job (rejected body, unavailable operation, insufficient balance). Default 200. */
@@ -118,7 +124,7 @@ export function resolveBOptions(options: BEmulatorOptions): ResolvedBOptions {
     allowLocalWebhookUrls: options.allowLocalWebhookUrls ?? false,
     webhookRetryDelaysMs: [...(options.webhookRetryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS)],
     webhookTimeoutMs: options.webhookTimeoutMs ?? 5_000,
-    webhookTimestamps: options.webhookTimestamps ?? "virtual",
+    webhookTimestamps: options.webhookTimestamps ?? "real",
     webhookFaults: {
       duplicateProbability: probability(faults.duplicateProbability, "duplicateProbability"),
       dropProbability: probability(faults.dropProbability, "dropProbability"),

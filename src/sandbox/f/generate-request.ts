@@ -8,8 +8,12 @@ import { invalidRequest } from "./errors.js";
 export const F_RENDERING_SPEEDS = ["FLASH", "TURBO", "DEFAULT", "QUALITY"] as const;
 export type FRenderingSpeed = (typeof F_RENDERING_SPEEDS)[number];
 
-/** Sandbox choices for resolution (the spec shows one example, 1024x1024): each side a multiple of 64, 256 to 2048. */
-export const F_RESOLUTION_STEP = 64;
+/**
+ * Sandbox choices for resolution (the spec shows one example, 1024x1024 and
+ * no value set): each side a multiple of 16, 256 to 2048, so the sizes real
+ * clients of such services send (1312x736, 1536x640, …) are accepted.
+ */
+export const F_RESOLUTION_STEP = 16;
 export const F_MIN_SIDE = 256;
 export const F_MAX_SIDE = 2048;
 const DEFAULT_RESOLUTION = "1024x1024";

@@ -35,10 +35,11 @@ export interface FEmulatorOptions {
   /** After a rotation, how long the previous key stays in the JWKS, virtual ms. Default 24 h; 0 drops it at once. */
   rotatedKeyListedMs?: number;
   /**
-   * The clock of X-Img-Webhook-Timestamp: the sandbox's virtual time
-   * (default, consistent with `created` and every other time it reports) or
-   * real time (for a receiver that checks tolerance against the system clock
-   * while the sandbox runs with timeScale > 1).
+   * The clock of X-Img-Webhook-Timestamp. Default "real" (wall clock): the
+   * receiver is outside the sandbox and checks the timestamp against its own
+   * clock, which a time scale above 1 would leave behind. "virtual" uses the
+   * sandbox's clock (as `created` and every other time it reports do), for a
+   * receiver that runs on that clock too.
    */
   webhookTimestampClock?: "virtual" | "real";
   /** Faults applied to the deliveries of the first generations created, in order (see injectDeliveryFault). */
@@ -60,7 +61,7 @@ export function resolveFOptions(options: FEmulatorOptions): ResolvedFOptions {
     retryDelaysMs: options.retryDelaysMs ?? [5_000, 30_000, 120_000],
     deliveryTimeoutMs: options.deliveryTimeoutMs ?? 10_000,
     rotatedKeyListedMs: options.rotatedKeyListedMs ?? 24 * 3_600_000,
-    webhookTimestampClock: options.webhookTimestampClock ?? "virtual",
+    webhookTimestampClock: options.webhookTimestampClock ?? "real",
     deliveryFaults: options.deliveryFaults ?? [],
   };
 }

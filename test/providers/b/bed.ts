@@ -50,7 +50,8 @@ export function imageToVideo(input: Record<string, unknown> = {}): BRequestParts
 
 /** A sandbox with B's emulator on loopback and an adapter pointed at it. */
 export async function startB(options: BEmulatorOptions = {}, config: Partial<BAdapterConfig> = {}): Promise<BBed> {
-  const emulator = createBEmulator({ queueTimeMs: QUEUE_MS, renderTimeMs: RENDER_MS, ...options });
+  // The adapter verifies on the sandbox's virtual clock (advance()), so deliveries are signed on it too.
+  const emulator = createBEmulator({ queueTimeMs: QUEUE_MS, renderTimeMs: RENDER_MS, webhookTimestamps: "virtual", ...options });
   const sandbox = await startSandbox({ emulators: [emulator] });
   running.push(sandbox);
   const apiKey = config.apiKey ?? KEY;

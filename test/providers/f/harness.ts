@@ -95,7 +95,8 @@ export class FWorld {
 
   static async start(options: FEmulatorOptions = {}): Promise<FWorld> {
     // Documented deviation of the sandbox: loopback webhook URLs are accepted so this test can receive deliveries.
-    const emulator = createFEmulator({ renderMs: RENDER_MS, allowLoopbackWebhooks: true, ...options });
+    // Verified on the sandbox's virtual clock (advance()), so deliveries carry its timestamps too.
+    const emulator = createFEmulator({ renderMs: RENDER_MS, allowLoopbackWebhooks: true, webhookTimestampClock: "virtual", ...options });
     const sandbox = await startSandbox({ emulators: [emulator] });
     const receiver = await Receiver.start();
     return new FWorld(sandbox, emulator, receiver);
