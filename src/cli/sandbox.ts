@@ -1,35 +1,54 @@
 import type { Command } from "commander";
-import { InputError } from "../core/errors.js";
 import type { GlobalOptions } from "./runtime.js";
+import { asFlagError, sandboxOptionsOf, type SandboxFlags } from "./sandbox-flags.js";
 
 export function registerSandbox(program: Command, globals: () => GlobalOptions): void {
   program
     .command("sandbox")
-    .description("run the emulated providers on one loopback port and print the environment that points mediagate at them")
+    .description("run the emulated providers on one loopback port and print the environment that points mediagate at them (see src/sandbox/README.md)")
     .option("--port <n>", "port (0 picks a free one)", "8787")
+    .option("--providers <list>", "start only these providers, e.g. a,b,d (default all six)")
     .option("--time-scale <k>", "virtual time runs k times faster (ten-minute rules in seconds)", "1")
     .option("--seed <n>", "seed of the sandbox's randomness", "1")
-    .action(async (flags: { port: string; timeScale: string; seed: string }) => {
-      const options = globals();
-      if (!/^\d+$/.test(flags.port) || Number(flags.port) > 65535) throw new InputError("--port", `"${flags.port}" is not a port`, "0 to 65535");
-      const timeScale = Number(flags.timeScale);
-      if (!(timeScale > 0)) throw new InputError("--time-scale", `"${flags.timeScale}" is not a positive number`, "a number > 0, e.g. 60");
+    .option("--render-ms <ms>", "virtual ms a task runs: 500, 2000-8000, or by provider d=500,a=1000-3000")
+    .option("--queue-ms <ms>", "virtual ms a task stays queued first (A, B): 0, or by provider a=500,b=0")
+    .option("--slots <list>", "tasks at once per key, by provider: b=4,d=8 (C by tier: c=3, 15, 20 or 25)")
+    .option("--rate <list>", "requests per minute per key, by provider: a=60 (every request), b=10 (submits), e=4")
+    .option("--credits <list>", "starting balance, by provider: b=MICRO_USD, c=CREDITS, d=CREDITS")
+    .option("--faults <json>", `injected faults, JSON or @FILE: '{"d": {"status5xx": 0.05}}'`)
+    .option("--webhook-timestamps <clock>", "clock of B's and F's webhook timestamps: real (wall clock) or virtual", "real")
+    .action(async (flags: SandboxFlags) => {
+      const json = Boolean(globals().json);
+      const options = sandboxOptionsOf(flags);
       // Loaded here, not at start-up: every other command starts faster without the emulators and their server.
-      const { createAllEmulators, sandboxEnvironment } = await import("../sandbox/all.js");
-      const { startSandbox } = await import("../sandbox/server.js");
-      const emulators = createAllEmulators();
-      const sandbox = await startSandbox({ port: Number(flags.port), timeScale, seed: Number(flags.seed), emulators: emulators.list });
-      const environment = sandboxEnvironment(sandbox.url, emulators.list.map((emulator) => emulator.id));
-      if (options.json) {
-        process.stdout.write(`${JSON.stringify({ url: sandbox.url, time_scale: timeScale, environment })}\n`);
+      const { startSandbox } = await import("../sandbox/index.js");
+      let sandbox: Awaited<ReturnType<typeof startSandbox>>;
+      try {
+        sandbox = await startSandbox(options);
+      } catch (error) {
+        throw asFlagError(error);
+      }
+      if (json) {
+        const status = {
+          url: sandbox.url,
+          port: sandbox.port,
+          providers: sandbox.providers,
+          time_scale: sandbox.timeScale,
+          seed: sandbox.seed,
+          webhook_timestamps: sandbox.webhookTimestamps,
+          base_urls: sandbox.baseUrls,
+          environment: sandbox.environment,
+        };
+        process.stdout.write(`${JSON.stringify(status)}\n`);
       } else {
-        process.stderr.write(`mediagate sandbox on ${sandbox.url} (providers ${emulators.list.map((e) => e.id.toUpperCase()).join(", ")}; time scale ${timeScale}); Ctrl-C stops it\n`);
-        for (const [name, value] of Object.entries(environment)) process.stdout.write(`export ${name}=${value}\n`);
+        const providers = sandbox.providers.map((provider) => provider.toUpperCase()).join(", ");
+        process.stderr.write(`mediagate sandbox on ${sandbox.url} (providers ${providers}; time scale ${sandbox.timeScale}; webhook timestamps ${sandbox.webhookTimestamps}); Ctrl-C stops it\n`);
+        for (const [name, value] of Object.entries(sandbox.environment)) process.stdout.write(`export ${name}=${value}\n`);
       }
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
       });
-      await sandbox.close();
+      await sandbox.stop();
     });
 }

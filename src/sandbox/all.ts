@@ -31,20 +31,40 @@ export interface AllEmulatorOptions {
   f?: Parameters<typeof createFEmulator>[0];
 }
 
-export function createAllEmulators(options: AllEmulatorOptions = {}): AllEmulators & { list: ProviderEmulator[] } {
-  const emulators = {
-    a: createAEmulator(options.a),
-    b: createBEmulator({ allowLocalWebhookUrls: true, ...options.b }),
-    c: createCEmulator(options.c),
-    d: createDEmulator(options.d),
-    e: createEEmulator(options.e),
-    f: createFEmulator({ allowLoopbackWebhooks: true, ...options.f }),
+export const SANDBOX_PROVIDERS: readonly SandboxProviderId[] = ["a", "b", "c", "d", "e", "f"];
+
+const FACTORIES: { [P in SandboxProviderId]: (options: AllEmulatorOptions[P]) => AllEmulators[P] } = {
+  a: (options) => createAEmulator(options),
+  b: (options) => createBEmulator({ allowLocalWebhookUrls: true, ...options }),
+  c: (options) => createCEmulator(options),
+  d: (options) => createDEmulator(options),
+  e: (options) => createEEmulator(options),
+  f: (options) => createFEmulator({ allowLoopbackWebhooks: true, ...options }),
+};
+
+/** The emulators of the given providers only (in a–f order), with the same defaults as `createAllEmulators`. */
+export function createEmulators(
+  providers: readonly SandboxProviderId[],
+  options: AllEmulatorOptions = {},
+): Partial<AllEmulators> & { list: ProviderEmulator[] } {
+  const emulators: Partial<AllEmulators> = {};
+  const create = <P extends SandboxProviderId>(provider: P) => {
+    emulators[provider] = FACTORIES[provider](options[provider]) as AllEmulators[P];
   };
+  for (const provider of SANDBOX_PROVIDERS) if (providers.includes(provider)) create(provider);
   return { ...emulators, list: Object.values(emulators) };
 }
 
-/** The `export …` lines that point mediagate at a running sandbox (keys are the sandbox's own, not secrets). */
-export function sandboxEnvironment(sandboxUrl: string, providers: readonly SandboxProviderId[]): Record<string, string> {
+export function createAllEmulators(options: AllEmulatorOptions = {}): AllEmulators & { list: ProviderEmulator[] } {
+  return createEmulators(SANDBOX_PROVIDERS, options) as AllEmulators & { list: ProviderEmulator[] };
+}
+
+/**
+ * The `export …` lines that point mediagate at a running sandbox (keys are the
+ * sandbox's own, not secrets). `overrides` replace or add variables that
+ * follow from the sandbox's knobs (C's tier, B's and D's concurrency).
+ */
+export function sandboxEnvironment(sandboxUrl: string, providers: readonly SandboxProviderId[], overrides: Record<string, string> = {}): Record<string, string> {
   const environment: Record<string, string> = {};
   if (providers.includes("a")) {
     environment.MEDIAGATE_A_BASE_URL = `${sandboxUrl}/a`;
@@ -76,5 +96,5 @@ export function sandboxEnvironment(sandboxUrl: string, providers: readonly Sandb
     environment.MEDIAGATE_F_BASE_URL = `${sandboxUrl}/f`;
     environment.MEDIAGATE_F_API_KEY = "sandbox-f-key";
   }
-  return environment;
+  return { ...environment, ...overrides };
 }

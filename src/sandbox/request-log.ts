@@ -19,6 +19,16 @@ export interface LoggedRequest {
   fault?: "status" | "delay" | "drop" | "drop_after_handling" | "delay_answer";
 }
 
+/** Which logged requests `GET /_sandbox/requests` and the library's `requests()` return. */
+export interface RequestFilter {
+  /** Only this provider's (`d` includes D's `/d-poll` and `/d-results`). */
+  provider?: string;
+  /** Only those that arrived at or after this virtual time (ms). */
+  since?: number;
+  /** Only the last this many (after the other filters). */
+  limit?: number;
+}
+
 /** Every request the sandbox received, so tests assert on what arrived ("none was submitted twice"). */
 export class RequestLog {
   private readonly entries: LoggedRequest[] = [];
@@ -34,6 +44,13 @@ export class RequestLog {
 
   filter(predicate: (entry: LoggedRequest) => boolean): LoggedRequest[] {
     return this.entries.filter(predicate);
+  }
+
+  query(filter: RequestFilter): LoggedRequest[] {
+    const matching = this.entries.filter(
+      (entry) => (filter.provider === undefined || entry.provider === filter.provider) && (filter.since === undefined || entry.at >= filter.since),
+    );
+    return filter.limit === undefined ? matching : matching.slice(Math.max(0, matching.length - filter.limit));
   }
 
   count(predicate: (entry: LoggedRequest) => boolean): number {

@@ -1,10 +1,14 @@
 import type { IncomingMessage } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
 import { ScaledClock } from "../core/clock.js";
+import { ConfigError, InputError } from "../core/errors.js";
 import type { ProviderEmulator, SandboxContext } from "./context.js";
-import { FaultInjector } from "./faults.js";
+import { faultRulesOf } from "./fault-spec.js";
+import { FaultInjector, type FaultRule } from "./faults.js";
+import { CONTROL_PATH, registerInspectionRoutes, type SandboxControls } from "./inspection.js";
 import { RequestLog } from "./request-log.js";
 import { SignedUrls } from "./signed-url.js";
+import { collectStats } from "./stats.js";
 
 export interface SandboxOptions {
   /** 0 picks a free port. */
@@ -16,13 +20,17 @@ export interface SandboxOptions {
   /** Seed of the sandbox's randomness (default 1). */
   seed?: number;
   emulators: ProviderEmulator[];
+  /** Fault rules in force from the start, and again after each reset. */
+  faults?: readonly FaultRule[];
 }
 
+/** `controls` are what the `/_sandbox/` endpoints do (requests, stats, reset, advance, faults). */
 export interface RunningSandbox {
   readonly url: string;
   readonly port: number;
   readonly context: SandboxContext;
   readonly app: FastifyInstance;
+  readonly controls: SandboxControls;
   /**
    * A whole-host outage: stops listening and cuts every open connection (a
    * request in flight sees its connection reset, a new one is refused), until
@@ -34,14 +42,20 @@ export interface RunningSandbox {
   close(): Promise<void>;
 }
 
-function seededRandom(seed: number): () => number {
+/** mulberry32; `restart` replays the same sequence (a reset sandbox draws the same render times again). */
+function seededRandom(seed: number): { next: () => number; restart: () => void } {
   let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  return {
+    next() {
+      state = (state + 0x6d2b79f5) | 0;
+      let t = state;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    },
+    restart() {
+      state = seed >>> 0;
+    },
   };
 }
 
@@ -68,9 +82,12 @@ function holdWhileConnected(raw: IncomingMessage, ms: number): Promise<void> {
 export async function startSandbox(options: SandboxOptions): Promise<RunningSandbox> {
   const host = options.host ?? "127.0.0.1";
   const clock = new ScaledClock(options.timeScale ?? 1);
-  const random = seededRandom(options.seed ?? 1);
+  const seeded = seededRandom(options.seed ?? 1);
+  const random = seeded.next;
   const requests = new RequestLog();
   const faults = new FaultInjector(random);
+  const startFaults = options.faults ?? [];
+  for (const rule of startFaults) faults.add(rule);
   let port = 0;
   const hostLiteral = host === "::1" ? "[::1]" : host;
   const context: SandboxContext = {
@@ -90,6 +107,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
 
   app.addHook("onRequest", async (request, reply) => {
     const path = request.url.split("?")[0] ?? "";
+    if (CONTROL_PATH.test(path)) return;
     const segment = path.split("/")[1] ?? "";
     const provider = /^[a-f]$/.test(segment) ? segment : segment.match(/^([a-f])-/)?.[1] ?? null;
     const entry = requests.record({
@@ -145,9 +163,39 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
 
   app.get("/_sandbox/health", async () => ({ ok: true, providers: options.emulators.map((e) => e.id) }));
 
+  const controls: SandboxControls = {
+    requests: (filter) => requests.query(filter),
+    stats: () => collectStats(options.emulators, requests, clock),
+    async reset() {
+      for (const emulator of options.emulators) await emulator.reset?.();
+      requests.clear();
+      faults.clear();
+      for (const rule of startFaults) faults.add(rule);
+      seeded.restart();
+    },
+    advance(ms) {
+      if (!Number.isSafeInteger(ms) || ms < 0) throw new InputError("ms", `${ms} is not a whole number of milliseconds ≥ 0`, "a whole number ≥ 0 (virtual time only moves forward)");
+      clock.advance(ms);
+      return clock.now();
+    },
+    addFaults(spec, field) {
+      const rules = faultRulesOf(spec, field, options.emulators.map((emulator) => emulator.id));
+      for (const rule of rules) faults.add(rule);
+      return rules.length;
+    },
+    clearFaults: () => faults.clear(),
+  };
+  await registerInspectionRoutes(app, controls);
+
   for (const emulator of options.emulators) await emulator.register(app, context);
 
-  await app.listen({ port: options.port ?? 0, host });
+  try {
+    await app.listen({ port: options.port ?? 0, host });
+  } catch (error) {
+    for (const emulator of options.emulators) await emulator.close?.();
+    await app.close();
+    throw listenError(error, options.port ?? 0, host);
+  }
   const address = app.server.address();
   port = typeof address === "object" && address ? address.port : 0;
 
@@ -158,6 +206,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     port,
     context,
     app,
+    controls,
     startOutage,
     endOutage,
     async close() {
@@ -183,4 +232,12 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       });
     });
   }
+}
+
+/** A port that cannot be had is a configuration problem with one fix (another port), not a crash. */
+function listenError(error: unknown, port: number, host: string): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE") return new ConfigError("port", `port ${port} on ${host} is already in use; choose another port, or 0 for a free one`, "port_in_use");
+  if (code === "EACCES") return new ConfigError("port", `port ${port} on ${host} may not be opened by this user; choose a port above 1023, or 0 for a free one`, "port_refused");
+  return error;
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { ProviderEmulator, SandboxContext } from "../context.js";
+import { countBy, peakConcurrency } from "../emulator-stats.js";
 import type { APlan } from "./accounts.js";
 import type { ACallbackDelivery } from "./callbacks.js";
 import { modelCatalogue, type AModel } from "./models.js";
@@ -123,6 +124,19 @@ export function createAEmulator(options: AEmulatorOptions = {}): AEmulator {
     async close() {
       await service?.callbacks.close();
     },
+    sandboxStats() {
+      const ready = registered();
+      const now = clockNow();
+      const tasks = ready.tasks.all();
+      let limitRefusals = 0;
+      for (const stats of ready.limiter.report().values()) limitRefusals += stats.rejected;
+      return {
+        tasks: countBy(tasks, (task) => statusAt(task, now)),
+        peakConcurrency: peakConcurrency(tasks.map((task) => ({ start: task.createdAt, end: task.cancelledAt ?? task.finishedAt }))),
+        limitRefusals,
+      };
+    },
+    reset: () => registered().reset(),
     tasks: () => registered().tasks.all().flatMap((task) => view(task.id) ?? []),
     task: view,
     cancelTask: (id) => registered().tasks.cancel(id),

@@ -21,8 +21,8 @@ export class AService {
   readonly models: ReadonlyMap<string, AModel>;
   readonly tasks: ATaskStore;
   readonly results: AResults;
-  readonly callbacks: ACallbacks;
-  readonly limiter: SlidingWindowLimiter;
+  callbacks: ACallbacks;
+  limiter: SlidingWindowLimiter;
   private readonly injectedOutcomes: AOutcome[] = [];
 
   constructor(
@@ -94,6 +94,15 @@ export class AService {
 
   render(task: ATaskRecord): ATaskObject {
     return taskObject(task, this.context.clock.now(), (succeeded) => this.results.urlFor(succeeded));
+  }
+
+  /** Forgets every task, callback, rate window and injected outcome (the result routes keep the same task store). */
+  async reset(): Promise<void> {
+    await this.callbacks.close();
+    this.tasks.clear();
+    this.callbacks = new ACallbacks(this.tasks, this.context.clock, (task) => this.render(task));
+    this.limiter = new SlidingWindowLimiter(this.context.clock, RATE_WINDOW_MS);
+    this.injectedOutcomes.length = 0;
   }
 
   injectOutcome(outcome: AOutcome, count: number): void {

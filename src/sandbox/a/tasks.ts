@@ -73,6 +73,10 @@ export class ATaskStore {
     return [...this.byId.keys()].flatMap((id) => this.find(id) ?? []);
   }
 
+  clear(): void {
+    this.byId.clear();
+  }
+
   /** spec A task status: only a queued task can be cancelled. */
   cancel(id: string): ACancelResult {
     const task = this.find(id);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { ProviderEmulator, SandboxContext } from "../context.js";
+import { countBy, peakConcurrency } from "../emulator-stats.js";
 import { keyId } from "./auth.js";
 import { B_CATALOG } from "./catalog-entries.js";
 import { billingStateAt, chargeMicroUsd, isFinishedAt, settledAt, statusAt, type BBillingState, type BJobError, type BJobRecord, type BJobStatus } from "./jobs.js";
@@ -130,6 +131,18 @@ export function createBEmulator(options: BEmulatorOptions = {}): BEmulator {
     async close() {
       await service.close();
     },
+    sandboxStats() {
+      const now = service.now();
+      const jobs = [...service.jobs.values()];
+      const accepted = jobs.filter((job) => !job.rejectedAtSubmit);
+      return {
+        tasks: countBy(jobs, (job) => statusAt(job, now)),
+        peakConcurrency: peakConcurrency(accepted.map((job) => ({ start: job.createdAt, end: job.finishesAt }))),
+        limitRefusals: service.rejected429Count,
+        creditsLeft: { amount: service.balanceMicroUsd(), unit: "micro_usd" },
+      };
+    },
+    reset: () => service.reset(),
     get jobs() {
       return [...service.jobs.values()].map(view);
     },

@@ -40,7 +40,7 @@ function retryAfterSeconds(waitMs: number): string {
 export class BService {
   options: ResolvedBOptions;
   readonly jobs = new Map<string, BJobRecord>();
-  private readonly idempotency = new IdempotencyKeys();
+  private idempotency = new IdempotencyKeys();
   private readonly submitTimes = new Map<string, number[]>();
   private readonly failNext: BJobError[] = [];
   /** Starting balance plus every later adjustment; settled charges are taken from it when read. */
@@ -74,6 +74,23 @@ export class BService {
   async close(): Promise<void> {
     this.timers?.close();
     await this.webhooks?.close();
+  }
+
+  /**
+   * Forgets every job, idempotency key, submit time, webhook delivery and
+   * injected failure, and the balance is the starting one again; knobs set
+   * with `configure` stay.
+   */
+  async reset(): Promise<void> {
+    await this.close();
+    this.jobs.clear();
+    this.idempotency = new IdempotencyKeys();
+    this.submitTimes.clear();
+    this.failNext.length = 0;
+    this.balanceBaseMicroUsd = this.options.balanceMicroUsd;
+    this.submitCount = 0;
+    this.rejected429Count = 0;
+    if (this.context) this.bind(this.context);
   }
 
   configure(changes: BEmulatorOptions): void {

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ProviderEmulator, SandboxContext } from "../context.js";
+import { countBy, peakConcurrency } from "../emulator-stats.js";
+import { C_ERR } from "./envelope.js";
 import { resolveCOptions, type CEmulatorOptions, type CTier } from "./options.js";
 import { registerCRoutes } from "./routes.js";
 import { CService } from "./service.js";
@@ -129,6 +131,23 @@ export function createCEmulator(options: CEmulatorOptions = {}): CEmulator {
       now = () => context.clock.now();
       await app.register(async (scope) => registerCRoutes(scope, ready), { prefix: "/c" });
     },
+    sandboxStats() {
+      const ready = registered();
+      const at = now();
+      const tasks = [...ready.tasks.values()];
+      // spec C Limits: a slot is held while generating, ten minutes at most.
+      const slotSpans = tasks.map((task) => ({
+        start: task.createdAt,
+        end: Math.min(task.finishedAt, task.deletedAt ?? Infinity, task.createdAt + SLOT_RELEASE_MS),
+      }));
+      return {
+        tasks: countBy(tasks, (task) => String(statusAt(task, at))),
+        peakConcurrency: peakConcurrency(slotSpans),
+        limitRefusals: ready.errCodeCounts.get(C_ERR.concurrentLimit) ?? 0,
+        creditsLeft: { amount: account().balanceCredits(at), unit: "credits" },
+      };
+    },
+    reset: () => registered().reset(),
     tasks: () => [...registered().tasks.keys()].flatMap((videoId) => view(videoId) ?? []),
     task: view,
     stats() {

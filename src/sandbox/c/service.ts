@@ -16,8 +16,8 @@ export interface CResultResp {
 
 /** Everything service C does, independent of HTTP routing. */
 export class CService {
-  readonly accounts: CAccounts;
-  readonly traceIds = new CTraceIds();
+  accounts: CAccounts;
+  traceIds = new CTraceIds();
   readonly results: CResults;
   readonly tasks = new Map<string, CTaskRecord>();
   /** Every submit request that reached the submit route, whatever its answer. */
@@ -73,6 +73,21 @@ export class CService {
     if (!task || task.apiKey !== account.apiKey) throw new CApiError(C_ERR.videoNotFound, `no video ${videoId}`);
     const status = statusAt(task, this.context.clock.now());
     return { video_id: task.videoId, status, ...(status === 1 ? { url: this.results.urlFor(task) } : {}) };
+  }
+
+  /**
+   * Forgets every task, trace id, counter and injected answer; each account is
+   * as configured again (balance, tier, no slots held, no peak). Video ids keep
+   * counting up, so an id from before a reset never names a new task.
+   */
+  reset(): void {
+    this.tasks.clear();
+    this.accounts = new CAccounts(this.options.accounts);
+    this.traceIds = new CTraceIds();
+    this.submitCount = 0;
+    this.errCodeCounts.clear();
+    this.injectedOutcomes.length = 0;
+    this.retryLaterRemaining = 0;
   }
 
   countErrCode(errCode: number): void {

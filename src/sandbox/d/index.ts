@@ -1,9 +1,11 @@
 import type { FastifyInstance } from "fastify";
 import type { ProviderEmulator, SandboxContext } from "../context.js";
+import { countBy, peakConcurrency } from "../emulator-stats.js";
 import type { DEndpointId } from "./endpoints.js";
 import { isActiveAt, readyAtOrNull, statusAt, type DJobOutcome, type DJobRecord, type DJobStatus } from "./jobs.js";
 import type { ImageSize } from "./megapixels.js";
 import { resolveDOptions, type DEmulatorOptions, type DOutcomeRates, type DRenderTime, type DUnknownStatusRule } from "./options.js";
+import { MICRO_USD_PER_CREDIT } from "./pricing.js";
 import { D_RESULTS_PREFIX } from "./results.js";
 import { registerPollingRoutes, registerResultRoutes, registerSubmitRoutes } from "./routes.js";
 import { D_POLLING_PREFIX, DService } from "./service.js";
@@ -120,6 +122,18 @@ export function createDEmulator(options: DEmulatorOptions = {}): DEmulator {
       await app.register(async (scope) => registerPollingRoutes(scope, service), { prefix: D_POLLING_PREFIX });
       await app.register(async (scope) => registerResultRoutes(scope, results), { prefix: D_RESULTS_PREFIX });
     },
+    sandboxStats() {
+      const now = service.now() ?? 0;
+      const jobs = [...service.jobs.values()];
+      return {
+        tasks: countBy(jobs, (job) => statusAt(job, now)),
+        peakConcurrency: peakConcurrency(jobs.map((job) => ({ start: job.createdAt, end: job.finishesAt }))),
+        limitRefusals: service.rejected429Count,
+        // spec D bills in credits (1 credit = 0.01 USD); charges are per megapixel, so a balance may hold a fraction of one.
+        creditsLeft: { amount: service.account.balanceMicroUsd / MICRO_USD_PER_CREDIT, unit: "credits" },
+      };
+    },
+    reset: () => service.reset(),
     get jobs() {
       return [...service.jobs.values()].map(view);
     },

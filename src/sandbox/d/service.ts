@@ -31,7 +31,7 @@ const SEED_RANGE = 2 ** 31;
 
 /** Everything service D does, independent of HTTP routing. Created with the emulator, bound to a sandbox at registration. */
 export class DService {
-  readonly account: DAccount;
+  account: DAccount;
   readonly jobs = new Map<string, DJobRecord>();
   /** Submit requests that passed the key check, whatever their answer. */
   submitCount = 0;
@@ -133,6 +133,17 @@ export class DService {
       this.options.apiKeys = [...apiKeys];
     }
     if (balanceMicroUsd !== undefined) this.account.balanceMicroUsd = balanceMicroUsd;
+  }
+
+  /** Forgets every job, counter and injected outcome; the account has its starting balance and no active task again (knobs set with `configure` stay). */
+  reset(): void {
+    this.jobs.clear();
+    this.account = new DAccount(this.options.apiKeys, this.options.balanceMicroUsd);
+    this.submitCount = 0;
+    this.rejected429Count = 0;
+    this.rejected402Count = 0;
+    this.injectedOutcomes.length = 0;
+    this.injectedUnknownStatuses.length = 0;
   }
 
   failNextJobs(outcome: Exclude<DJobOutcome, "Ready">, count: number): void {

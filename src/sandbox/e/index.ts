@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { ProviderEmulator, SandboxContext } from "../context.js";
+import { countBy, peakConcurrency } from "../emulator-stats.js";
 import { statusAt, type EDownloadRecord, type EOutcome, type EPollRecord } from "./jobs.js";
 import { E_OPERATIONS, type EOperation, type EOperationSpec } from "./operations.js";
 import { resolveEOptions, type EDurationRange, type EEmulatorOptions } from "./options.js";
@@ -155,6 +156,19 @@ export function createEEmulator(options: EEmulatorOptions = {}): EEmulator {
       await app.register(async (scope) => registerEStatusRoutes(scope, ready), { prefix: E_STATUS_PREFIX });
       await app.register(async (scope) => registerEFileRoutes(scope, ready), { prefix: E_FILES_PREFIX });
     },
+    sandboxStats() {
+      const ready = registered();
+      const now = clockNow();
+      const jobs = ready.jobs.all();
+      let limitRefusals = 0;
+      for (const stats of ready.quota.report().values()) limitRefusals += stats.rejected;
+      return {
+        tasks: countBy(jobs, (job) => statusAt(job, now, resolved.cancelledStatus)),
+        peakConcurrency: peakConcurrency(jobs.map((job) => ({ start: job.submittedAt, end: Math.min(job.finishAt, job.cancelledAt ?? Infinity) }))),
+        limitRefusals,
+      };
+    },
+    reset: () => registered().reset(),
     jobs: () => registered().jobs.all().flatMap((job) => view(job.id) ?? []),
     job: view,
     uploads: () => registered().uploads.all(),

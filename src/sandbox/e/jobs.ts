@@ -81,4 +81,8 @@ export class EJobStore {
   all(): EJobRecord[] {
     return [...this.byId.values()];
   }
+
+  clear(): void {
+    this.byId.clear();
+  }
 }

@@ -58,8 +58,8 @@ export function mediaType(contentType: string | undefined): string | undefined {
 /** Everything service E does, independent of HTTP routing. */
 export class EService {
   readonly tokens: ETokens;
-  readonly quota: EQuota;
-  readonly uploads: EUploads;
+  quota: EQuota;
+  uploads: EUploads;
   readonly jobs = new EJobStore();
   readonly results: EResults;
   readonly requests: ERequestRecord[] = [];
@@ -77,6 +77,22 @@ export class EService {
     this.uploads = new EUploads(context.clock, options.uploadValidityMs);
     this.results = new EResults(context, this.jobs, options.imageUrlTtlMs);
     this.renderMs = options.renderMs;
+  }
+
+  /**
+   * Forgets every job, upload, request record, quota window and injected
+   * answer. Tokens stay valid, so a client's cached token keeps working
+   * across a reset, as a key does.
+   */
+  reset(): void {
+    this.jobs.clear();
+    this.uploads = new EUploads(this.context.clock, this.options.uploadValidityMs);
+    this.quota = new EQuota(this.context.clock, this.options.requestsPerMinute, this.options.requestsPerDay);
+    this.requests.length = 0;
+    this.renderMs = this.options.renderMs;
+    this.injectedOutcomes.length = 0;
+    this.injectedUnknownStatuses.length = 0;
+    this.injectedV4Errors.length = 0;
   }
 
   record(method: string, path: string, kind: ERequestKind, contentType: string | undefined): ERequestRecord {

@@ -65,4 +65,8 @@ export class FGenerationStore {
   all(): FGenerationRecord[] {
     return [...this.byId.values()];
   }
+
+  clear(): void {
+    this.byId.clear();
+  }
 }

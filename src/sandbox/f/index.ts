@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { ProviderEmulator, SandboxContext } from "../context.js";
+import { countBy, peakConcurrency } from "../emulator-stats.js";
 import type { FDeliveryAttempt, FDeliveryFault, FDeliveryPlan } from "./deliveries.js";
 import type { FRenderingSpeed } from "./generate-request.js";
 import { isReady, type FGenerationPayload, type FReadRecord } from "./generations.js";
@@ -134,6 +135,17 @@ export function createFEmulator(options: FEmulatorOptions = {}): FEmulator {
     async close() {
       await service?.deliveries.close();
     },
+    sandboxStats() {
+      const now = clockNow();
+      const generations = registered().generations.all();
+      return {
+        tasks: countBy(generations, (generation) => (isReady(generation, now) ? "ready" : "pending")),
+        peakConcurrency: peakConcurrency(generations.map((generation) => ({ start: generation.createdAt, end: generation.readyAt }))),
+        // F publishes no rate or concurrency limit, and the sandbox enforces none.
+        limitRefusals: 0,
+      };
+    },
+    reset: () => registered().reset(),
     generations: () => registered().generations.all().flatMap((generation) => view(generation.id) ?? []),
     generation: view,
     deliveries: () => registered().deliveries.allAttempts(),

@@ -18,9 +18,9 @@ export class FService {
   readonly generations = new FGenerationStore();
   readonly results: FResults;
   readonly keys: FSigningKeys;
-  readonly deliveries: FDeliveries;
+  deliveries: FDeliveries;
   renderMs: FDurationRange;
-  private readonly injectedFaults: FDeliveryFault[];
+  private injectedFaults: FDeliveryFault[];
   private injectedUnsafe = 0;
 
   constructor(
@@ -31,14 +31,28 @@ export class FService {
     this.keys = new FSigningKeys(context.clock, options.rotatedKeyListedMs);
     this.renderMs = options.renderMs;
     this.injectedFaults = [...options.deliveryFaults];
-    this.deliveries = new FDeliveries({
-      clock: context.clock,
+    this.deliveries = this.newDeliveries();
+  }
+
+  /** Forgets every generation, delivery and injected fault; the signing keys stay (a receiver's cached JWKS stays right). */
+  async reset(): Promise<void> {
+    await this.deliveries.close();
+    this.generations.clear();
+    this.deliveries = this.newDeliveries();
+    this.renderMs = this.options.renderMs;
+    this.injectedFaults = [...this.options.deliveryFaults];
+    this.injectedUnsafe = 0;
+  }
+
+  private newDeliveries(): FDeliveries {
+    return new FDeliveries({
+      clock: this.context.clock,
       keys: this.keys,
       generations: this.generations,
       payloadBytes: (generation) => this.results.payloadBytes(generation),
       userId: (generation) => userIdOf(generation.accountId),
       checkUrl: (url) => this.checkWebhookUrl(url),
-      settings: options,
+      settings: this.options,
     });
   }
 
