@@ -40,3 +40,23 @@ export function redactDeep<T>(value: T, redact: (text: string) => string): T {
   }
   return value;
 }
+
+/**
+ * A URL as logs, events and answers show it: its scheme, host and port, and
+ * nothing that may be a credential. A receiver's token rides in the path
+ * (https://hooks.example/T0123/secret-token), the query or the user part,
+ * and which part holds it cannot be known, so each is replaced by
+ * `[redacted]` when present. Text that is not a URL is redacted whole.
+ */
+export function redactUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "[redacted]";
+  }
+  if (!parsed.host) return `${parsed.protocol}[redacted]`;
+  const user = parsed.username || parsed.password ? "[redacted]@" : "";
+  const rest = parsed.pathname === "/" && !parsed.search && !parsed.hash ? "/" : "/[redacted]";
+  return `${parsed.protocol}//${user}${parsed.host}${rest}`;
+}

@@ -7,7 +7,7 @@ import type { Clock } from "../core/clock.js";
 import { UnsafeUrlError } from "../core/errors.js";
 import type { Job, JobOutput } from "../core/job.js";
 import { assertSafeUrl } from "../core/url-safety.js";
-import { safeForDisplay } from "../providers/http.js";
+import { redactUrl } from "../core/redact.js";
 import type { Notification, NotificationAttempt, Store } from "../store/store.js";
 import type { EngineLogger } from "./logger.js";
 
@@ -83,8 +83,8 @@ export function notificationBody(notification: Pick<Notification, "type" | "crea
 export async function deliverNotification(context: NotifyContext, notification: Notification): Promise<void> {
   const { store, clock, notifier } = context;
   const attempt = notification.attempts;
-  // The URL as the job's log shows it: its query cut, since a receiver's token often rides there.
-  const shownUrl = safeForDisplay(notification.url);
+  // The URL as the job's log shows it: scheme and host, since a receiver's token rides in its path or query.
+  const shownUrl = redactUrl(notification.url);
   const label = `notification ${notification.type} (${notification.id})`;
   const record = async (outcome: NotificationAttempt["outcome"], answer: Answer | null, reason: string, durationMs: number | null) => {
     const at = clock.now();

@@ -3,6 +3,7 @@ import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/jo
 import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
 import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNumberOrNull } from "./rows.js";
+import { refRange } from "./ref-prefix.js";
 import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import {
@@ -197,20 +198,28 @@ function eventRow(jobId: string, at: number, fromState: JobState | null, toState
  * array parameter (`unnest`), not a parameter per value (a chunk of 500 rows was
  * 21,000 parameters to send and parse), the events written by a data-modifying
  * WITH. Every column of `newJobRow` is written, so the two stay in step.
+ * A ref another transaction stored meanwhile (two clients sending one ref at
+ * once) is skipped, not an error: `ON CONFLICT` waits for that transaction
+ * and keeps its row. Returns the ids of the jobs this statement created.
  */
-async function insertJobsWithEventsPostgres(trx: Db, rows: ReadonlyArray<ReturnType<typeof newJobRow>>, events: ReadonlyArray<ReturnType<typeof eventRow>>): Promise<void> {
+async function insertJobsWithEventsPostgres(trx: Db, rows: ReadonlyArray<ReturnType<typeof newJobRow>>, events: ReadonlyArray<ReturnType<typeof eventRow>>): Promise<Set<string>> {
   const columns = Object.keys(rows[0]!) as Array<keyof ReturnType<typeof newJobRow>>;
   const arrays = columns.map((column) => sql`${rows.map((row) => row[column])}::${sql.raw(INTEGER_JOB_COLUMNS.has(column) ? "bigint" : "text")}[]`);
   const eventColumns = Object.keys(events[0]!) as Array<keyof ReturnType<typeof eventRow>>;
   const eventArrays = eventColumns.map((column) => sql`${events.map((row) => row[column])}::${sql.raw(column === "at" ? "bigint" : "text")}[]`);
-  await sql`
+  const created = await sql<{ job_id: string }>`
     with added as (
       insert into jobs (${sql.join(columns.map((column) => sql.ref(column)))})
       select * from unnest(${sql.join(arrays)})
+      on conflict (ref) do nothing
+      returning id
     )
     insert into job_events (${sql.join(eventColumns.map((column) => sql.ref(column)))})
-    select * from unnest(${sql.join(eventArrays)})
+    select * from unnest(${sql.join(eventArrays)}) as event (${sql.join(eventColumns.map((column) => sql.ref(column)))})
+    where event.job_id in (select id from added)
+    returning job_id
   `.execute(trx);
+  return new Set(created.rows.map((row) => row.job_id));
 }
 
 /** The row of a job just validated and queued. */
@@ -413,13 +422,20 @@ export class KyselyStore implements Store {
           const events = fresh.map((job) =>
             eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
           );
-          if (this.dialect === "postgres") await insertJobsWithEventsPostgres(trx, rows, events);
+          let createdIds: Set<string> | null = null;
+          if (this.dialect === "postgres") createdIds = await insertJobsWithEventsPostgres(trx, rows, events);
           else {
+            // SQLite's write transactions run one at a time: no other can have stored a ref since the look above.
             await trx.insertInto("jobs").values(rows).execute();
             await trx.insertInto("job_events").values(events).execute();
           }
+          // A ref stored by another transaction since the look above: its job, as if it had been there.
+          const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id)).map((job) => job.ref);
+          if (taken.length > 0) for (const job of await this.jobsWithRefs(trx, taken)) stored.set(job.ref, job);
           // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
-          fresh.forEach((job, index) => createdHere.set(job.ref, rowWithRequestToJob(rows[index]!, job)));
+          fresh.forEach((job, index) => {
+            if (!stored.has(job.ref)) createdHere.set(job.ref, rowWithRequestToJob(rows[index]!, job));
+          });
         }
         const reported = new Set<string>();
         for (const job of chunk) {
@@ -470,17 +486,31 @@ export class KyselyStore implements Store {
       jobs.sort((left, right) => sign * (left.createdAt - right.createdAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)));
       return filter.limit !== undefined ? jobs.slice(0, filter.limit) : jobs;
     }
+    // A search by the start of a ref reads that range of refs (one token's: jobs_token_ref), then checks the other filters
+    // on the rows found. SQLite, without statistics, would rather follow an index of any other filter (every queued job,
+    // the cursor's creation order) and check the ref of every row it reads: there those terms are written with a unary +,
+    // which keeps a term out of the choice of index (https://sqlite.org/optoverview.html#uplus).
+    const searching = filter.refPrefix !== undefined && this.dialect === "sqlite";
+    const checked = <T>(column: "batch_id" | "state" | "provider" | "created_at") => (searching ? sql<T>`+${sql.ref(column)}` : sql<T>`${sql.ref(column)}`);
     let query = this.db.selectFrom("jobs").selectAll();
-    if (filter.batchId !== undefined) query = query.where("batch_id", "=", filter.batchId);
-    if (filter.states?.length) query = query.where("state", "in", [...filter.states]);
-    if (filter.provider !== undefined) query = query.where("provider", "=", filter.provider);
+    if (filter.batchId !== undefined) query = query.where(checked<string>("batch_id"), "=", filter.batchId);
+    if (filter.states?.length) query = query.where(checked<string>("state"), "in", [...filter.states]);
+    if (filter.provider !== undefined) query = query.where(checked<string>("provider"), "=", filter.provider);
     if (filter.tokenId !== undefined) query = query.where("token_id", "=", filter.tokenId);
     if (filter.ref !== undefined) query = query.where("ref", "=", filter.ref);
-    if (filter.createdAfter !== undefined) query = query.where("created_at", ">=", filter.createdAfter);
-    if (filter.createdBefore !== undefined) query = query.where("created_at", "<", filter.createdBefore);
+    if (filter.refPrefix !== undefined) {
+      // A range of the refs in code point order (see ref-prefix.ts), compared as PostgreSQL's "C" collation in migration 12's indexes.
+      const range = refRange(filter.refPrefix);
+      const ref = this.dialect === "postgres" ? sql<string>`ref collate "C"` : sql<string>`ref`;
+      query = query.where(ref, ">=", range.from);
+      if (range.below !== null) query = query.where(ref, "<", range.below);
+    }
+    if (filter.createdAfter !== undefined) query = query.where(checked<number>("created_at"), ">=", filter.createdAfter);
+    if (filter.createdBefore !== undefined) query = query.where(checked<number>("created_at"), "<", filter.createdBefore);
     if (filter.olderThan !== undefined) {
       const { createdAt, id } = filter.olderThan;
-      query = query.where((eb) => eb.or([eb("created_at", "<", createdAt), eb.and([eb("created_at", "=", createdAt), eb("id", "<", id)])]));
+      const createdAtColumn = checked<number>("created_at");
+      query = query.where((eb) => eb.or([eb(createdAtColumn, "<", createdAt), eb.and([eb(createdAtColumn, "=", createdAt), eb("id", "<", id)])]));
     }
     if (filter.ids !== undefined) {
       if (filter.ids.length === 0) return [];

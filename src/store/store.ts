@@ -91,6 +91,8 @@ export interface JobFilter {
   /** Only the jobs an API token created. */
   tokenId?: string;
   ref?: string;
+  /** Only the jobs whose ref starts with this ("batch-7" finds "batch-7-001"), read as a range of an index (migration 12); the other filters are checked on the jobs found. */
+  refPrefix?: string;
   /** Created at or after / before these times (ms). */
   createdAfter?: number;
   createdBefore?: number;

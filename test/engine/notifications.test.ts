@@ -172,7 +172,7 @@ describe("notifications out, from a sandbox job's end (SQLite)", () => {
 
     const payload = delivery!.payload!;
     expect(payload).toMatchObject({ type: "job.succeeded", timestamp: new Date(done.finishedAt!).toISOString() });
-    expect(payload.data).toMatchObject({ id: job.id, ref: "notified-1", state: "succeeded", provider: "d", notify_url: receiver.url, error: null });
+    expect(payload.data).toMatchObject({ id: job.id, ref: "notified-1", state: "succeeded", provider: "d", notify_url: receiver.url.replace(/\/hooks.*$/, "/[redacted]"), error: null });
     const outputs = payload.data.outputs as Array<Record<string, unknown>>;
     const saved = await store.outputs(job.id);
     expect(outputs).toHaveLength(saved.length);
@@ -183,7 +183,7 @@ describe("notifications out, from a sandbox job's end (SQLite)", () => {
 
     const [recorded, ...more] = await attemptEvents(store, job.id);
     expect(more).toEqual([]);
-    expect(recorded!.reason).toMatch(/^notification job\.succeeded \(msg_\w+\) delivered to http:\/\/127\.0\.0\.1:\d+\/hooks\/mediagate\?… \(attempt 1: HTTP 200 in \d+ ms\)$/);
+    expect(recorded!.reason).toMatch(/^notification job\.succeeded \(msg_\w+\) delivered to http:\/\/127\.0\.0\.1:\d+\/\[redacted\] \(attempt 1: HTTP 200 in \d+ ms\)$/);
     expect(recorded!.detail).toMatchObject({ notification: owed!.id, attempt: 1, status: 200, outcome: "delivered" });
     // The receiver's token (in the query) and the signing secret are in no event.
     const log = JSON.stringify(await store.events(job.id));
@@ -279,7 +279,7 @@ for (const factory of storeFactories) {
         [2, 500, "retry"],
         [3, 200, "delivered"],
       ]);
-      expect(events[0]!.reason).toMatch(/^notification job\.cancelled \(msg_\w+\) attempt 1 to http:\/\/127\.0\.0\.1:\d+\/hooks\/mediagate\?… failed \(HTTP 500, \d+ ms\); next attempt in \d+ s$/);
+      expect(events[0]!.reason).toMatch(/^notification job\.cancelled \(msg_\w+\) attempt 1 to http:\/\/127\.0\.0\.1:\d+\/\[redacted\] failed \(HTTP 500, \d+ ms\); next attempt in \d+ s$/);
       expect(events.every((event) => event.fromState === "cancelled" && event.toState === "cancelled")).toBe(true);
     });
 
@@ -295,7 +295,7 @@ for (const factory of storeFactories) {
       expect(receiver.deliveries).toHaveLength(1);
       expect(await store.notifications(job.id)).toMatchObject([{ attempts: 1, lastStatus: 410, lastError: "http_410", deliveredAt: null }]);
       const [event] = await attemptEvents(store, job.id);
-      expect(event!.reason).toMatch(/not retried: http:\/\/127\.0\.0\.1:\d+\/hooks\/mediagate\?… answered 410 Gone \(attempt 1\)$/);
+      expect(event!.reason).toMatch(/not retried: http:\/\/127\.0\.0\.1:\d+\/\[redacted\] answered 410 Gone \(attempt 1\)$/);
     });
 
     it("a receiver that keeps failing is retried for at least 24 hours, at most an hour apart, then given up; every attempt recorded", async () => {
@@ -325,7 +325,7 @@ for (const factory of storeFactories) {
       expect(events).toHaveLength(times.length);
       expect(events.slice(0, -1).every((event) => event.detail.outcome === "retry" && event.detail.status === 503)).toBe(true);
       expect(events.at(-1)!.detail.outcome).toBe("given_up");
-      expect(events.at(-1)!.reason).toMatch(new RegExp(`given up after ${times.length} attempts over 2\\d h: the last to http://127\\.0\\.0\\.1:\\d+/hooks/mediagate\\?… failed \\(HTTP 503\\)$`));
+      expect(events.at(-1)!.reason).toMatch(new RegExp(`given up after ${times.length} attempts over 2\\d h: the last to http://127\\.0\\.0\\.1:\\d+/\\[redacted\\] failed \\(HTTP 503\\)$`));
     });
 
     it("without MEDIAGATE_ALLOW_PRIVATE_URLS a notify URL on a private or loopback address (or plain http) is refused at send time: nothing is sent, and the job's events say why", async () => {
@@ -339,7 +339,7 @@ for (const factory of storeFactories) {
       expect(receiver.connections()).toBe(0);
       expect(await store.notifications(loopback.id)).toMatchObject([{ attempts: 1, lastStatus: null, lastError: "unsafe_url", deliveredAt: null }]);
       const [refused] = await attemptEvents(store, loopback.id);
-      expect(refused!.reason).toMatch(/not sent: refused URL https:\/\/127\.0\.0\.1:\d+\/hook: 127\.0\.0\.1 resolves to a loopback address/);
+      expect(refused!.reason).toMatch(/not sent: refused URL https:\/\/127\.0\.0\.1:\d+\/\[redacted\]: 127\.0\.0\.1 resolves to a loopback address/);
       expect(refused!.reason).toMatch(/MEDIAGATE_ALLOW_PRIVATE_URLS=1 allows/);
       const [http] = await attemptEvents(store, plain.id);
       expect(http!.reason).toMatch(/scheme http: is not allowed; https only/);

@@ -1,9 +1,42 @@
+import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { createRuntime, type Runtime } from "../../src/cli/runtime.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { createAllEmulators } from "../../src/sandbox/all.js";
 import { buildServer } from "../../src/server/app.js";
+import { cliPostgresStore } from "./pg-cli-store.js";
 import { startWorld, type World } from "./world.js";
+
+/** Where a served test keeps its store: what MEDIAGATE_STORE the server gets, and how it is dropped afterwards. */
+export interface ServedStore {
+  name: "sqlite" | "postgres";
+  /** `options` shape a PostgreSQL address (a password trust authentication ignores, a proxy's port); SQLite ignores them. */
+  open(options?: { password?: string; viaPort?: number }): Promise<{ env: Record<string, string>; cleanup(): Promise<void> }>;
+}
+
+/** The world's own SQLite file (its environment already names it). */
+export const sqliteServed: ServedStore = {
+  name: "sqlite",
+  async open() {
+    return { env: {}, cleanup: async () => undefined };
+  },
+};
+
+/** A fresh schema in DATABASE_URL's database, dropped afterwards. */
+export function postgresServed(databaseUrl: string): ServedStore {
+  return {
+    name: "postgres",
+    async open(options = {}) {
+      const database = await cliPostgresStore(databaseUrl, options);
+      return { env: { MEDIAGATE_STORE: database.address }, cleanup: () => database.cleanup() };
+    },
+  };
+}
+
+const databaseUrl = process.env.DATABASE_URL;
+
+/** Every store a served test runs on: SQLite always, PostgreSQL when DATABASE_URL is set. */
+export const servedStores: ServedStore[] = databaseUrl ? [sqliteServed, postgresServed(databaseUrl)] : [sqliteServed];
 
 export interface Served {
   world: World;
@@ -11,35 +44,47 @@ export interface Served {
   app: FastifyInstance;
   /** `http://127.0.0.1:<port>` */
   url: string;
+  /** The environment the server was configured from: the world's, with the store's MEDIAGATE_STORE. */
+  env: Record<string, string>;
   emulators: ReturnType<typeof createAllEmulators>;
+  /** Every line the server's logger wrote (level info), as JSON text. */
+  logLines: string[];
   close(): Promise<void>;
 }
 
 /**
  * `mediagate serve`'s server (API and dashboard) over real HTTP on loopback,
  * its engine running unless told not to, the sandbox behind it with short
- * renders (D 300–500 ms, C 1 s).
+ * renders (D 300–500 ms, C 1 s), its store SQLite unless `store` says
+ * otherwise (`env` is applied last: a test may name its own store).
  */
-export async function serveSandbox(options: { engine?: boolean; emulators?: Parameters<typeof createAllEmulators>[0] } = {}): Promise<Served> {
+export async function serveSandbox(
+  options: { engine?: boolean; emulators?: Parameters<typeof createAllEmulators>[0]; store?: ServedStore; env?: Record<string, string> } = {},
+): Promise<Served> {
   const emulators = createAllEmulators({ d: { renderTimeMs: { minMs: 300, maxMs: 500 } }, c: { renderMs: 1_000 }, ...options.emulators });
   const world = await startWorld(emulators.list);
-  const runtime = createRuntime({}, world.env);
-  const store = await runtime.store();
-  const engine = await runtime.engine();
-  const log = createLogger({ level: "silent", secrets: runtime.secrets });
-  const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() }, { runtime, log });
-  const url = await app.listen({ port: 0, host: "127.0.0.1" });
-  if (options.engine !== false) engine.start();
-  return {
-    world,
-    runtime,
-    app,
-    url,
-    emulators,
-    async close() {
-      await app.close();
-      await runtime.close();
-      await world.close();
-    },
+  const closers: Array<() => Promise<void>> = [() => world.close()];
+  // Each part is closed whatever the others do: a test may have closed the store, or cut its connection, itself.
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
   };
+  try {
+    const database = await (options.store ?? sqliteServed).open();
+    closers.push(database.cleanup);
+    const env = { ...world.env, ...database.env, ...options.env };
+    const runtime = createRuntime({}, env);
+    closers.push(() => runtime.close());
+    const store = await runtime.store();
+    const engine = await runtime.engine();
+    const logLines: string[] = [];
+    const log = createLogger({ level: "info", secrets: runtime.secrets, destination: new Writable({ write: (chunk, _encoding, done) => (logLines.push(String(chunk)), done()) }) });
+    const app = await buildServer({ store, engine, providers: runtime.providers, log, now: () => Date.now() }, { runtime, log });
+    closers.push(() => app.close());
+    const url = await app.listen({ port: 0, host: "127.0.0.1" });
+    if (options.engine !== false) engine.start();
+    return { world, runtime, app, url, env, emulators, logLines, close: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
 }

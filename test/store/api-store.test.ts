@@ -41,6 +41,43 @@ for (const factory of storeFactories) {
       expect((await store.getJob("job_j0"))!.notifyUrl).toBe("https://hooks.example/done");
     });
 
+    it("insertJobs: the same refs inserted by several callers at once (two API clients) are created once; every other caller gets the stored job, not an error", async () => {
+      const tries = Array.from({ length: 6 }, (_, index) => store.insertJobs([newDJob("same", { id: `job_same_${index}` }), newDJob(`own-${index}`), newDJob("also-same", { id: `job_also_${index}` })], T0 + index));
+      const results = await Promise.all(tries);
+      for (const ref of ["same", "also-same"]) {
+        const answers = results.map((result) => result.find((each) => each.job.ref === ref)!);
+        expect(answers.filter((answer) => answer.created)).toHaveLength(1);
+        expect(new Set(answers.map((answer) => answer.job.id)).size).toBe(1);
+      }
+      expect(results.every((result) => result.find((each) => each.job.ref.startsWith("own-"))!.created)).toBe(true);
+      expect(await store.listJobs({})).toHaveLength(8);
+      const [same] = await store.jobsByRefs(["same"]);
+      expect(await store.events(same!.id)).toHaveLength(1);
+    });
+
+    it("listJobs by refPrefix: every ref starting with it and no other, character for character (case kept; % and _ are plain characters; accents and characters beyond U+FFFF too), with the other filters and the cursor", async () => {
+      const refs = ["batch-7", "batch-7-001", "batch-7-002", "batch-70", "batch-8-001", "Batch-7-x", "batch_7-x", "batch-6z", "50%-off", "500", "a_b", "axb", "café-1", "cafe-1", "cafés", "x😀1", "x😀", "x\uffff", "x\u{10ffff}\u{10ffff}", "x\u{10ffff}", "y"];
+      await store.insertJobs(
+        refs.map((ref, index) => newDJob(ref, { id: `job_${index}`, tokenId: ref.endsWith("-002") ? "tok_b" : "tok_a" })),
+        T0,
+      );
+      const found = async (refPrefix: string, more: Partial<Parameters<Store["listJobs"]>[0]> = {}) => (await store.listJobs({ refPrefix, ...more })).map((job) => job.ref).sort();
+      expect(await found("batch-7")).toEqual(["batch-7", "batch-7-001", "batch-7-002", "batch-70"]);
+      expect(await found("batch-7-")).toEqual(["batch-7-001", "batch-7-002"]);
+      expect(await found("batch-7-001")).toEqual(["batch-7-001"]);
+      expect(await found("batch-7-0010")).toEqual([]);
+      expect(await found("50%")).toEqual(["50%-off"]);
+      expect(await found("a_")).toEqual(["a_b"]);
+      expect(await found("café")).toEqual(["café-1", "cafés"]);
+      expect(await found("x😀")).toEqual(["x😀", "x😀1"].sort());
+      expect(await found("x")).toEqual(["x\u{10ffff}", "x\u{10ffff}\u{10ffff}", "x\uffff", "x😀", "x😀1"].sort());
+      expect(await found("x\u{10ffff}")).toEqual(["x\u{10ffff}", "x\u{10ffff}\u{10ffff}"].sort());
+      expect(await found("batch-7", { tokenId: "tok_a" })).toEqual(["batch-7", "batch-7-001", "batch-70"]);
+      const firstPage = await store.listJobs({ refPrefix: "batch-", newestFirst: true, limit: 3 });
+      const rest = await store.listJobs({ refPrefix: "batch-", newestFirst: true, olderThan: { createdAt: firstPage.at(-1)!.createdAt, id: firstPage.at(-1)!.id } });
+      expect([...firstPage, ...rest].map((job) => job.ref).sort()).toEqual(["batch-6z", "batch-7", "batch-7-001", "batch-7-002", "batch-70", "batch-8-001"]);
+    });
+
     it("outputsOfJobs reads the outputs of a page of jobs at once, by job, in index order; a job with none is absent", async () => {
       await store.insertJobs([newDJob("o1"), newDJob("o2"), newDJob("o3")], T0);
       const output = (index: number) => ({ index, path: `/tmp/o-${index}.png`, url: "https://d.example/r", contentType: "image/png", bytes: 10 + index, sha256: `${index}`.repeat(64), metadata: {}, media: { width: 64, height: 64 } });

@@ -62,8 +62,9 @@ function job(id: string, overrides: Partial<NewJob> = {}): NewJob {
 async function fill(store: Store): Promise<void> {
   const jobs: NewJob[] = [];
   // The jobs that will be sent ask to be notified when they end.
-  for (let index = 0; index < 3_000; index++) jobs.push(job(`job_q${String(index).padStart(5, "0")}`, index < 420 ? { notifyUrl: "https://hooks.example/done" } : {}));
-  for (let index = 0; index < 500; index++) jobs.push(job(`job_o${String(index).padStart(5, "0")}`, { batchId: "batch_other", provider: "e", model: "v3" }));
+  // Two API tokens' jobs (a token's search by ref reads its own refs only).
+  for (let index = 0; index < 3_000; index++) jobs.push(job(`job_q${String(index).padStart(5, "0")}`, { tokenId: "tok_q", ...(index < 420 ? { notifyUrl: "https://hooks.example/done" } : {}) }));
+  for (let index = 0; index < 500; index++) jobs.push(job(`job_o${String(index).padStart(5, "0")}`, { batchId: "batch_other", provider: "e", model: "v3", tokenId: "tok_o" }));
   // Common requests with a route, queued for D behind its native queue.
   const route = { current: "d/gen-2-pro", next: [], tried: [], fallbackOnFailure: false, failingSince: null };
   for (let index = 0; index < 20; index++) jobs.push(job(`job_r${String(index).padStart(5, "0")}`, { route }));
@@ -132,6 +133,34 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
  */
 const SCRAPE_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }> = [{ name: "jobCounts (jobs by provider and state)", run: (store) => store.jobCounts() }];
 
+/**
+ * The dashboard's and the API's search by the start of a ref (`ref_prefix`):
+ * 100 of the 3,520 refs start with `job_q020` (all of them queued jobs of
+ * token tok_q but the one claimForSubmit took). Each search reads those 100
+ * from a range of an index on ref (a token's: on its token and ref) and
+ * checks its other filters on them; a search that followed another index (the
+ * jobs in creation order, a token's 3,000, every queued job) would read far more.
+ */
+const SEARCH_PREFIX = "job_q020";
+const SEARCH_MATCHES = 100;
+const SEARCH_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown>; index: { sqlite: RegExp; postgres: string } }> = [
+  {
+    name: "every job (admin), newest first, one page",
+    run: (store) => store.listJobs({ refPrefix: SEARCH_PREFIX, newestFirst: true, limit: 51 }),
+    index: { sqlite: /^SEARCH jobs USING INDEX sqlite_autoindex_jobs_\d+ \(ref>\? AND ref<\?\)$/, postgres: "jobs_ref_prefix" },
+  },
+  {
+    name: "one token's jobs, newest first, one page",
+    run: (store) => store.listJobs({ refPrefix: SEARCH_PREFIX, tokenId: "tok_q", newestFirst: true, limit: 51 }),
+    index: { sqlite: /^SEARCH jobs USING INDEX jobs_token_ref \(token_id=\? AND ref>\? AND ref<\?\)$/, postgres: "jobs_token_ref" },
+  },
+  {
+    name: "queued D jobs created in the last hour, the page after a cursor",
+    run: (store) => store.listJobs({ refPrefix: SEARCH_PREFIX, states: ["queued"], provider: "d", createdAfter: NOW - 3_600_000, olderThan: { createdAt: NOW - 60_000, id: "job_q02050" }, newestFirst: true, limit: 51 }),
+    index: { sqlite: /^SEARCH jobs USING INDEX sqlite_autoindex_jobs_\d+ \(ref>\? AND ref<\?\)$/, postgres: "jobs_ref_prefix" },
+  },
+];
+
 interface PlanProblem {
   call: string;
   statement: string;
@@ -193,6 +222,23 @@ describe("query plans of the hot path (SQLite)", () => {
     }
     expect(problems).toEqual([]);
     expect(explained).toBeGreaterThan(HOT_CALLS.length);
+  });
+
+  it("a search by the start of a ref reads one range of an index on ref (the matches only), then sorts those matches: the jobs table is never scanned, nor another index followed", async () => {
+    const calls = await statementsOf(store, (next) => (sink = next), SEARCH_CALLS);
+    const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
+    try {
+      for (const [index, { call, statements }] of calls.entries()) {
+        expect(statements, call).toHaveLength(1);
+        const statement = statements[0]!;
+        const plan = (database.prepare(`EXPLAIN QUERY PLAN ${statement.sql}`).all(...(statement.parameters as unknown[])) as Array<{ detail: string }>).map((row) => row.detail);
+        expect(plan.filter((detail) => /^(SEARCH|SCAN) /.test(detail)), `${call}: ${plan.join(" | ")}`).toEqual([expect.stringMatching(SEARCH_CALLS[index]!.index.sqlite)]);
+      }
+      expect(await SEARCH_CALLS[0]!.run(store)).toHaveLength(51);
+      expect(await SEARCH_CALLS[2]!.run(store)).toHaveLength(49);
+    } finally {
+      database.close();
+    }
   });
 
   it("a /metrics scrape counts the jobs from a covering index: no row of a growing table is read, nothing is sorted", async () => {
@@ -277,6 +323,34 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
     }
     expect(problems).toEqual([]);
     expect(explained).toBeGreaterThan(HOT_CALLS.length);
+  });
+
+  it("a search by the start of a ref reads one range of jobs_ref_prefix or, for a token, jobs_token_ref (compared as \"C\"): the rows of jobs it reads are the matches, sorted; with sequential scans priced out, nothing else is read", async () => {
+    const calls = await statementsOf(store, (next) => (sink = next), SEARCH_CALLS);
+    const client = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema}` });
+    await client.connect();
+    try {
+      await client.query("ANALYZE");
+      // Sorting the matches is the plan wanted (the page is the newest of them): only scans are priced out.
+      await client.query("SET enable_seqscan = off");
+      for (const [index, { call, statements }] of calls.entries()) {
+        expect(statements, call).toHaveLength(1);
+        const statement = statements[0]!;
+        const result = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`, [...statement.parameters]);
+        const nodes = planNodes(result.rows[0]!["QUERY PLAN"]);
+        const shown = `${call}: ${nodes.map((node) => `${node["Node Type"]}${node["Index Name"] ? ` using ${node["Index Name"]}` : ""} (${node["Actual Rows"]} rows${node["Rows Removed by Filter"] ? `, ${node["Rows Removed by Filter"]} discarded` : ""})`).join(" > ")}`;
+        const indexes = nodes.filter((node) => node["Index Name"] !== undefined).map((node) => node["Index Name"]);
+        expect(indexes, shown).toEqual([SEARCH_CALLS[index]!.index.postgres]);
+        // The rows of jobs read, kept or discarded by the other filters, are the matches (an index may also point at
+        // row versions an update left behind, which the heap skips).
+        for (const node of nodes.filter((each) => each["Relation Name"] === "jobs")) {
+          expect(Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0) + Number(node["Rows Removed by Index Recheck"] ?? 0), shown).toBeLessThanOrEqual(SEARCH_MATCHES);
+        }
+        expect(nodes.some((node) => node["Node Type"] === "Seq Scan"), shown).toBe(false);
+      }
+    } finally {
+      await client.end();
+    }
   });
 
   it("a /metrics scrape counts the jobs by an index-only scan: no sequential scan, no sort, no heap read once the table is vacuumed", async () => {

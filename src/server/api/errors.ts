@@ -56,3 +56,9 @@ export function apiErrorOf(error: unknown): ApiError | null {
   if (error instanceof MediagateError && error.code === "invalid_input") return new ApiError("invalid_input", error.message);
   return null;
 }
+
+/** What an unexpected failure was, for the operator's log (the client is told only that it failed): its message and its code where it has one (ECONNREFUSED, a SQLSTATE); never its stack. */
+export function failureOf(error: unknown): { err: string; code?: string } {
+  const code = (error as { code?: unknown } | null)?.code;
+  return { err: error instanceof Error ? error.message || error.name : String(error), ...(typeof code === "string" ? { code } : {}) };
+}

@@ -5,13 +5,14 @@ import { cancelJob } from "../../cli/cancel.js";
 import { InputError } from "../../core/errors.js";
 import { PROVIDER_IDS } from "../../providers/adapter.js";
 import type { EngineLogger } from "../../engine/logger.js";
+import { shownEvents } from "../notify-urls.js";
 import { sendOutputFile } from "../output-file.js";
 import { tokenOfSecret } from "../tokens.js";
 import { isLoopbackHost } from "../dashboard/session.js";
 import { providerStates } from "../dashboard/providers-view.js";
 import { batchLines, createBatch, prepareLines } from "./batches.js";
 import { callerOf, LOCAL_CALLER, type Caller } from "./caller.js";
-import { ApiError, apiErrorOf } from "./errors.js";
+import { ApiError, apiErrorOf, failureOf } from "./errors.js";
 import { apiEvent, apiJob, createJob, timeOf, listJobs, quoteOf, visibleJob } from "./jobs.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 
@@ -70,8 +71,18 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "GET",
       path: "/v1/jobs",
-      summary: "Jobs newest first, a page at a time (limit, cursor), filtered by state, provider, ref, batch, created_after, created_before",
-      query: ["state", "provider", "ref", "batch", "created_after", "created_before", "limit", "cursor"],
+      summary: "Jobs newest first, a page at a time (limit, cursor), filtered by state, provider, ref or ref_prefix, batch, created_after, created_before",
+      query: {
+        state: "only jobs in these states (comma-separated)",
+        provider: "only this provider's jobs (a to f)",
+        ref: "only the job with exactly this ref",
+        ref_prefix: "only jobs whose ref starts with this, compared character by character (case matters; % and _ are plain characters): batch-7 finds batch-7-001 and batch-70",
+        batch: "only this batch's jobs",
+        created_after: "created at or after this time (ISO 8601 or milliseconds since the epoch)",
+        created_before: "created before this time (ISO 8601 or milliseconds since the epoch)",
+        limit: "jobs per page, 1 to 200 (default 50)",
+        cursor: "the next_cursor of the previous page",
+      },
       responses: { 200: "{jobs, next_cursor}" },
       handler: async (request) => {
         const page = await listJobs(runtime, request.caller!, query(request));
@@ -97,7 +108,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "{events}", 404: "not_found" },
       handler: async (request) => {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
-        return { events: (await (await store()).events(job.id)).map(apiEvent) };
+        return { events: (await shownEvents(await store(), job, runtime.config.notifyUrl)).map(apiEvent) };
       },
     },
     {
@@ -194,7 +205,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       method: "GET",
       path: "/v1/spend",
       summary: "Spend between from and to (default the last 30 days) by provider, model and token: settled (the ledger) beside estimated",
-      query: ["from", "to"],
+      query: { from: "start of the period (ISO 8601 or milliseconds since the epoch; default 30 days before to)", to: "end of the period (default now)" },
       responses: { 200: "{from, to, lines, settled_micro_usd, estimated_micro_usd}" },
       handler: async (request) => {
         const params = query(request);
@@ -273,7 +284,7 @@ export function registerApi(app: FastifyInstance, deps: ApiDeps): void {
       if (known) return reply.code(known.status).send(known.body());
       const status = (error as { statusCode?: number }).statusCode;
       if (status === 413) return reply.code(413).send(new ApiError("payload_too_large", "the body is larger than the API takes").body());
-      deps.log.error({ url: request.url.split("?")[0], caller: request.caller?.name, err: error instanceof Error ? error.message : String(error) }, "API request failed");
+      deps.log.error({ method: request.method, path: request.url.split("?")[0], caller: request.caller?.name ?? null, ...failureOf(error) }, "API request failed");
       return reply.code(500).send(new ApiError("internal_error", "the request could not be handled; it was logged").body());
     });
     api.setNotFoundHandler((request, reply) => reply.code(404).send(new ApiError("not_found", `no route ${request.method} ${request.url.split("?")[0]}`).body()));

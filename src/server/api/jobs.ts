@@ -7,7 +7,8 @@ import { InputError, UnsafeUrlError } from "../../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
 import { newId } from "../../core/ids.js";
 import { JOB_STATES, type Job, type JobEvent, type JobOutput, type JobState } from "../../core/job.js";
-import { validateRef } from "../../core/ref.js";
+import { redactUrl } from "../../core/redact.js";
+import { MAX_REF_LENGTH, validateRef } from "../../core/ref.js";
 import { assertSafeUrl } from "../../core/url-safety.js";
 import { checkBudget } from "../../engine/budget.js";
 import { routedRequestFrom, type RoutedRequest } from "../../engine/route.js";
@@ -15,6 +16,7 @@ import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../../providers/
 import type { JobFilter } from "../../store/store.js";
 import { defaultOutputs } from "../../outputs/by-location.js";
 import { rememberingFolderChecks } from "../../outputs/local-folder.js";
+import { shownNotifyUrl } from "../notify-urls.js";
 import { canSee, type Caller } from "./caller.js";
 import { ApiError } from "./errors.js";
 
@@ -45,7 +47,8 @@ export function apiJob(job: Job, outputs: JobOutput[]): ApiJob {
     batch_id: job.batchId,
     reason: job.reason,
     warnings: job.warnings,
-    notify_url: job.notifyUrl,
+    // Its token, if it carries one, is not shown: scheme and host only.
+    notify_url: shownNotifyUrl(job),
     created_at: new Date(job.createdAt).toISOString(),
     updated_at: new Date(job.updatedAt).toISOString(),
     finished_at: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
@@ -114,7 +117,8 @@ export async function checkNotifyUrl(runtime: Runtime, value: unknown): Promise<
   try {
     await assertSafeUrl(value, { allowHttp: runtime.config.allowPrivateUrls, allowPrivate: runtime.config.allowPrivateUrls });
   } catch (error) {
-    if (error instanceof UnsafeUrlError) throw new InputError("notify_url", error.message, "a public https URL");
+    // The refusal quotes the URL: only as redactUrl shows it (its path or query may be the receiver's token).
+    if (error instanceof UnsafeUrlError) throw new InputError("notify_url", error.message.replace(value, redactUrl(value)), "a public https URL");
     throw error;
   }
   return value;
@@ -235,9 +239,18 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
   throw new InputError("cursor", "is not a cursor this API gave", "the next_cursor of a previous page");
 }
 
+/** A `ref_prefix` to search by: the start of a ref, so never longer than one. */
+function refPrefixOf(value: string): string {
+  if (value.length === 0) throw new InputError("ref_prefix", "must not be empty (leave it out to list every ref)", "the first characters of a ref");
+  const length = [...value].length;
+  if (length > MAX_REF_LENGTH) throw new InputError("ref_prefix", `is ${length} characters long, longer than any ref (${MAX_REF_LENGTH})`, `1 to ${MAX_REF_LENGTH} characters`);
+  return value;
+}
+
 /**
  * `GET /v1/jobs`: newest first, filtered by state (comma-separated),
- * provider, ref, batch and creation time, a page of `limit` at a time. The
+ * provider, ref (exact) or the start of a ref (`ref_prefix`), batch and
+ * creation time, a page of `limit` at a time. The
  * cursor is the last job of the page: jobs created meanwhile are newer, so
  * a page never repeats or skips one.
  */
@@ -253,6 +266,7 @@ export async function listJobs(runtime: Runtime, caller: Caller, query: Record<s
     filter.provider = query.provider as ProviderId;
   }
   if (query.ref !== undefined) filter.ref = query.ref;
+  if (query.ref_prefix !== undefined) filter.refPrefix = refPrefixOf(query.ref_prefix);
   if (query.batch !== undefined) filter.batchId = query.batch;
   if (query.created_after !== undefined) filter.createdAfter = timeOf(query.created_after, "created_after");
   if (query.created_before !== undefined) filter.createdBefore = timeOf(query.created_before, "created_before");

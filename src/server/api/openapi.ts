@@ -11,7 +11,8 @@ export interface ApiRoute {
   writes?: boolean;
   /** Bodies larger than this are refused (413); the server's default is 1 MB. */
   bodyLimit?: number;
-  query?: string[];
+  /** Query parameters: name → what it does. */
+  query?: Record<string, string>;
   /** Status → what it answers. */
   responses: Record<number, string>;
   handler(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
@@ -40,7 +41,7 @@ export function openApiDocument(routes: readonly ApiRoute[]): Record<string, unk
   for (const route of routes) {
     const parameters = [
       ...[...route.path.matchAll(/\{([a-z_]+)\}/g)].map((match) => ({ name: match[1], in: "path", required: true, schema: { type: "string" } })),
-      ...(route.query ?? []).map((name) => ({ name, in: "query", required: false, schema: { type: "string" } })),
+      ...Object.entries(route.query ?? {}).map(([name, description]) => ({ name, in: "query", required: false, description, schema: { type: "string" } })),
     ];
     const responses: Record<string, unknown> = {};
     for (const [status, description] of Object.entries(route.responses)) {

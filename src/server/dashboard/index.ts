@@ -4,8 +4,9 @@ import type { Runtime } from "../../cli/runtime.js";
 import type { Engine } from "../../engine/engine.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
-import { ApiError, apiErrorOf } from "../api/errors.js";
+import { ApiError, apiErrorOf, failureOf } from "../api/errors.js";
 import { createJob, listJobs, quoteOf, visibleJob } from "../api/jobs.js";
+import { shownEvents } from "../notify-urls.js";
 import { sendOutputFile } from "../output-file.js";
 import { tokenOfSecret } from "../tokens.js";
 import { ASSETS } from "./assets.js";
@@ -115,7 +116,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
   const errorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const known = apiErrorOf(error);
     const status = known?.status ?? (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500);
-    if (!known && status === 500) log.error({ url: request.url.split("?")[0], err: error.message }, "dashboard request failed");
+    if (!known && status === 500) log.error({ method: request.method, path: request.url.split("?")[0], caller: request.dashboardSession?.caller.name ?? null, ...failureOf(error) }, "dashboard request failed");
     const message = known?.message ?? (status === 413 ? "the form is larger than the server takes" : status < 500 ? error.message : "the request could not be handled; it was logged");
     if (answersPlainly(request)) return reply.code(status).type("text/plain; charset=utf-8").send(message);
     const title = status === 404 ? "Not found" : status === 403 ? "Not allowed" : status < 500 ? "Refused" : "Something went wrong";
@@ -200,7 +201,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       }
       const opened = await store();
       const [providers, spend] = await Promise.all([providerStates(runtime, opened, caller, readAt), spendOfDays(opened, caller, readAt)]);
-      const events = `/events${queryOf({ state: query.state, provider: query.provider, ref: query.ref, cursor: query.cursor, since: String(readAt) })}`;
+      const events = `/events${queryOf({ state: query.state, provider: query.provider, ref: query.ref, ref_prefix: query.ref_prefix, cursor: query.cursor, since: String(readAt) })}`;
       return sendPage(reply, 200, {
         title: "Jobs",
         session,
@@ -215,7 +216,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const readAt = Date.now();
       const job = await visibleJob(runtime, session.caller, request.params.id);
       const opened = await store();
-      const [outputs, events] = await Promise.all([opened.outputs(job.id), opened.events(job.id)]);
+      const [outputs, events] = await Promise.all([opened.outputs(job.id), shownEvents(opened, job, runtime.config.notifyUrl)]);
       return sendPage(reply, 200, {
         title: job.ref,
         session,
@@ -242,7 +243,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const outcome = await cancelJob(runtime, job);
       if (outcome.kind === "cancelled") return reply.redirect(pathOf("/jobs", job.id), 303);
       const opened = await store();
-      const [current, outputs, events] = await Promise.all([visibleJob(runtime, session.caller, job.id), opened.outputs(job.id), opened.events(job.id)]);
+      const [current, outputs, events] = await Promise.all([visibleJob(runtime, session.caller, job.id), opened.outputs(job.id), shownEvents(opened, job, runtime.config.notifyUrl)]);
       return sendPage(reply, 409, { title: current.ref, session, section: "job", body: jobPageBody(current, jobParts(current, outputs, events, session), outcome.message) });
     });
 
@@ -307,7 +308,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
           shows: () => false,
           since,
           render: async (changed) => {
-            const [outputs, events] = await Promise.all([opened.outputs(changed.id), opened.events(changed.id)]);
+            const [outputs, events] = await Promise.all([opened.outputs(changed.id), shownEvents(opened, changed, runtime.config.notifyUrl)]);
             return { event: "job", data: { id: changed.id, state: changed.state, announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, parts: jobParts(changed, outputs, events, session) } };
           },
         });

@@ -8,7 +8,10 @@ import { stateBadge, timeOf } from "./display.js";
 export interface JobListQuery {
   state?: string;
   provider?: string;
+  /** Exactly this ref (an address given by hand or kept from before the search box searched by prefix); the form replaces it. */
   ref?: string;
+  /** The search box: refs starting with this. */
+  ref_prefix?: string;
   cursor?: string;
 }
 
@@ -17,13 +20,17 @@ export function jobListQueryOf(query: Record<string, string | undefined>): JobLi
     const value = query[name]?.trim();
     return value ? value : undefined;
   };
-  return { state: pick("state"), provider: pick("provider"), ref: pick("ref"), cursor: pick("cursor") };
+  return { state: pick("state"), provider: pick("provider"), ref: pick("ref"), ref_prefix: pick("ref_prefix"), cursor: pick("cursor") };
 }
 
 /** Whether a job belongs in the table under this filter: a job created after the page was drawn is added when it does. */
 export function matchesFilter(query: JobListQuery): (job: Job) => boolean {
   const states = query.state?.split(",").map((state) => state.trim());
-  return (job) => (!states || states.includes(job.state)) && (!query.provider || job.provider === query.provider) && (!query.ref || job.ref === query.ref);
+  return (job) =>
+    (!states || states.includes(job.state)) &&
+    (!query.provider || job.provider === query.provider) &&
+    (!query.ref || job.ref === query.ref) &&
+    (!query.ref_prefix || job.ref.startsWith(query.ref_prefix));
 }
 
 export function jobRow(job: Job): Html {
@@ -37,6 +44,10 @@ export function jobRow(job: Job): Html {
 </tr>`;
 }
 
+function filtered(query: JobListQuery): boolean {
+  return Boolean(query.state || query.provider || query.ref || query.ref_prefix);
+}
+
 function filterForm(query: JobListQuery): Html {
   const option = (value: string, label: string, selected: string | undefined) => html`<option value="${value}"${value === (selected ?? "") ? html` selected` : ""}>${label}</option>`;
   return html`<form class="filters" method="get" action="/" role="search" aria-label="Filter jobs">
@@ -44,15 +55,15 @@ function filterForm(query: JobListQuery): Html {
     <select id="filter-state" name="state">${option("", "any", query.state)}${JOB_STATES.map((state) => option(state, state.replace("_", " "), query.state))}</select></div>
   <div class="field"><label for="filter-provider">Provider</label>
     <select id="filter-provider" name="provider">${option("", "any", query.provider)}${PROVIDER_IDS.map((id) => option(id, id.toUpperCase(), query.provider))}</select></div>
-  <div class="field"><label for="filter-ref">Ref</label>
-    <input id="filter-ref" name="ref" type="search" value="${query.ref ?? ""}" placeholder="exact ref" autocomplete="off"></div>
+  <div class="field"><label for="filter-ref">Ref starts with</label>
+    <input id="filter-ref" name="ref_prefix" type="search" value="${query.ref_prefix ?? ""}" placeholder="batch-7" autocomplete="off"></div>
   <div class="field"><button type="submit">Filter</button></div>
-  ${query.state || query.provider || query.ref ? html`<div class="field"><a href="/">Clear</a></div>` : ""}
+  ${filtered(query) ? html`<div class="field"><a href="/">Clear</a></div>` : ""}
 </form>`;
 }
 
 export function jobsSection(jobs: readonly Job[], query: JobListQuery, nextCursor: string | null): Html {
-  const filter = { state: query.state, provider: query.provider, ref: query.ref };
+  const filter = { state: query.state, provider: query.provider, ref: query.ref, ref_prefix: query.ref_prefix };
   return html`<section class="panel" aria-labelledby="jobs-title">
 <h2 id="jobs-title">Jobs</h2>
 ${filterForm(query)}
@@ -60,7 +71,7 @@ ${filterForm(query)}
 <caption class="visually-hidden">Jobs, newest first</caption>
 <thead><tr><th scope="col">Ref</th><th scope="col">State</th><th scope="col">Target</th><th scope="col" class="num">Cost</th><th scope="col">Created (UTC)</th></tr></thead>
 <tbody>
-${jobs.length ? jobs.map(jobRow) : html`<tr id="no-jobs"><td colspan="5">No jobs${query.state || query.provider || query.ref ? " match this filter" : " yet"}.</td></tr>`}
+${jobs.length ? jobs.map(jobRow) : html`<tr id="no-jobs"><td colspan="5">No jobs${filtered(query) ? " match this filter" : " yet"}.</td></tr>`}
 </tbody>
 </table>
 <p class="pager actions">

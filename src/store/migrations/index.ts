@@ -9,6 +9,7 @@ import { migration008 } from "./008_job_route.js";
 import { migration009 } from "./009_output_media.js";
 import { migration010 } from "./010_api_tokens.js";
 import { migration011 } from "./011_notifications.js";
+import { migration012 } from "./012_ref_prefix.js";
 
 export interface Migration {
   version: number;
@@ -18,4 +19,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012];
