@@ -136,12 +136,30 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   };
 
   engine.start();
-  // JSON lines go out in completion order, each after its outputs are read (and its charge settled).
+  // JSON lines go out in completion order, each after its outputs are read (and its charge settled). The jobs that
+  // end within PRINT_GATHER_MS of each other are read together: two statements for them all, not two a job.
   let printing: Promise<void> = Promise.resolve();
-  const writeJson = async (job: Job) => {
-    process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
+  let gathering = false;
+  const writeJson = async (jobs: Job[]) => {
+    const outputs = await store.outputsOfJobs(jobs.map((job) => job.id));
+    process.stdout.write(jobs.map((job) => `${JSON.stringify(jobJson(job, outputs.get(job.id) ?? []))}\n`).join(""));
   };
-  const printJson = async (jobId: string) => writeJson((await store.getJob(jobId))!);
+  const toPrint: string[] = [];
+  const printPending = async () => {
+    gathering = false;
+    const ids = toPrint.splice(0);
+    if (ids.length === 0) return;
+    const byId = new Map((await store.listJobs({ ids })).map((job) => [job.id, job]));
+    await writeJson(ids.map((id) => byId.get(id)!));
+  };
+  const printJson = (jobId: string) => {
+    toPrint.push(jobId);
+    if (gathering) return;
+    gathering = true;
+    // One job alone (generate) is printed at once.
+    const gatherMs = total > 1 ? PRINT_GATHER_MS : 0;
+    printing = printing.then(() => new Promise((resolve) => setTimeout(resolve, gatherMs))).then(printPending);
+  };
   // Jobs whose charge the provider settles after the end (B), as they finish.
   const settling: string[] = [];
   try {
@@ -166,7 +184,7 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
         // A job whose charge the provider settles later (B) is waited for, and with --json printed once settled, with the charge.
         if (chargeUnsettled(job)) settling.push(job.id);
         if (options.json) {
-          if (!chargeUnsettled(job)) printing = printing.then(() => printJson(job.id));
+          if (!chargeUnsettled(job)) printJson(job.id);
         } else if (!interactive && total > 1) {
           tellUser(`${job.ref}: ${job.state}${job.error ? ` (${job.error.code})` : ""} ${costText(job)}\n`);
         }
@@ -187,7 +205,7 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     // Settled in the order they settle; any the provider has not settled yet show a null charge.
     const finished = await store.listJobs({ ids: settling });
     const order = (job: Job) => (chargeUnsettled(job) ? Number.MAX_SAFE_INTEGER : job.updatedAt);
-    for (const job of finished.sort((left, right) => order(left) - order(right))) await writeJson(job);
+    await writeJson(finished.sort((left, right) => order(left) - order(right)));
   }
   // The accounting fact, read once a page at a time; with --json, jobs that never became terminal
   // (blocked behind a halt or a budget, or detached) still get their line.
@@ -196,8 +214,9 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
   for await (const page of outcomesInPages(store, jobIds)) {
     for (const job of page) {
       report.add(job);
-      if (options.json && !isTerminal(job.state)) await printJson(job.id);
+      if (options.json && !isTerminal(job.state)) toPrint.push(job.id);
     }
+    await printPending();
   }
   const interrupted = detach.signal.aborted && report.unfinished() > 0;
   if (interrupted) {
@@ -209,6 +228,9 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     exitCode: interrupted ? EXIT.interrupted : report.succeeded === total ? EXIT.ok : EXIT.jobsFailed,
   };
 }
+
+/** How long a finished job's JSON line waits for others to be read with it (a batch prints hundreds a second). */
+const PRINT_GATHER_MS = 100;
 
 /** Refs listed by name in a summary line; the rest are counted. */
 const REFS_LISTED = 10;

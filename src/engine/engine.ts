@@ -728,6 +728,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         if (claim.kind === "claimed") {
           this.countersFor(job.provider).claims++;
           claimed = true;
+          if (claim.filled.length > 0) {
+            // It took a pool's last free slot: the next job needing that pool is held back as if its claim had found
+            // none (a claim that could only fail is not made, and the queue is not read further for it).
+            heldBack.add(job.provider);
+            for (const key of claim.filled) this.fullPools.add(key);
+          }
           this.emit("job", claim.job);
           this.spawn(claim.job, () => submitJob(this.context, claim.job), true);
         } else if (claim.kind === "over_budget") {

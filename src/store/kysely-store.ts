@@ -957,6 +957,7 @@ export class KyselyStore implements Store {
   /** claimForSubmit's decision for a queued job locked in `trx`. */
   private async claimLocked(trx: Db, job: Job, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
     const jobId = job.id;
+    const filled: string[] = [];
     for (const pool of pools) {
       const readPool = () => {
         let poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", pool.key);
@@ -989,6 +990,7 @@ export class KyselyStore implements Store {
         .where("pool_key", "=", pool.key)
         .executeTakeFirstOrThrow();
       if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
+      if (Number(held.n) + 1 >= Number(row.learned_capacity)) filled.push(pool.key);
     }
     // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
     const budgetHeld = job.estimateMicroUsd ?? 0;
@@ -1019,7 +1021,7 @@ export class KyselyStore implements Store {
       updated_at: now,
     };
     const event = eventRow(jobId, now, "queued", "submitting", `claimed by ${owner}`, { attempt: job.attempts + 1, slots: pools.map((pool) => pool.key) });
-    return { kind: "claimed", job: rowToJob(await this.changeLockedWithEvent(trx, jobId, columns, event)) } as const;
+    return { kind: "claimed", job: rowToJob(await this.changeLockedWithEvent(trx, jobId, columns, event)), filled } as const;
   }
 
   async dueOwned(owner: string, now: number, limit: number, busy: { has(id: string): boolean } = new Set<string>()): Promise<Job[]> {

@@ -126,7 +126,8 @@ export interface SlotPoolRequest {
  * refused for a full pool or its budget): the job asked for was not touched.
  */
 export type ClaimResult =
-  | { kind: "claimed"; job: Job; instead?: boolean }
+  /** `filled`: the pools this claim took the last free slot of (the next job needing one would find no slot). */
+  | { kind: "claimed"; job: Job; filled: string[]; instead?: boolean }
   | { kind: "no_slot"; poolKey: string; retryAt: number | null; instead?: boolean }
   /** Sending it would commit more than its budget's ceiling: it stays queued, unsent. */
   | { kind: "over_budget"; budget: BudgetStatus; instead?: boolean }

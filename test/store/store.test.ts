@@ -46,7 +46,8 @@ for (const factory of storeFactories) {
     it("slots: a job takes all its pools or none, and a terminal transition frees them", async () => {
       await store.insertJobs([newJob("a"), newJob("b"), newJob("c")], 1_000);
       const pools = [{ key: "d:account", capacity: 2 }, { key: "d:gen-ctx-max", capacity: 1 }];
-      expect((await store.claimForSubmit("job_a", "o", pools, 2_000, 30_000)).kind).toBe("claimed");
+      // The claim says which pools it took the last slot of: the engine makes no claim that could only fail.
+      expect(await store.claimForSubmit("job_a", "o", pools, 2_000, 30_000)).toMatchObject({ kind: "claimed", filled: ["d:gen-ctx-max"] });
       const blocked = await store.claimForSubmit("job_b", "o", pools, 2_000, 30_000);
       expect(blocked).toMatchObject({ kind: "no_slot", poolKey: "d:gen-ctx-max" });
       // job_b took nothing from d:account although that pool had room
@@ -54,7 +55,8 @@ for (const factory of storeFactories) {
       expect(status.find((pool) => pool.key === "d:account")!.held).toBe(1);
       await store.transition("job_a", { state: "submitting" }, "failed", { error: { code: "x", message: "x" } }, "x", 3_000);
       expect((await store.poolStatus()).every((pool) => pool.held === 0)).toBe(true);
-      expect((await store.claimForSubmit("job_b", "o", pools, 4_000, 30_000)).kind).toBe("claimed");
+      expect(await store.claimForSubmit("job_b", "o", pools, 4_000, 30_000)).toMatchObject({ kind: "claimed", filled: ["d:gen-ctx-max"] });
+      expect(await store.claimForSubmit("job_c", "o", [{ key: "d:account", capacity: 2 }], 4_000, 30_000)).toMatchObject({ kind: "claimed", filled: ["d:account"] });
     });
 
     it("slots: after a pushback the pool hands out no slot until blocked_until and believes only what is held", async () => {
