@@ -2,7 +2,7 @@ import cliProgress from "cli-progress";
 import { isTerminal, type Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { escapeUnprintable } from "../core/printable.js";
-import { chargeUnsettled, outcomesInPages, type WaitCounts, waitForJobs, waitForSettlement } from "../engine/wait.js";
+import { chargeUnsettled, outcomesInPages, type WaitCounts, waitForFirstNotifications, waitForJobs, waitForSettlement } from "../engine/wait.js";
 import type { JobOutcome, JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
 import { costText, jobJson } from "./job-json.js";
@@ -11,6 +11,8 @@ import { onStopSignals, tellUser } from "./signals.js";
 
 /** How long a command waits after its jobs end for charges the provider settles later (B). */
 const SETTLEMENT_WAIT_MS = 180_000;
+/** The longest a command waits at its end for its jobs' notifications to be tried once. */
+const NOTIFY_WAIT_MS = 15_000;
 
 export interface RunOptions {
   json: boolean;
@@ -194,6 +196,14 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     if (settling.length && !detach.signal.aborted) {
       if (!options.json) tellUser(`waiting for ${settling.length} charge(s) to settle at the provider…\n`);
       await waitForSettlement(store, settling, SETTLEMENT_WAIT_MS, detach.signal);
+    }
+    // Notifications of this command's jobs (MEDIAGATE_NOTIFY_URL) get their first attempt before it ends; any still
+    // owed stay in the store for `worker` or `serve`, which retry them.
+    if (engine.delivers() && !detach.signal.aborted) {
+      const owed = await waitForFirstNotifications(store, options.scope, () => engine.deliveriesInFlight(), NOTIFY_WAIT_MS, detach.signal);
+      if (owed > 0) {
+        tellUser(`mediagate: ${owed} notification(s) to MEDIAGATE_NOTIFY_URL not delivered yet; they are kept in the store, and \`mediagate worker\` or \`mediagate serve\` on it retries them for 24 hours (each job's events show the attempts)\n`);
+      }
     }
   } finally {
     progress?.stop();

@@ -57,9 +57,10 @@ export interface EngineOptions {
   fallbackAfterMs?: number;
   /**
    * Deliver the notifications jobs owe (issue 12): any engine on the store
-   * may, one attempt at a time each. Only an engine that works on every job
-   * (`worker`, `serve`, the library) delivers: a command's engine ends with
-   * its jobs, too soon for a receiver's retries.
+   * may, one attempt at a time each. One that works on every job (`worker`,
+   * `serve`, the library) delivers them all; a command's engine (`batch`,
+   * `generate`) its own jobs' while it runs, and what is still owed when it
+   * ends is left to the next engine that works on every job.
    */
   notifications?: NotifierOptions;
 }
@@ -480,9 +481,17 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     };
   }
 
-  /** Whether this engine delivers notifications: it was given how, and works on every job. */
-  private delivers(): boolean {
-    return this.notifyContext !== null && this.scope === null;
+  /** Notification attempts this engine has in flight. */
+  deliveriesInFlight(): number {
+    return this.deliveries.size;
+  }
+
+  /**
+   * Whether this engine delivers notifications: it was given how. A command's engine delivers its own jobs' only, and
+   * only under MEDIAGATE_NOTIFY_URL (a command's jobs have no notify_url of their own: only the API takes one).
+   */
+  delivers(): boolean {
+    return this.notifyContext !== null && (this.scope === null || Boolean(this.notifyContext.notifier.defaultUrl));
   }
 
   /** One attempt at a claimed notification, in the background; a read follows its end when more were due than room. */
@@ -765,7 +774,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (this.delivers() && now - this.lastNotificationReadAt >= NOTIFICATION_READ_EVERY_MS && this.deliveries.size < MAX_DELIVERIES && !this.stopping) {
       this.lastNotificationReadAt = now;
       const room = MAX_DELIVERIES - this.deliveries.size;
-      const due = await this.store.claimDueNotifications(now, room, NOTIFY_LEASE_MS);
+      const due = await this.store.claimDueNotifications(now, room, NOTIFY_LEASE_MS, this.scope);
       this.notificationsLeft = due.length === room;
       for (const notification of due) this.deliver(notification);
     }

@@ -318,3 +318,19 @@ export async function waitForSettlement(store: Store, jobIds: readonly string[],
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
+
+/**
+ * Waits (at most `boundMs`, or until `signal`) until every notification that
+ * `scope`'s jobs owe has had its first attempt, and no attempt is in flight
+ * (`delivering`); returns how many are still owed then (a receiver that
+ * failed is retried by the next engine that works on every job, for at least
+ * 24 hours).
+ */
+export async function waitForFirstNotifications(store: Store, scope: JobScope, delivering: () => number, boundMs: number, signal?: AbortSignal): Promise<number> {
+  const deadline = Date.now() + boundMs;
+  for (;;) {
+    const { owed, neverTried } = await store.notificationsOwed(scope);
+    if (owed === 0 || (neverTried === 0 && delivering() === 0) || Date.now() >= deadline || signal?.aborted) return owed;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -13,7 +13,8 @@ import {
   keepNotificationBody,
   newNotificationId,
   notificationsOf,
-  owedNotifications,
+  notificationsOwed,
+  owedNotificationsIn,
   owedNotificationType,
   recordNotificationAttempt,
 } from "./notifications.js";
@@ -719,7 +720,7 @@ export class KyselyStore implements Store {
         if (notifyType) {
           const url = sql`coalesce(notify_url, ${text("notify_default_url")})`;
           parts.push(
-            sql`notified as (insert into notifications (id, job_id, event_type, url, body_json, attempts, created_at, next_attempt_at) select ${text("notify_id")}, id, ${text("notify_type")}, ${url}, null, 0, ${bigint("at")}, ${bigint("at")} from updated where ${url} is not null and from_state <> ${text("to_state")})`,
+            sql`notified as (insert into notifications (id, job_id, batch_id, event_type, url, body_json, attempts, created_at, next_attempt_at) select ${text("notify_id")}, id, batch_id, ${text("notify_type")}, ${url}, null, 0, ${bigint("at")}, ${bigint("at")} from updated where ${url} is not null and from_state <> ${text("to_state")})`,
           );
         }
         if (extras.ledger) {
@@ -1176,7 +1177,7 @@ export class KyselyStore implements Store {
       if (notifications) {
         // Through notifications_due: only the notifications still owed.
         all = all.unionAll(
-          owedNotifications(this.db)
+          owedNotificationsIn(this.db, scope, slot)
             .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
             .where("next_attempt_at", ">", slot<number>("after")),
         );
@@ -1609,7 +1610,7 @@ export class KyselyStore implements Store {
   private async oweNotification(trx: Db, row: JobsTable, event: ReturnType<typeof eventRow>): Promise<void> {
     const type = owedNotificationType(this.notificationPolicy, event.from_state, event.to_state);
     const url = row.notify_url ?? this.notificationPolicy.defaultUrl;
-    if (type && url) await insertNotification(trx, { id: newNotificationId(event.at), jobId: row.id, type, url, at: event.at });
+    if (type && url) await insertNotification(trx, { id: newNotificationId(event.at), jobId: row.id, batchId: row.batch_id, type, url, at: event.at });
   }
 
   /**
@@ -1710,8 +1711,12 @@ export class KyselyStore implements Store {
     this.notificationPolicy = { ...policy };
   }
 
-  claimDueNotifications(now: number, limit: number, leaseMs: number): Promise<Notification[]> {
-    return claimDueNotifications(this.db, this.dialect, now, limit, leaseMs);
+  claimDueNotifications(now: number, limit: number, leaseMs: number, scope: JobScope | null = null): Promise<Notification[]> {
+    return claimDueNotifications(this.db, this.dialect, now, limit, leaseMs, scope);
+  }
+
+  notificationsOwed(scope: JobScope | null): Promise<{ owed: number; neverTried: number }> {
+    return notificationsOwed(this.db, scope);
   }
 
   keepNotificationBody(id: string, body: string): Promise<string> {

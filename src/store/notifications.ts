@@ -2,7 +2,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import { newId } from "../core/ids.js";
 import { isTerminal, type JobState } from "../core/job.js";
 import type { Database, NotificationsTable } from "./schema.js";
-import type { Notification, NotificationAttempt, NotificationPolicy } from "./store.js";
+import type { JobScope, Notification, NotificationAttempt, NotificationPolicy } from "./store.js";
 
 /**
  * The notifications' statements (issue 12, migration 11), beside the store
@@ -28,10 +28,10 @@ export function newNotificationId(now: number): string {
 }
 
 /** A notification owed from `at`, due at once; written in the transaction of the change that owes it. */
-export async function insertNotification(trx: Db, row: { id: string; jobId: string; type: string; url: string; at: number }): Promise<void> {
+export async function insertNotification(trx: Db, row: { id: string; jobId: string; batchId: string | null; type: string; url: string; at: number }): Promise<void> {
   await trx
     .insertInto("notifications")
-    .values({ id: row.id, job_id: row.jobId, event_type: row.type, url: row.url, body_json: null, attempts: 0, created_at: row.at, next_attempt_at: row.at })
+    .values({ id: row.id, job_id: row.jobId, batch_id: row.batchId, event_type: row.type, url: row.url, body_json: null, attempts: 0, created_at: row.at, next_attempt_at: row.at })
     .execute();
 }
 
@@ -43,11 +43,27 @@ export function owedNotifications(db: Db) {
   return db.selectFrom("notifications").where("delivered_at", "is", null).where("given_up_at", "is", null);
 }
 
-export async function claimDueNotifications(db: Db, dialect: "sqlite" | "postgres", now: number, limit: number, leaseMs: number): Promise<Notification[]> {
+/**
+ * The notifications still owed by one command's jobs: its batch's through
+ * `notifications_batch_due`, its few jobs' through `notifications_job`.
+ */
+export function owedNotificationsIn(db: Db, scope: JobScope | null, slot?: <T>(name: string) => T) {
+  const owed = owedNotifications(db);
+  if (scope === null) return owed;
+  // In a reusable statement the scope's values are slots (named as the store's scope slots: batchId, id0, id1, …).
+  if ("batchId" in scope) return owed.where("batch_id", "=", slot ? slot<string>("batchId") : scope.batchId);
+  if (scope.jobIds.length === 0) return owed.where(sql<boolean>`1 = 0`);
+  return owed.where("job_id", "in", slot ? scope.jobIds.map((_, index) => slot<string>(`id${index}`)) : [...scope.jobIds]);
+}
+
+export async function claimDueNotifications(db: Db, dialect: "sqlite" | "postgres", now: number, limit: number, leaseMs: number, scope: JobScope | null = null): Promise<Notification[]> {
   if (!Number.isSafeInteger(limit) || limit <= 0) return [];
   // graphile-worker's claim: the due rows in due order, locked (PostgreSQL: another engine's are skipped,
   // and one another engine just claimed is due no more when its lock is taken), the attempt counted at claim.
-  let due = owedNotifications(db).select("id").where("next_attempt_at", "<=", now).orderBy("next_attempt_at").limit(sql.lit(limit));
+  let due = owedNotificationsIn(db, scope).select("id").where("next_attempt_at", "<=", now);
+  // A command's few jobs' notifications are taken as found (by notifications_job), not sorted: all that are due go.
+  if (scope === null || "batchId" in scope) due = due.orderBy("next_attempt_at");
+  due = due.limit(sql.lit(limit));
   if (dialect === "postgres") due = due.forUpdate().skipLocked();
   const rows = await db
     .updateTable("notifications")
@@ -56,6 +72,14 @@ export async function claimDueNotifications(db: Db, dialect: "sqlite" | "postgre
     .returningAll()
     .execute();
   return rows.map(notificationOf).sort((left, right) => left.createdAt - right.createdAt || (left.id < right.id ? -1 : 1));
+}
+
+/** How many notifications `scope`'s jobs still owe, and how many of those were never tried. */
+export async function notificationsOwed(db: Db, scope: JobScope | null): Promise<{ owed: number; neverTried: number }> {
+  const row = await owedNotificationsIn(db, scope)
+    .select((eb) => [eb.fn.countAll<number>().as("owed"), eb.fn.sum<number>(sql<number>`case when attempts = 0 then 1 else 0 end`).as("never_tried")])
+    .executeTakeFirstOrThrow();
+  return { owed: Number(row.owed), neverTried: Number(row.never_tried ?? 0) };
 }
 
 export async function keepNotificationBody(db: Db, id: string, body: string): Promise<string> {

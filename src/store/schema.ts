@@ -163,6 +163,8 @@ export interface WebhookRejectionsTable {
 export interface NotificationsTable {
   id: string;
   job_id: string;
+  /** The job's batch (migration 13): a command's engine reads its own batch's. */
+  batch_id: string | null;
   /** `job.succeeded`, `job.failed`, … */
   event_type: string;
   url: string;

@@ -450,7 +450,9 @@ export interface Store {
    * takes it before the attempt ends (or, if this one dies, before then).
    * One statement (PostgreSQL: SKIP LOCKED).
    */
-  claimDueNotifications(now: number, limit: number, leaseMs: number): Promise<Notification[]>;
+  claimDueNotifications(now: number, limit: number, leaseMs: number, scope?: JobScope | null): Promise<Notification[]>;
+  /** How many notifications `scope`'s jobs still owe (neither delivered nor given up), and how many were never tried. */
+  notificationsOwed(scope: JobScope | null): Promise<{ owed: number; neverTried: number }>;
   /** Keeps the body the first attempt sends, unless one is kept already; returns the kept one. */
   keepNotificationBody(id: string, body: string): Promise<string>;
   /**

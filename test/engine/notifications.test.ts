@@ -359,10 +359,29 @@ for (const factory of storeFactories) {
       expect(logged).toContain("MEDIAGATE_NOTIFY_URL is set but MEDIAGATE_NOTIFY_SECRET is not");
     });
 
-    it("a notification owed by a job that ended where nothing delivered it (a command's engine, or one that died right after the change) is delivered by the next engine on the store", async () => {
+    it("a command's engine under MEDIAGATE_NOTIFY_URL delivers what its own batch's jobs owe while it runs, and nothing of another batch's; what it leaves is counted as owed", async () => {
+      const { store, clock, receiver } = await setUp();
+      store.setNotificationPolicy({ defaultUrl: receiver.url, events: "terminal" });
+      const at = clock.now();
+      await store.insertJobs([newDJob("mine-1", { batchId: "batch_mine" }), newDJob("mine-2", { batchId: "batch_mine" }), newDJob("theirs", { batchId: "batch_theirs" })], at);
+      for (const ref of ["mine-1", "mine-2", "theirs"]) await store.transition(`job_${ref}`, { state: "queued" }, "cancelled", { reason: "cancelled by the user" }, "cancelled by the user", at);
+      expect(await store.notificationsOwed({ batchId: "batch_mine" })).toEqual({ owed: 2, neverTried: 2 });
+      const command = deliveringEngine(store, clock, { notifications: notifier({ defaultUrl: receiver.url }) });
+      command.restrictTo({ batchId: "batch_mine" });
+      command.start();
+      await until(async () => (await store.notificationsOwed({ batchId: "batch_mine" })).owed === 0, "the command's engine to deliver its batch's notifications");
+      const iterations = command.iterations;
+      await until(() => command.iterations > iterations + 20, "the command's engine to look at the store a few times more");
+      await command.stop();
+      expect(receiver.deliveries.map((delivery) => delivery.payload?.data.id).sort()).toEqual(["job_mine-1", "job_mine-2"]);
+      expect(await store.notificationsOwed({ batchId: "batch_theirs" })).toEqual({ owed: 1, neverTried: 1 });
+      expect(await store.notificationsOwed({ jobIds: ["job_theirs", "job_mine-1"] })).toEqual({ owed: 1, neverTried: 1 });
+    });
+
+    it("a notification owed by a job that ended where nothing delivered it (a command's engine without MEDIAGATE_NOTIFY_URL, or one that died right after the change) is delivered by the next engine on the store", async () => {
       const { store, clock, receiver } = await setUp();
       const job = await endedJob(store, "left", clock.now(), receiver.url);
-      // A command's engine (scoped to its jobs) does not deliver: its process ends with its jobs.
+      // A command's engine without MEDIAGATE_NOTIFY_URL delivers nothing: its jobs have no notify_url (only the API's do).
       const command = deliveringEngine(store, clock);
       command.restrictTo({ jobIds: [job.id] });
       command.start();

@@ -103,6 +103,11 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
   { name: "dueOwned", run: (store) => store.dueOwned(OWNER, NOW, 256) },
   { name: "nextDueAt, an engine that delivers notifications", run: (store) => store.nextDueAt(OWNER, [], NOW, null, true, true) },
   { name: "claimDueNotifications", run: (store) => store.claimDueNotifications(NOW, 32, 60_000) },
+  // A command's engine under MEDIAGATE_NOTIFY_URL: its own batch's (or its one job's) only.
+  { name: "nextDueAt, a command's engine that delivers notifications", run: (store) => store.nextDueAt(OWNER, [], NOW, { batchId: "batch_big" }, true, true) },
+  { name: "claimDueNotifications, one batch", run: (store) => store.claimDueNotifications(NOW, 32, 60_000, { batchId: "batch_big" }) },
+  { name: "claimDueNotifications, a command's one job", run: (store) => store.claimDueNotifications(NOW, 32, 60_000, { jobIds: ["job_q00021"] }) },
+  { name: "notificationsOwed, one batch", run: (store) => store.notificationsOwed({ batchId: "batch_big" }) },
   { name: "dueSettlements, whole store", run: (store) => store.dueSettlements(NOW, 64, null) },
   { name: "dueSettlements, one batch", run: (store) => store.dueSettlements(NOW, 64, { batchId: "batch_big" }) },
   { name: "updateJob", run: (store) => store.updateJob("job_q00001", { state: "running", leaseOwner: OWNER }, { nextAttemptAt: NOW + 5_000 }, NOW) },
