@@ -4,6 +4,7 @@ import { isBlockedPort } from "./blocked-ports.js";
 import { ConfigError } from "./errors.js";
 import { parseUsd } from "./money.js";
 import { storeSecrets } from "./store-address.js";
+import { displayUrl } from "./redact.js";
 
 /**
  * The configuration names are a contract (DESIGN.md): external tools set
@@ -141,7 +142,7 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
   if (publicUrl !== null && !isAcceptablePublicUrl(publicUrl)) {
     throw new ConfigError(
       "MEDIAGATE_PUBLIC_URL",
-      `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${publicUrl}"`,
+      `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${displayUrl(publicUrl)}"`,
     );
   }
   let fallbackAfterMs = DEFAULT_FALLBACK_AFTER_MS;
@@ -242,14 +243,14 @@ function checkProviderAddress(name: ConfigVariable, value: string): void {
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigError(name, `${name} must be an http(s) URL such as https://api.provider.example/v1, got "${value}"`);
+    throw new ConfigError(name, `${name} must be an http(s) URL such as https://api.provider.example/v1, got "${displayUrl(value)}"`);
   }
   if (url.username || url.password) {
     // Not echoed: what sits there is likely a credential.
     throw new ConfigError(name, `${name} must not carry a user or password (fetch refuses such URLs; keys go in their own variables)`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new ConfigError(name, `${name} must be an http(s) URL such as https://api.provider.example/v1, got "${value}"`);
+    throw new ConfigError(name, `${name} must be an http(s) URL such as https://api.provider.example/v1, got "${displayUrl(value)}"`);
   }
   if (isBlockedPort(url)) {
     throw new ConfigError(name, `${name} uses port ${url.port}, which fetch never connects to (one of the Fetch standard's blocked ports): choose another port`);

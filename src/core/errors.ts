@@ -1,3 +1,5 @@
+import { displayUrl } from "./redact.js";
+
 /**
  * Domain errors are values with stable codes. Messages are for humans and may
  * change; code branches on `code` and the typed fields, never on messages.
@@ -97,10 +99,11 @@ export class OutcomeUnknownError extends MediagateError {
 /** A URL handed back by a provider (or sent to one) failed the URL-safety rules. */
 export class UnsafeUrlError extends MediagateError {
   constructor(
+    /** The URL as given, for the code that refused it; the message quotes it without user part or query (`displayUrl`). */
     readonly url: string,
-    reason: string,
+    readonly reason: string,
   ) {
-    super("unsafe_url", `refused URL ${url}: ${reason}`);
+    super("unsafe_url", `refused URL ${displayUrl(url)}: ${reason}`);
   }
 }
 

@@ -60,3 +60,18 @@ export function redactUrl(url: string): string {
   const rest = parsed.pathname === "/" && !parsed.search && !parsed.hash ? "/" : "/[redacted]";
   return `${parsed.protocol}//${user}${parsed.host}${rest}`;
 }
+
+/**
+ * A URL as an error quotes it: its origin and path, so the user can tell
+ * which URL was refused, but never its user part (URL.origin has none) nor
+ * its query, where signed links and tokens ride ("?…" says there was one).
+ * Text that is not a URL is quoted up to any query, unless it holds an "@"
+ * (a user part may be all there is to see).
+ */
+export function displayUrl(url: string): string {
+  if (!URL.canParse(url)) return url.includes("@") ? "(not a valid URL)" : url.split("?")[0]!;
+  const parsed = new URL(url);
+  // A URL without a web origin has the opaque origin "null": a file's path is shown, of the others (mailto:, data:) the scheme.
+  if (parsed.origin === "null") return parsed.protocol === "file:" ? `file://${parsed.pathname}` : `${parsed.protocol}…`;
+  return `${parsed.origin}${parsed.pathname}${parsed.search ? "?…" : ""}`;
+}

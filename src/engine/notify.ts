@@ -139,7 +139,7 @@ export async function deliverNotification(context: NotifyContext, notification: 
     target = await assertSafeUrl(notification.url, { allowHttp: context.allowPrivateUrls, allowPrivate: context.allowPrivateUrls }, resolve);
   } catch (error) {
     if (!(error instanceof UnsafeUrlError)) throw error;
-    const why = error.message.replace(notification.url, shownUrl);
+    const why = `refused URL ${shownUrl}: ${error.reason}`;
     // A name that does not resolve now may tomorrow; an address refused by the rule is refused for good.
     if (!resolveFailed) {
       await giveUp({ error: "unsafe_url" }, `${why} (the rule for provider URLs; MEDIAGATE_ALLOW_PRIVATE_URLS=1 allows private addresses and http)`);

@@ -2,7 +2,7 @@ import { fullJitterBackoffMs, retryAfterMs } from "../core/backoff.js";
 import { isBlockedPort } from "../core/blocked-ports.js";
 import type { Clock } from "../core/clock.js";
 import { MediagateError, ProviderError } from "../core/errors.js";
-import { redactSecrets } from "../core/redact.js";
+import { displayUrl, redactSecrets } from "../core/redact.js";
 import { assertSafeUrl, type UrlPolicy } from "../core/url-safety.js";
 import { nodeTransport, type Transport, type TransportResponse } from "./node-transport.js";
 
@@ -310,12 +310,7 @@ async function noteAnswered(answered: (() => Promise<void>) | void): Promise<voi
 
 /** A URL for messages: signed query strings are cut, since they are credentials too. */
 export function safeForDisplay(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}${parsed.search ? "?…" : ""}`;
-  } catch {
-    return "(invalid URL)";
-  }
+  return URL.canParse(url) ? displayUrl(url) : "(invalid URL)";
 }
 
 function encodeBody(body: unknown): { payload: RequestInit["body"] | undefined; contentType: string | undefined } {

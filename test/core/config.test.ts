@@ -146,11 +146,20 @@ describe("configuration", () => {
   });
 
   it("a public URL that is plain http elsewhere, another scheme or not a URL is refused, naming the variable", () => {
-    for (const url of ["http://hooks.example.com", "http://10.0.0.5:8787", "ftp://127.0.0.1/", "hooks.example.com", "http://127.0.0.2:8787"]) {
+    // Quoted as an error quotes a URL: origin and path, never a user part or a query.
+    const cases = [
+      ["http://hooks.example.com", "http://hooks.example.com/"],
+      ["http://10.0.0.5:8787", "http://10.0.0.5:8787/"],
+      ["ftp://127.0.0.1/", "ftp://127.0.0.1/"],
+      ["hooks.example.com", "hooks.example.com"],
+      ["http://127.0.0.2:8787", "http://127.0.0.2:8787/"],
+      ["http://admin:pa55@hooks.example.com/in?token=t0k3n", "http://hooks.example.com/in?…"],
+    ];
+    for (const [url, shown] of cases) {
       const error = configError(() => load({ MEDIAGATE_PUBLIC_URL: url }));
       expect(error.variable).toBe("MEDIAGATE_PUBLIC_URL");
       expect(error.message).toBe(
-        `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${url}"`,
+        `MEDIAGATE_PUBLIC_URL must be the public https:// base of \`mediagate serve\` (http only on a loopback address, for local set-ups), got "${shown}"`,
       );
     }
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CREDENTIAL_HEADERS, redactDeep, redactHeaders, redactSecrets } from "../../src/core/redact.js";
+import { CREDENTIAL_HEADERS, displayUrl, redactDeep, redactHeaders, redactSecrets } from "../../src/core/redact.js";
 
 describe("redaction of a provider's answer kept as detail", () => {
   it("every string of a nested answer loses the secret, object keys included; numbers, nulls and booleans are kept", () => {
@@ -79,5 +79,18 @@ describe("redaction of credential headers", () => {
       "x-request-id": "req-1",
     });
     expect(headers.Authorization).toBe("Bearer sk-1");
+  });
+});
+
+describe("a URL quoted in an error", () => {
+  it("keeps origin and path, never the user part or the query; text that is not a URL up to its query, or nothing when it holds an @", () => {
+    expect(displayUrl("https://user:pa55@files.example/a/b.png?X-Amz-Signature=s3cr3t#frag")).toBe("https://files.example/a/b.png?…");
+    expect(displayUrl("https://files.example:8443/a")).toBe("https://files.example:8443/a");
+    expect(displayUrl("http://[fd00::1]/x")).toBe("http://[fd00::1]/x");
+    expect(displayUrl("/relative/path?token=s3cr3t")).toBe("/relative/path");
+    expect(displayUrl("user:pa55@host/x")).toBe("user:…"); // a URL of scheme "user:": only its scheme is shown
+    expect(displayUrl("admin@host/x")).toBe("(not a valid URL)");
+    expect(displayUrl("mailto:someone@example.com")).toBe("mailto:…");
+    expect(displayUrl("file:///etc/passwd")).toBe("file:///etc/passwd");
   });
 });

@@ -89,8 +89,10 @@ describe("URL safety (DESIGN.md: URLs a provider hands back and webhook addresse
   it("each refusal says why, quoting the URL", async () => {
     expect(await refusal("/relative/path")).toBe("refused URL /relative/path: not a valid absolute URL");
     expect(await refusal("ftp://files.example/x")).toBe("refused URL ftp://files.example/x: scheme ftp: is not allowed; https only");
-    expect(await refusal("https://user@example.com/x")).toBe("refused URL https://user@example.com/x: credentials in a URL are not allowed");
-    expect(await refusal("https://:secret@example.com/x")).toBe("refused URL https://:secret@example.com/x: credentials in a URL are not allowed");
+    // The message never repeats a user part or a query (a signed link's signature, a receiver's token): "?…" says there was one.
+    expect(await refusal("https://user@example.com/x")).toBe("refused URL https://example.com/x: credentials in a URL are not allowed");
+    expect(await refusal("https://:secret@example.com/x")).toBe("refused URL https://example.com/x: credentials in a URL are not allowed");
+    expect(await refusal("http://10.0.0.1/out.png?X-Signature=s3cr3t")).toBe("refused URL http://10.0.0.1/out.png?…: scheme http: is not allowed; https only");
     expect(await refusal("https://app.localhost/x")).toBe("refused URL https://app.localhost/x: loopback host");
     expect(await refusal("https://[fd00::1]/x")).toBe("refused URL https://[fd00::1]/x: fd00::1 resolves to a private (unique local) address (fd00::1)");
     expect(await refusal("https://mixed.example/x", async () => ["93.184.216.34", "100.100.100.200"])).toBe(

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { ConfigError, OutcomeUnknownError, ProviderError } from "../../core/errors.js";
+import { displayUrl } from "../../core/redact.js";
 import type {
   CallContext,
   Charge,
@@ -69,7 +70,7 @@ function checkConfig(config: AAdapterConfig): void {
     } catch {
       protocol = "";
     }
-    if (protocol !== "https:" && protocol !== "http:") throw new ConfigError("MEDIAGATE_PUBLIC_URL", `A's callback_url must be an http(s) URL, got "${config.callbackUrl}"`);
+    if (protocol !== "https:" && protocol !== "http:") throw new ConfigError("MEDIAGATE_PUBLIC_URL", `A's callback_url must be an http(s) URL, got "${displayUrl(config.callbackUrl)}"`);
   }
 }
 

@@ -1,6 +1,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { InputError, UnsafeUrlError } from "../../core/errors.js";
+import { displayUrl } from "../../core/redact.js";
 import { assertSafeUrl, nonPublicReason, type UrlPolicy } from "../../core/url-safety.js";
 
 /** Resolves a host name to its addresses. */
@@ -63,7 +64,7 @@ function literalReason(host: string, policy: UrlPolicy): string | null {
  * was sent, so the job fails cleanly instead of becoming an unknown submission.
  */
 export async function checkWebhookUrl(url: string, policy: UrlPolicy, resolveHost: ResolveHost = systemResolve): Promise<string> {
-  const refuse = (reason: string) => new InputError("webhook_url", `refused URL ${url}: ${reason}`, ALLOWED);
+  const refuse = (reason: string) => new InputError("webhook_url", `refused URL ${displayUrl(url)}: ${reason}`, ALLOWED);
   const host = hostOf(url);
   const literal = host === null ? null : literalReason(host, policy);
   if (literal) throw refuse(literal);

@@ -118,7 +118,7 @@ export async function checkNotifyUrl(runtime: Runtime, value: unknown): Promise<
     await assertSafeUrl(value, { allowHttp: runtime.config.allowPrivateUrls, allowPrivate: runtime.config.allowPrivateUrls });
   } catch (error) {
     // The refusal quotes the URL: only as redactUrl shows it (its path or query may be the receiver's token).
-    if (error instanceof UnsafeUrlError) throw new InputError("notify_url", error.message.replace(value, redactUrl(value)), "a public https URL");
+    if (error instanceof UnsafeUrlError) throw new InputError("notify_url", `refused URL ${redactUrl(value)}: ${error.reason}`, "a public https URL");
     throw error;
   }
   return value;
