@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { escapeUnprintable } from "../core/printable.js";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
+import { shownEvents } from "../server/notify-urls.js";
 import { jobJson } from "./job-json.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
 
@@ -18,7 +19,8 @@ export function registerShow(program: Command, globals: () => GlobalOptions): vo
         const job = await store.findJob(id);
         if (!job) throw new InputError("ID", `no job with id or ref "${id}"`, "an id from `mediagate jobs`");
         const outputs = await store.outputs(job.id);
-        const events = await store.events(job.id);
+        // A notify URL's token never shows, in events recorded before it was redacted there too.
+        const events = await shownEvents(store, job, runtime.config.notifyUrl);
         if (options.json) {
           process.stdout.write(
             `${JSON.stringify({

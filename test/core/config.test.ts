@@ -147,7 +147,7 @@ describe("configuration", () => {
 
   it("a public URL that is plain http elsewhere, another scheme or not a URL is refused, naming the variable", () => {
     // Quoted as an error quotes a URL: origin and path, never a user part or a query.
-    const cases = [
+    const cases: Array<[string, string]> = [
       ["http://hooks.example.com", "http://hooks.example.com/"],
       ["http://10.0.0.5:8787", "http://10.0.0.5:8787/"],
       ["ftp://127.0.0.1/", "ftp://127.0.0.1/"],
