@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { JOB_STATES, type JobState } from "../core/job.js";
 import { escapeUnprintable } from "../core/printable.js";
+import { validateRefPrefix } from "../core/ref.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
 import { costText, jobJson } from "./job-json.js";
 import { createRuntime, type GlobalOptions } from "./runtime.js";
@@ -13,8 +14,9 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
     .option("--state <state>", `only this state (${JOB_STATES.join(", ")})`)
     .option("--provider <id>", "only this provider")
     .option("--batch <id>", "only this batch")
+    .option("--ref-prefix <text>", "only jobs whose ref starts with this (the API's ref_prefix)")
     .option("--limit <n>", "at most this many", "50")
-    .action(async (flags: { state?: string; provider?: string; batch?: string; limit: string }) => {
+    .action(async (flags: { state?: string; provider?: string; batch?: string; refPrefix?: string; limit: string }) => {
       const options = globals();
       if (flags.state && !(JOB_STATES as readonly string[]).includes(flags.state)) {
         throw new InputError("--state", `unknown state "${flags.state}"`, JOB_STATES.join(", "));
@@ -23,6 +25,7 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
         throw new InputError("--provider", `unknown provider "${flags.provider}"`, PROVIDER_IDS.join(", "));
       }
       if (!/^\d+$/.test(flags.limit)) throw new InputError("--limit", "must be a whole number", "1 or more");
+      if (flags.refPrefix !== undefined) validateRefPrefix(flags.refPrefix, "--ref-prefix");
       const runtime = createRuntime(options);
       try {
         const store = await runtime.store();
@@ -30,11 +33,13 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
           ...(flags.state ? { states: [flags.state as JobState] } : {}),
           ...(flags.provider ? { provider: flags.provider as ProviderId } : {}),
           ...(flags.batch ? { batchId: flags.batch } : {}),
+          ...(flags.refPrefix !== undefined ? { refPrefix: flags.refPrefix } : {}),
           limit: Number(flags.limit),
           newestFirst: true,
         });
         if (options.json) {
-          for (const job of jobs) process.stdout.write(`${JSON.stringify(jobJson(job, await store.outputs(job.id)))}\n`);
+          const outputs = await store.outputsOfJobs(jobs.map((job) => job.id));
+          for (const job of jobs) process.stdout.write(`${JSON.stringify(jobJson(job, outputs.get(job.id) ?? []))}\n`);
           return;
         }
         if (jobs.length === 0) {

@@ -29,3 +29,11 @@ export function validateRef(ref: unknown, field: string): string {
   if (problem !== null) throw new InputError(field, problem, REF_ALLOWED);
   return ref as string;
 }
+
+/** The start of a ref to search by (`ref_prefix`, `--ref-prefix`), or an InputError naming `field`: never empty nor longer than a ref. */
+export function validateRefPrefix(value: string, field: string): string {
+  if (value.length === 0) throw new InputError(field, "must not be empty (leave it out to list every ref)", "the first characters of a ref");
+  const length = [...value].length;
+  if (length > MAX_REF_LENGTH) throw new InputError(field, `is ${length} characters long, longer than any ref (${MAX_REF_LENGTH})`, `1 to ${MAX_REF_LENGTH} characters`);
+  return value;
+}

@@ -8,7 +8,7 @@ import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
 import { newId } from "../../core/ids.js";
 import { JOB_STATES, type Job, type JobEvent, type JobOutput, type JobState } from "../../core/job.js";
 import { redactUrl } from "../../core/redact.js";
-import { MAX_REF_LENGTH, validateRef } from "../../core/ref.js";
+import { validateRef, validateRefPrefix } from "../../core/ref.js";
 import { assertSafeUrl } from "../../core/url-safety.js";
 import { checkBudget } from "../../engine/budget.js";
 import { routedRequestFrom, type RoutedRequest } from "../../engine/route.js";
@@ -239,14 +239,6 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
   throw new InputError("cursor", "is not a cursor this API gave", "the next_cursor of a previous page");
 }
 
-/** A `ref_prefix` to search by: the start of a ref, so never longer than one. */
-function refPrefixOf(value: string): string {
-  if (value.length === 0) throw new InputError("ref_prefix", "must not be empty (leave it out to list every ref)", "the first characters of a ref");
-  const length = [...value].length;
-  if (length > MAX_REF_LENGTH) throw new InputError("ref_prefix", `is ${length} characters long, longer than any ref (${MAX_REF_LENGTH})`, `1 to ${MAX_REF_LENGTH} characters`);
-  return value;
-}
-
 /**
  * `GET /v1/jobs`: newest first, filtered by state (comma-separated),
  * provider, ref (exact) or the start of a ref (`ref_prefix`), batch and
@@ -266,7 +258,7 @@ export async function listJobs(runtime: Runtime, caller: Caller, query: Record<s
     filter.provider = query.provider as ProviderId;
   }
   if (query.ref !== undefined) filter.ref = query.ref;
-  if (query.ref_prefix !== undefined) filter.refPrefix = refPrefixOf(query.ref_prefix);
+  if (query.ref_prefix !== undefined) filter.refPrefix = validateRefPrefix(query.ref_prefix, "ref_prefix");
   if (query.batch !== undefined) filter.batchId = query.batch;
   if (query.created_after !== undefined) filter.createdAfter = timeOf(query.created_after, "created_after");
   if (query.created_before !== undefined) filter.createdBefore = timeOf(query.created_before, "created_before");
