@@ -8,44 +8,29 @@
  * faults?} with each emulator's options (only the emulators named are
  * started) and fault rules whose `path` is a regular expression's source.
  */
-import { createAEmulator } from "../src/sandbox/a/index.js";
-import { createBEmulator } from "../src/sandbox/b/index.js";
-import { createFEmulator } from "../src/sandbox/f/index.js";
-import type { FaultRule } from "../src/sandbox/faults.js";
-import { createCEmulator } from "../src/sandbox/c/index.js";
-import type { ProviderEmulator } from "../src/sandbox/context.js";
-import { createDEmulator } from "../src/sandbox/d/index.js";
-import { createEEmulator } from "../src/sandbox/e/index.js";
-import { startSandbox } from "../src/sandbox/server.js";
+import { startSandbox, type AllEmulatorOptions, type FaultRule, type SandboxProviderId } from "../src/sandbox/index.js";
 
-interface ChildOptions {
+interface ChildOptions extends AllEmulatorOptions {
   timeScale?: number;
-  d?: Parameters<typeof createDEmulator>[0];
-  c?: Parameters<typeof createCEmulator>[0];
-  a?: Parameters<typeof createAEmulator>[0];
-  e?: Parameters<typeof createEEmulator>[0];
-  b?: Parameters<typeof createBEmulator>[0];
-  f?: Parameters<typeof createFEmulator>[0];
   seed?: number;
   faults?: Array<Omit<FaultRule, "path"> & { path?: string }>;
 }
 
-const options = JSON.parse(process.argv[2] ?? "{}") as ChildOptions;
-const d = options.d ? createDEmulator(options.d) : null;
-const c = options.c ? createCEmulator(options.c) : null;
-const a = options.a ? createAEmulator(options.a) : null;
-const e = options.e ? createEEmulator(options.e) : null;
-// B and F accept loopback webhook addresses here, as in `mediagate sandbox`.
-const b = options.b ? createBEmulator({ allowLocalWebhookUrls: true, ...options.b }) : null;
-const f = options.f ? createFEmulator({ allowLoopbackWebhooks: true, ...options.f }) : null;
-const emulators = [d, c, a, e, b, f].filter((emulator): emulator is NonNullable<typeof emulator> => emulator !== null) as ProviderEmulator[];
-const sandbox = await startSandbox({ emulators, timeScale: options.timeScale ?? 1, ...(options.seed !== undefined ? { seed: options.seed } : {}) });
-for (const { path, ...rule } of options.faults ?? []) {
-  sandbox.context.faults.add({ ...rule, ...(path !== undefined ? { path: new RegExp(path) } : {}) });
+const { timeScale, seed, faults, ...emulators } = JSON.parse(process.argv[2] ?? "{}") as ChildOptions;
+// B and F accept loopback webhook addresses, the sandbox's default (as in `mediagate sandbox`).
+const sandbox = await startSandbox({
+  providers: Object.keys(emulators) as SandboxProviderId[],
+  emulators,
+  timeScale: timeScale ?? 1,
+  ...(seed !== undefined ? { seed } : {}),
+});
+for (const { path, ...rule } of faults ?? []) {
+  sandbox.injectFault({ ...rule, ...(path !== undefined ? { path: new RegExp(path) } : {}) });
 }
+const { a, c, d, e } = sandbox.emulators;
 
 function stats() {
-  const requests = sandbox.context.requests.all().map(({ at, realAt, method, url, provider, statusCode }) => ({ at, realAt, method, url, provider, statusCode }));
+  const requests = sandbox.requests().map(({ at, realAt, method, url, provider, statusCode }) => ({ at, realAt, method, url, provider, statusCode }));
   const cpu = process.cpuUsage();
   return {
     requests,
@@ -74,7 +59,7 @@ function stats() {
 
 process.on("message", (message: { type: string }) => {
   if (message.type === "stats") process.send?.({ type: "stats", stats: stats() });
-  if (message.type === "now") process.send?.({ type: "now", now: sandbox.context.clock.now() });
-  if (message.type === "stop") void sandbox.close().then(() => process.exit(0));
+  if (message.type === "now") process.send?.({ type: "now", now: sandbox.clock.now() });
+  if (message.type === "stop") void sandbox.stop().then(() => process.exit(0));
 });
 process.send?.({ type: "ready", url: sandbox.url });

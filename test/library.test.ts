@@ -124,7 +124,7 @@ for (const makeLocation of locations) {
       expect(quote.source).toMatch(/gen-2-pro/);
       expect(quote.warnings).toEqual([]);
       expect(await gate.list()).toEqual([]);
-      expect(world!.sandbox.context.requests.all()).toEqual([]);
+      expect(world!.sandbox.requests()).toEqual([]);
     });
 
     it("submit refuses, before storing or sending anything: bad input (InputError naming the field), over budget (BudgetError), a provider not configured (ConfigError naming the variable)", async () => {
@@ -144,7 +144,7 @@ for (const makeLocation of locations) {
       expect((unconfigured as ConfigError).variable).toBe("MEDIAGATE_D_API_KEY");
 
       expect(await gate.list()).toEqual([]);
-      expect(world!.sandbox.context.requests.all()).toEqual([]);
+      expect(world!.sandbox.requests()).toEqual([]);
     });
 
     it("cancel ends a queued job locally and it is never sent; a job already sent (running) or finished is not cancelled and is tracked to its end", async () => {
@@ -191,7 +191,7 @@ for (const makeLocation of locations) {
 describe.runIf(databaseUrl)("closing the library while its store is away (real PostgreSQL behind a loopback proxy)", () => {
   it("a close that timed out no longer keeps the process alive: a library user's process ends by itself while the store stays away", async () => {
     const world = await startDWorld({ renderTimeMs: 300 });
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
     const proxy = await startTcpProxy({ host: new URL(databaseUrl!).hostname, port: Number(new URL(databaseUrl!).port || 5432) });
     const pgStore = await cliPostgresStore(databaseUrl!, { viaPort: proxy.port });
     const child = spawn(process.execPath, ["--import", tsxLoader, libraryCloseMain], {
@@ -226,7 +226,7 @@ describe.runIf(databaseUrl)("closing the library while its store is away (real P
   it("close() gives up after its timeout instead of hanging, and says so; the answer it could not record is recorded when the store is back, and the next instance follows the job to its image, sent once", async () => {
     const world = await startDWorld({ renderTimeMs: 300 });
     // Submits are answered after 400 ms, so one is in flight when the store goes away.
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
     const proxy = await startTcpProxy({ host: new URL(databaseUrl!).hostname, port: Number(new URL(databaseUrl!).port || 5432) });
     const pgStore = await cliPostgresStore(databaseUrl!, { viaPort: proxy.port });
     try {

@@ -68,22 +68,17 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
     .action(async () => {
       const options = globals();
       const json = Boolean(options.json);
-      // Render times in virtual time (÷ DEMO_TIME_SCALE for real seconds).
-      const { createAllEmulators, sandboxEnvironment } = await import("../sandbox/all.js");
       const { renderPng } = await import("../sandbox/media/png.js");
-      const { startSandbox } = await import("../sandbox/server.js");
-      const emulators = createAllEmulators({
-        a: { queueMs: 2_000, renderMs: { min: 15_000, max: 30_000 } },
-        b: { queueTimeMs: 2_000, renderTimeMs: { minMs: 15_000, maxMs: 30_000 } },
-        c: { renderMs: { min: 15_000, max: 30_000 } },
-        e: { renderMs: { min: 15_000, max: 30_000 } },
-        f: { renderMs: { min: 15_000, max: 30_000 } },
+      const { startSandbox } = await import("../sandbox/index.js");
+      // Render times in virtual time (÷ DEMO_TIME_SCALE for real seconds).
+      const renderMs = { minMs: 15_000, maxMs: 30_000 };
+      const sandbox = await startSandbox({
+        timeScale: DEMO_TIME_SCALE,
+        queueMs: 2_000,
+        renderMs: { a: renderMs, b: renderMs, c: renderMs, d: { minMs: 15_000, maxMs: 35_000 }, e: renderMs, f: renderMs },
       });
-      emulators.d.configure({ renderTimeMs: { minMs: 15_000, maxMs: 35_000 } });
-      const sandbox = await startSandbox({ emulators: emulators.list, timeScale: DEMO_TIME_SCALE });
       // The demo points every provider at the sandbox explicitly; real runs never fall back to it.
-      const environment = sandboxEnvironment(sandbox.url, emulators.list.map((emulator) => emulator.id));
-      const runtime = createRuntime(options, environment, { clock: sandbox.context.clock });
+      const runtime = createRuntime(options, { ...sandbox.environment }, { clock: sandbox.clock });
       try {
         if (!json) {
           process.stderr.write(`mediagate demo: built-in sandbox on ${sandbox.url}, store ${maskStoreAddress(runtime.config.store)}, outputs in ${runtime.config.outputDir}\n`);
@@ -126,7 +121,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         setExit(result.exitCode === EXIT.ok && verified === prepared.length ? EXIT.ok : result.exitCode || EXIT.jobsFailed);
       } finally {
         await runtime.close();
-        await sandbox.close();
+        await sandbox.stop();
       }
     });
 }

@@ -162,12 +162,20 @@ function valuesByProvider(knob: KnobName, given: unknown, started: readonly Sand
  * Every emulator's options from the knobs, and the variables that tell
  * mediagate about the same limits. Throws an InputError naming the knob
  * (`renderMs`, `slots`, …) for a bad value, a provider that is not started,
- * or one that has no such concept.
+ * one that has no such concept, or one of `madeByCaller` (an emulator object
+ * the caller created, which the sandbox does not configure).
  */
-export function emulatorOptionsOf(knobs: SandboxKnobs, started: readonly SandboxProviderId[]): { options: AllEmulatorOptions; environment: Record<string, string> } {
+export function emulatorOptionsOf(
+  knobs: SandboxKnobs,
+  started: readonly SandboxProviderId[],
+  madeByCaller: readonly SandboxProviderId[] = [],
+): { options: AllEmulatorOptions; environment: Record<string, string> } {
   const options: AllEmulatorOptions = {};
   const environment: Record<string, string> = {};
   const apply = <P extends SandboxProviderId>(provider: P, knob: KnobName, value: DurationMs | number) => {
+    if (madeByCaller.includes(provider)) {
+      throw new InputError(knob, `provider ${provider} is given as an emulator object, which the sandbox does not configure`, `the option on that object, or its options instead of the object in emulators.${provider}`);
+    }
     const appliers = KNOBS[provider] as ProviderKnobs<NonNullable<AllEmulatorOptions[P]>>;
     const applier = appliers[knob] as ((value: DurationMs | number, field: string) => Applied<NonNullable<AllEmulatorOptions[P]>>) | undefined;
     const applied = applier!(value, knob);

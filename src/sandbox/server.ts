@@ -10,7 +10,7 @@ import { RequestLog } from "./request-log.js";
 import { SignedUrls } from "./signed-url.js";
 import { collectStats } from "./stats.js";
 
-export interface SandboxOptions {
+export interface SandboxServerOptions {
   /** 0 picks a free port. */
   port?: number;
   /** Always a loopback address. */
@@ -25,7 +25,7 @@ export interface SandboxOptions {
 }
 
 /** `controls` are what the `/_sandbox/` endpoints do (requests, stats, reset, advance, faults). */
-export interface RunningSandbox {
+export interface SandboxServer {
   readonly url: string;
   readonly port: number;
   readonly context: SandboxContext;
@@ -78,8 +78,12 @@ function holdWhileConnected(raw: IncomingMessage, ms: number): Promise<void> {
   });
 }
 
-/** Starts the sandbox: every given emulator on one loopback port, each under its own prefix. */
-export async function startSandbox(options: SandboxOptions): Promise<RunningSandbox> {
+/**
+ * The server under the library's `startSandbox` (index.ts), the one entry
+ * point tests and the CLI use: every given emulator on one loopback port,
+ * each under its own prefix.
+ */
+export async function startSandboxServer(options: SandboxServerOptions): Promise<SandboxServer> {
   const host = options.host ?? "127.0.0.1";
   const clock = new ScaledClock(options.timeScale ?? 1);
   const seeded = seededRandom(options.seed ?? 1);

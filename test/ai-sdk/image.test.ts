@@ -143,7 +143,7 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     const unhonoured = generateImage({ model, prompt: "a fox", seed: 7 });
     await expect(unhonoured).rejects.toThrow(/no target can take this request:\n {2}d\/gen-2-pro: size: D needs a size or aspect_ratio[^\n]*\n {2}f\/img-v2: seed: /);
 
-    expect(world.sandbox.context.requests.count((request) => request.provider !== null)).toBe(0);
+    expect(world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
     expect(await gate.list()).toEqual([]);
   });
 

@@ -55,7 +55,7 @@ async function sandboxedA(): Promise<{ a: AEmulator; world: World; gate: Mediaga
   const a = createAEmulator({ queueMs: 0, renderMs: 2_000 });
   // A bills in tokens; with a rate configured the job's charge is computed from the usage A reports.
   world = await startWorld([a], { timeScale: 20, env: { MEDIAGATE_A_USD_PER_MILLION_TOKENS: "1" } });
-  gate = await Mediagate.open({ env: world.env, clock: world.sandbox.context.clock });
+  gate = await Mediagate.open({ env: world.env, clock: world.sandbox.clock });
   return { a, world, gate, mediagate: createMediagate({ gate }) };
 }
 
@@ -113,7 +113,7 @@ describe("AI SDK provider: videos through the sandbox (real HTTP over loopback)"
     });
     await expect(call).rejects.toBeInstanceOf(NoEligibleTargetError);
     await expect(call).rejects.toThrow(/a\/vidgen-2-0-250601: first_frame: A takes media as links; the local file first-frame\.png cannot be sent; last_frame: A takes media as links; the local file last-frame\.png cannot be sent/);
-    expect(world.sandbox.context.requests.count((request) => request.provider !== null)).toBe(0);
+    expect(world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
     expect(await gate.list()).toEqual([]);
   });
 
@@ -121,6 +121,6 @@ describe("AI SDK provider: videos through the sandbox (real HTTP over loopback)"
     const { world, mediagate } = await sandboxedA();
     const call = generateVideo({ model: mediagate.video(`a/${A_MODEL}`), prompt: "a lighthouse", fps: 60 });
     await expect(call).rejects.toSatisfy((error: unknown) => UnsupportedFunctionalityError.isInstance(error) && error.functionality === "fps");
-    expect(world.sandbox.context.requests.count((request) => request.provider !== null)).toBe(0);
+    expect(world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
   });
 });

@@ -29,7 +29,7 @@ afterEach(async () => {
 
 /** The sandbox with D rendering in 300 ms, and the SDK's provider pointed at `{sandbox}/d/v1`. */
 async function sandboxedD() {
-  running = await startCompatSandbox({ emulators: { d: { renderTimeMs: 300 } } });
+  running = await startCompatSandbox({ renderMs: { d: 300 } });
   const blackForestLabs = createBlackForestLabs({ baseURL: `${running.sandbox.url}/d/v1`, apiKey: D_KEY });
   return { running, d: running.emulators.d, blackForestLabs };
 }

@@ -48,7 +48,7 @@ afterEach(async () => {
 });
 
 async function sandboxedA() {
-  running = await startCompatSandbox({ timeScale: TIME_SCALE, emulators: { a: { queueMs: 1_000, renderMs: 12_000 } } });
+  running = await startCompatSandbox({ timeScale: TIME_SCALE, queueMs: { a: 1_000 }, renderMs: { a: 12_000 } });
   const byteDance = createByteDance({ baseURL: `${running.sandbox.url}/a/api/v3`, apiKey: A_KEY });
   return { running, a: running.emulators.a, byteDance };
 }

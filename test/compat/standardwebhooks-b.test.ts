@@ -86,9 +86,9 @@ const clip = (prompt: string, webhookUrl: string) => ({ prompt, resolution: "720
 
 describe("compat: standardwebhooks verifying sandbox B's deliveries at time scale 60", () => {
   it("B via standardwebhooks: at 60× with the virtual clock ten minutes ahead, every delivery verifies (completed, failed, refused at submit, and a retry after a 500), webhook-timestamp being wall-clock time", async () => {
-    running = await startCompatSandbox({ timeScale: TIME_SCALE, emulators: { b: { queueTimeMs: 1_000, renderTimeMs: 6_000 } } });
+    running = await startCompatSandbox({ timeScale: TIME_SCALE, queueMs: { b: 1_000 }, renderMs: { b: 6_000 } });
     const { sandbox, emulators } = running;
-    sandbox.context.clock.advance(TEN_MINUTES);
+    sandbox.clock.advance(TEN_MINUTES);
     const receiver = await startReceiver(SANDBOX_B_WEBHOOK_SECRET, 1);
 
     const refused = await submit(sandbox.url, { resolution: "720p", duration_s: 5, webhook_url: receiver.url });
@@ -114,8 +114,8 @@ describe("compat: standardwebhooks verifying sandbox B's deliveries at time scal
   });
 
   it("B via standardwebhooks: signed on the sandbox's clock instead (webhookTimestamps \"virtual\"), the same receiver refuses every delivery as too new", async () => {
-    running = await startCompatSandbox({ timeScale: TIME_SCALE, emulators: { b: { queueTimeMs: 1_000, renderTimeMs: 6_000, webhookTimestamps: "virtual" } } });
-    running.sandbox.context.clock.advance(TEN_MINUTES);
+    running = await startCompatSandbox({ timeScale: TIME_SCALE, queueMs: { b: 1_000 }, renderMs: { b: 6_000 }, webhookTimestamps: "virtual" });
+    running.sandbox.clock.advance(TEN_MINUTES);
     const receiver = await startReceiver(SANDBOX_B_WEBHOOK_SECRET);
     await submit(running.sandbox.url, clip("a paper boat drifting on a pond", receiver.url));
     await until(() => receiver.received.length >= 2, "the first attempt and its retry", 5_000);

@@ -19,7 +19,7 @@ const generateArgs = ["generate", "--provider", "d", "--model", "gen-2-pro", "--
 const RETITLE = "\u001b]0;pwned\u0007";
 
 function dRequests(world: DWorld): number {
-  return world.sandbox.context.requests.count((request) => request.provider === "d");
+  return world.sandbox.requests().filter((request) => request.provider === "d").length;
 }
 
 async function storedJobs(world: DWorld): Promise<number> {

@@ -213,7 +213,7 @@ describe("configuration files", () => {
       const result = await runCli(["--config", config, "generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "x", "--width", "256", "--height", "256"], { env: world.env });
       expect(result.code).toBe(3);
       expect(result.stderr).toMatch(named);
-      expect(world.sandbox.context.requests.all()).toEqual([]);
+      expect(world.sandbox.requests()).toEqual([]);
     });
   }
 });

@@ -83,7 +83,7 @@ async function killAtEveryStep(seed: number, onFinished: (close: () => Promise<v
   const world = await startWorld(emulators.list, { timeScale: TIME_SCALE, seed });
   const store = await openStore(world.env.MEDIAGATE_STORE!);
   const { sandbox } = world;
-  const log = () => sandbox.context.requests.all();
+  const log = () => sandbox.requests();
   // The engine that resumes after the kill; until then only its enqueue is used.
   const resumer = worldEngine(world, store, { virtualTime: true });
   let killed: Awaited<ReturnType<typeof startEngineProcess>> | undefined;
@@ -100,7 +100,7 @@ async function killAtEveryStep(seed: number, onFinished: (close: () => Promise<v
   const explain = async () => (await store.listJobs()).map((job) => `${job.ref}: ${job.state}/${job.chargeState} ${job.reason ?? ""}`).join("\n");
 
   // Capture: one job's download held open at the sandbox, another's file half written on a slow disk. Settlement: a B job.
-  sandbox.context.faults.add({ provider: downloadCut, method: "GET", path: RESULT_PATH[downloadCut], fault: { kind: "delay", ms: HOLD_MS }, times: 1 });
+  sandbox.injectFault({ provider: downloadCut, method: "GET", path: RESULT_PATH[downloadCut], fault: { kind: "delay", ms: HOLD_MS }, times: 1 });
   const downloading = await enqueue(downloadCut, `k${seed}-downloading-${downloadCut}`);
   const writing = await enqueue(writeCut, `k${seed}-writing-${writeCut}`);
   const settling = await enqueue("b", `k${seed}-settling-b`);
@@ -110,13 +110,13 @@ async function killAtEveryStep(seed: number, onFinished: (close: () => Promise<v
     const job = await current(settling.ref);
     return job.state === "succeeded" && job.chargeState === "pending" ? job : null;
   }, WAIT_MS, explain);
-  sandbox.context.faults.add({ provider: "b", method: "GET", path: new RegExp(`^/b/v1/media/jobs/${pending.providerJobId}$`), fault: { kind: "delay", ms: HOLD_MS }, times: 1 });
+  sandbox.injectFault({ provider: "b", method: "GET", path: new RegExp(`^/b/v1/media/jobs/${pending.providerJobId}$`), fault: { kind: "delay", ms: HOLD_MS }, times: 1 });
   await until("a settlement read held open", () => log().some((entry) => held(entry) && entry.url.endsWith(`/jobs/${pending.providerJobId}`)), WAIT_MS, explain);
   await until("a download held open", () => log().some((entry) => held(entry) && RESULT_PATH[downloadCut].test(entry.url)), WAIT_MS, explain);
   await until("a result file half written", () => existsSync(outDir) && readdirSync(outDir).some((name) => name.startsWith(writing.ref) && name.includes(".tmp-")), WAIT_MS, explain);
 
   // Between send and record: one submit of each provider accepted, its answer held.
-  for (const provider of PROVIDERS) sandbox.context.faults.add({ provider, method: "POST", path: SUBMIT_PATH[provider], fault: { kind: "delay_answer", ms: HOLD_MS }, times: 1 });
+  for (const provider of PROVIDERS) sandbox.injectFault({ provider, method: "POST", path: SUBMIT_PATH[provider], fault: { kind: "delay_answer", ms: HOLD_MS }, times: 1 });
   const inFlight: Job[] = [];
   for (const provider of PROVIDERS) inFlight.push(await enqueue(provider, `k${seed}-in-flight-${provider}`));
   await until("every provider accepted a submit whose answer is held", () =>
@@ -126,9 +126,9 @@ async function killAtEveryStep(seed: number, onFinished: (close: () => Promise<v
   // Before submit: an A job claimed but waiting for its rate token (another client of the account used up A's minute).
   const aWindows = resumer.providers.get("a")!.adapter!.limits(inFlight[0]!).rateWindows;
   for (let taken = 0; taken < 1_000; taken++) {
-    const take = await store.takeRateToken(aWindows, sandbox.context.clock.now());
+    const take = await store.takeRateToken(aWindows, sandbox.clock.now());
     if (!take.granted) break;
-    await store.answerRateToken(take.token, sandbox.context.clock.now());
+    await store.answerRateToken(take.token, sandbox.clock.now());
   }
   const waiting = await enqueue("a", `k${seed}-waiting-a`);
   await until("an A job claimed and waiting for its rate token", async () => {
@@ -164,7 +164,7 @@ describe("crash points: the engine killed with SIGKILL at every step of a job, t
         expect(run.signal).toBe("SIGKILL");
         const stepOfRef = (job: Job) => [job.ref, steps.get(job.id)];
         const byId = new Map(finished.map((job) => [job.id, job]));
-        const submitsOf = (job: Job) => sandbox.context.requests.filter((entry) => isSubmit(job.provider)(entry) && JSON.stringify(entry.body ?? {}).includes(markerOf(job)));
+        const submitsOf = (job: Job) => sandbox.requests().filter((entry) => isSubmit(job.provider)(entry) && JSON.stringify(entry.body ?? {}).includes(markerOf(job)));
 
         // The kill found each job at the step it was held at.
         const { downloading, writing, settling, inFlight, waiting } = run.refs;

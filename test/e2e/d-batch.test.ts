@@ -148,8 +148,8 @@ describe("mediagate batch on D", () => {
   it("Ctrl-C during the downloads detaches cleanly: the jobs stay capturing, no temporary or partial file is left, and the same command resumes them without resubmitting", async () => {
     world = await startDWorld({ renderTimeMs: 300 });
     // Slow downloads: the interrupt lands while results are being fetched.
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: /^\/d-results\//, fault: { kind: "delay", ms: 4_000 } });
-    const downloadsInFlight = () => world!.sandbox.context.requests.count((request) => request.url.startsWith("/d-results/") && request.statusCode === undefined);
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: /^\/d-results\//, fault: { kind: "delay", ms: 4_000 } });
+    const downloadsInFlight = () => world!.sandbox.requests().filter((request) => request.url.startsWith("/d-results/") && request.statusCode === undefined).length;
     const file = join(world.folder, "jobs.jsonl");
     writeFileSync(file, batchLines(30));
     const child = startCli(["batch", file], { env: world.env });

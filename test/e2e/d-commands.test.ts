@@ -87,7 +87,7 @@ describe("mediagate jobs, show, cancel and worker", () => {
       await next.engine.stop();
       expect(outcome.jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
       // Each job was polled by the next process long before the stopped worker's lease would have run out.
-      const polls = world.sandbox.context.requests.filter((request) => request.url.includes("get_result") && request.realAt >= stoppedAt);
+      const polls = world.sandbox.requests().filter((request) => request.url.includes("get_result") && request.realAt >= stoppedAt);
       for (const job of released) {
         const first = polls.find((request) => request.url.includes(encodeURIComponent(job.providerJobId!)));
         expect(first!.realAt).toBeLessThan(leaseExpiresAt);

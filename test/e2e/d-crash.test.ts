@@ -40,7 +40,7 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<voi
  * arrivals (or every job arrived), every submit noted has arrived.
  */
 function submitsNow(world: DWorld): { arrived: number; allNotedHaveArrived: boolean } {
-  const log = world.sandbox.context.requests.all();
+  const log = world.sandbox.requests();
   const arrived = log.filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).length;
   const seenDone = world.d.jobs.filter((job) =>
     log.some((request) => request.url.includes(`get_result?id=${encodeURIComponent(job.id)}`) && request.at >= job.finishesAt),
@@ -108,7 +108,7 @@ describe("crash safety (SIGKILL of the engine mid-batch)", () => {
   it(`kill -9 while the first ${D_SLOTS} submits are in flight: exactly the submits whose answer was not recorded become unknown_submission; every other job is sent once and succeeds`, async () => {
     world = await startDWorld({ renderTimeMs: { minMs: 300, maxMs: 900 } });
     // Slow submit answers: the kill lands while they are in flight.
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 500 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 500 } });
     const { inFlight, restart } = await killAndRestart(world, D_SLOTS);
     expect(inFlight).toBeGreaterThan(0);
     const second = await restart();
@@ -117,9 +117,9 @@ describe("crash safety (SIGKILL of the engine mid-batch)", () => {
 
   it("kill -9 after 27 submits, with results downloading: only submits whose answer was not recorded become unknown; a half-written temporary file is removed; every file is whole", async () => {
     world = await startDWorld({ renderTimeMs: { minMs: 300, maxMs: 4_000 } });
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 150 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 150 } });
     // Slow downloads: the kill lands while results are being fetched.
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "delay", ms: 3_000 } });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "delay", ms: 3_000 } });
     const { killed, inFlight, restart } = await killAndRestart(world, 27);
     const capturing = killed.filter((job) => job.state === "capturing");
     expect(capturing.length).toBeGreaterThan(0);

@@ -46,14 +46,14 @@ describe("mediagate generate on D (CLI against the sandbox over loopback)", () =
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/width/);
     expect(result.stderr).toMatch(/16/);
-    expect(world.sandbox.context.requests.count((request) => request.provider === "d")).toBe(0);
+    expect(world.sandbox.requests().filter((request) => request.provider === "d")).toHaveLength(0);
   });
 
   it("an unknown model is refused, listing the hosted endpoints", async () => {
     const result = await runCli(["generate", "--provider", "d", "--model", "gen-2-dev", "--prompt", "x", "--width", "512", "--height", "512"], { env: world.env });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/model/);
-    expect(world.sandbox.context.requests.count((request) => request.provider === "d")).toBe(0);
+    expect(world.sandbox.requests().filter((request) => request.provider === "d")).toHaveLength(0);
   });
 
   it("a provider that is not configured is refused naming the variable to set", async () => {

@@ -157,7 +157,7 @@ describe("money and data are safe outside the tested path (issue 9, findings 1â€
   it("finding 4: SIGHUP (a closed terminal) detaches like Ctrl-C: no job becomes unknown_submission, and the re-run sends nothing twice", async () => {
     world = await startDWorld({ renderTimeMs: { minMs: 500, maxMs: 1_500 } });
     // Slow submits, so the hang-up lands while several are in flight.
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 300 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 300 } });
     const file = join(world.folder, "jobs.jsonl");
     writeFileSync(file, batchLines(20));
     const child = startCli(["batch", file], { env: world.env });

@@ -80,7 +80,7 @@ describe("common requests routed over providers (real sandbox over loopback)", (
     expect(result.stderr).toMatch(/\n {2}c\/v6: task: C makes videos, not images/);
     expect(result.stderr).toMatch(/\n {2}d\/gen-2-pro: size: D needs a size or aspect_ratio[^\n]*; n: D makes one image per request, not 3/);
     expect(result.stderr).toMatch(/\n {2}f\/img-v2: n: /);
-    expect(world.sandbox.context.requests.count((entry) => entry.provider !== null)).toBe(0);
+    expect(world.sandbox.requests().filter((entry) => entry.provider !== null)).toHaveLength(0);
   });
 
   it("routing: a target halted before the command is skipped at once: the job goes to the next one and D is never asked", async () => {
@@ -134,14 +134,14 @@ describe("common requests routed over providers (real sandbox over loopback)", (
 
   it("routing: a target failing before accepting for longer than MEDIAGATE_FALLBACK_AFTER_S (an outage: 503s) hands the job to the next target; nothing was created at the first", async () => {
     const { emulators, world } = await allProviders({ f: { renderMs: { min: 200, max: 400 } } });
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", fault: { kind: "status", status: 503, body: { detail: "down for maintenance" } } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status: 503, body: { detail: "down for maintenance" } } });
     const started = Date.now();
     const result = await runCli(["generate", ...FOX, "--route", "d/gen-2-pro,f/img-v2", "--json"], { env: { ...world.env, MEDIAGATE_FALLBACK_AFTER_S: "1" }, timeoutMs: 60_000 });
     expect(result.code, result.stderr).toBe(0);
     const job = JSON.parse(result.stdout.trim()) as JobJson;
     expect(job).toMatchObject({ state: "succeeded", provider: "f" });
     expect(job.attempts![0]!.outcome).toMatch(/D answered .* before accepting \(failing for \d+ s, longer than the fallback bound of 1 s\)/);
-    const submitsToD = world.sandbox.context.requests.count((entry) => entry.provider === "d" && entry.method === "POST");
+    const submitsToD = world.sandbox.requests().filter((entry) => entry.provider === "d" && entry.method === "POST").length;
     expect(submitsToD).toBeGreaterThanOrEqual(2);
     expect(emulators.d.jobs).toHaveLength(0);
     // Moved on after about the bound, not after every retry (8 tries with backoff take far longer).

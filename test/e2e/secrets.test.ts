@@ -9,8 +9,7 @@ import { isTerminal } from "../../src/core/job.js";
 import { Engine } from "../../src/engine/engine.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
-import { type AllEmulators, createAllEmulators, sandboxEnvironment } from "../../src/sandbox/all.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { type AllEmulators, type Sandbox, startSandbox } from "../../src/sandbox/index.js";
 import type { KyselyStore } from "../../src/store/kysely-store.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { Store } from "../../src/store/store.js";
@@ -41,7 +40,7 @@ const WRONG = {
   MEDIAGATE_F_API_KEY: "sk-sentinel-wrong-f-93c7",
 } as const;
 
-let sandbox: RunningSandbox;
+let sandbox: Sandbox;
 let emulators: AllEmulators;
 let folder: { path: string; remove(): void };
 let pgStore: CliPostgresStore | undefined;
@@ -91,7 +90,7 @@ async function expectStoreAndRequestUrlsClean(): Promise<void> {
     const rows = (await sql<Record<string, unknown>>`SELECT * FROM ${sql.table(table)}`.execute(db)).rows;
     expectClean(`store table ${table}`, JSON.stringify(rows));
   }
-  expectClean("request URLs at the sandbox", sandbox.context.requests.filter(() => true).map((request) => request.url).join("\n"));
+  expectClean("request URLs at the sandbox", sandbox.requests().map((request) => request.url).join("\n"));
 }
 
 const JOBS: Record<string, JobRequest & { ref?: string }> = {
@@ -156,16 +155,18 @@ async function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  const all = createAllEmulators({
-    a: { standardKeys: [SECRETS.MEDIAGATE_A_API_KEY], queueMs: 0, renderMs: 1_000 },
-    b: { apiKeys: [SECRETS.MEDIAGATE_B_API_KEY], webhookSecret: B_WEBHOOK_SECRET, queueTimeMs: 100, renderTimeMs: 500, settlementDelayMs: 500 },
-    c: { apiKey: SECRETS.MEDIAGATE_C_API_KEY, renderMs: 1_000 },
-    d: { apiKeys: [SECRETS.MEDIAGATE_D_API_KEY], renderTimeMs: 300 },
-    e: { clients: [{ clientId: "sandbox-e-client", clientSecret: SECRETS.MEDIAGATE_E_CLIENT_SECRET }], renderMs: 1_000 },
-    f: { apiKey: SECRETS.MEDIAGATE_F_API_KEY, renderMs: 800 },
+  sandbox = await startSandbox({
+    emulators: {
+      a: { standardKeys: [SECRETS.MEDIAGATE_A_API_KEY], queueMs: 0, renderMs: 1_000 },
+      b: { apiKeys: [SECRETS.MEDIAGATE_B_API_KEY], webhookSecret: B_WEBHOOK_SECRET, queueTimeMs: 100, renderTimeMs: 500, settlementDelayMs: 500 },
+      c: { apiKey: SECRETS.MEDIAGATE_C_API_KEY, renderMs: 1_000 },
+      d: { apiKeys: [SECRETS.MEDIAGATE_D_API_KEY], renderTimeMs: 300 },
+      e: { clients: [{ clientId: "sandbox-e-client", clientSecret: SECRETS.MEDIAGATE_E_CLIENT_SECRET }], renderMs: 1_000 },
+      f: { apiKey: SECRETS.MEDIAGATE_F_API_KEY, renderMs: 800 },
+    },
   });
-  emulators = all;
-  sandbox = await startSandbox({ emulators: all.list });
+  // All six are started.
+  emulators = sandbox.emulators as AllEmulators;
   folder = tempDir("mediagate-secrets-");
   let storeAddress: string;
   if (databaseUrl) {
@@ -178,7 +179,7 @@ beforeAll(async () => {
     storeAddress = `sqlite:${file}`;
   }
   env = {
-    ...sandboxEnvironment(sandbox.url, ["a", "b", "c", "d", "e", "f"]),
+    ...sandbox.environment,
     ...SECRETS,
     MEDIAGATE_B_WEBHOOK_SECRET: B_WEBHOOK_SECRET,
     MEDIAGATE_STORE: storeAddress,
@@ -190,7 +191,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (pgStore) await pgStore.cleanup();
   else await store?.close();
-  await sandbox?.close();
+  await sandbox?.stop();
   folder?.remove();
 });
 
@@ -303,39 +304,38 @@ describe(`secrets never leave (${databaseUrl ? "PostgreSQL store with a password
   }, 600_000);
 
   it("a provider that quotes the key back (D's 401 on submit and on a poll, a D failure status, B's spend read listing it): redacted in every message, stored detail and output", async () => {
-    const faults = sandbox.context.faults;
     const quoted = { kind: "status", status: 401, body: { detail: `invalid key ${SECRETS.MEDIAGATE_D_API_KEY} for this account` } } as const;
     try {
-      faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: quoted, times: 1 });
+      sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: quoted, times: 1 });
       const submit = await runCli(["generate", ...["--provider", "d", "--model", "gen-2-pro", "--prompt", "quoted on submit", "--width", "256", "--height", "256"], "--ref", "quoted-submit", "--json"], { env, timeoutMs: 120_000 });
       expect(submit.code, submit.stderr).toBe(1);
       expectRunClean("generate, 401 quoting the key on submit", submit);
 
-      faults.add({ provider: "d", method: "GET", path: /get_result/, fault: quoted });
+      sandbox.injectFault({ provider: "d", method: "GET", path: /get_result/, fault: quoted });
       const poll = await runCli(["generate", ...["--provider", "d", "--model", "gen-2-pro", "--prompt", "quoted on poll", "--width", "256", "--height", "256"], "--ref", "quoted-poll"], { env, timeoutMs: 120_000 });
       expect(poll.code, poll.stderr).toBe(1);
       expectRunClean("generate, 401 quoting the key on a poll", poll);
-      faults.clear();
+      sandbox.clearFaults();
 
       // A failure status that quotes the key: its raw answer is kept as the job's error detail.
-      faults.add({ provider: "d", method: "GET", path: /get_result/, fault: { kind: "status", status: 200, body: { status: "Failed", details: `rejected for key ${SECRETS.MEDIAGATE_D_API_KEY}` } } });
+      sandbox.injectFault({ provider: "d", method: "GET", path: /get_result/, fault: { kind: "status", status: 200, body: { status: "Failed", details: `rejected for key ${SECRETS.MEDIAGATE_D_API_KEY}` } } });
       const failed = await runCli(["generate", ...["--provider", "d", "--model", "gen-2-pro", "--prompt", "quoted in a status", "--width", "256", "--height", "256"], "--ref", "quoted-status"], { env, timeoutMs: 120_000 });
       expect(failed.code, failed.stderr).toBe(1);
       expect((await store.findJob("quoted-status"))!.error!.code).toBe("provider_failed");
       expectRunClean("generate, a Failed status quoting the key", failed);
       for (const ref of ["quoted-submit", "quoted-poll", "quoted-status"]) expectRunClean(`show ${ref}`, await runCli(["show", ref, "--json"], { env }));
-      faults.clear();
+      sandbox.clearFaults();
 
       const today = new Date().toISOString().slice(0, 10);
       const spendAnswer = { total_micro_usd: 1_000, days: [{ date: today, items: [{ key: SECRETS.MEDIAGATE_B_API_KEY, model: "vendorx/video-2.5", charge_micro_usd: 1_000, jobs: 1 }] }] };
-      faults.add({ provider: "b", method: "GET", path: /spend/, fault: { kind: "status", status: 200, body: spendAnswer } });
+      sandbox.injectFault({ provider: "b", method: "GET", path: /spend/, fault: { kind: "status", status: 200, body: spendAnswer } });
       for (const args of [["spend", "--from", today, "--to", today], ["spend", "--from", today, "--to", today, "--json"]]) {
         const spend = await runCli(args, { env });
         expect(spend.code, spend.stderr).toBe(0);
         expectRunClean(args.join(" "), spend);
       }
     } finally {
-      faults.clear();
+      sandbox.clearFaults();
     }
     await expectStoreAndRequestUrlsClean();
   }, 300_000);

@@ -15,7 +15,7 @@ describe("worker and serve on SIGHUP (a closed terminal)", { timeout: 90_000 }, 
     it(`${command[0]}: SIGHUP stops it like SIGTERM: submits in flight record their answer, leases are released, no job becomes unknown_submission`, async () => {
       world = await startDWorld({ renderTimeMs: 2_000 });
       // Slow submits, so the hang-up lands while some are in flight.
-      world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
+      world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 400 } });
       const library = await Mediagate.open({ env: world.env, runEngine: false });
       for (let index = 0; index < 8; index++) {
         await library.submit({ provider: "d", model: "gen-2-pro", input: { prompt: `hung up ${index}`, width: 256, height: 256 } }, { ref: `hup-${index}` });

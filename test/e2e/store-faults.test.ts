@@ -82,7 +82,7 @@ describe.runIf(databaseUrl)("finding 6: the store under faults (real PostgreSQL;
   it("worker survives pg_terminate_backend of its connections mid-batch: nothing lost, nothing sent twice", async () => {
     world = await startDWorld({ renderTimeMs: { minMs: 300, maxMs: 900 } });
     // Slow submits keep some in flight whenever the connections are cut.
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 100 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 100 } });
     pgStore = await cliPostgresStore(databaseUrl!);
     const ids = await enqueueD(pgStore.store, 30);
     const worker = started(["worker"], { ...world.env, MEDIAGATE_STORE: pgStore.address });
@@ -103,7 +103,7 @@ describe.runIf(databaseUrl)("finding 6: the store under faults (real PostgreSQL;
 
   it("serve survives pg_terminate_backend of its connections: its engine finishes every job and /healthz still answers", async () => {
     world = await startDWorld({ renderTimeMs: { minMs: 300, maxMs: 900 } });
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 100 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 100 } });
     pgStore = await cliPostgresStore(databaseUrl!);
     const ids = await enqueueD(pgStore.store, 12);
     const serve = started(["serve", "--port", "0"], { ...world.env, MEDIAGATE_STORE: pgStore.address });
@@ -126,7 +126,7 @@ describe.runIf(databaseUrl)("finding 6: the store under faults (real PostgreSQL;
 
   it("worker backs off while its store refuses connections and resumes when it is back: nothing lost, nothing sent twice", async () => {
     world = await startDWorld({ renderTimeMs: { minMs: 300, maxMs: 900 } });
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 200 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 200 } });
     proxy = await startTcpProxy({ host: new URL(databaseUrl!).hostname, port: Number(new URL(databaseUrl!).port || 5432) });
     pgStore = await cliPostgresStore(databaseUrl!, { viaPort: proxy.port });
     const ids = await enqueueD(pgStore.store, 30);
@@ -150,7 +150,7 @@ describe.runIf(databaseUrl)("finding 6: the store under faults (real PostgreSQL;
   it("SIGTERM during a store outage exits within the stop timeout; each answer it could not record is logged with its provider job id and is never resent", async () => {
     world = await startDWorld({ renderTimeMs: { minMs: 300, maxMs: 900 } });
     // Submits are answered half a second after they arrive, so some are in flight when the store goes away.
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 500 } });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "delay", ms: 500 } });
     proxy = await startTcpProxy({ host: new URL(databaseUrl!).hostname, port: Number(new URL(databaseUrl!).port || 5432) });
     pgStore = await cliPostgresStore(databaseUrl!, { viaPort: proxy.port });
     const ids = await enqueueD(pgStore.store, 12);

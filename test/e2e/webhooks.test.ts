@@ -105,7 +105,7 @@ for (const factory of storeFactories) {
       expect([outcome.jobs[0]!.state, outcome.jobs[0]!.error]).toEqual(["succeeded", null]);
       expect(a.callbacks().map((delivery) => [delivery.state, delivery.url])).toEqual([["sent", `${address}/webhooks/a/${job.id}`]]);
       // A's first scheduled poll is at least 5 s after submit; the 1.5 s render was read once, on the callback's nudge.
-      const reads = world!.sandbox.context.requests.filter((entry) => entry.provider === "a" && entry.method === "GET" && entry.url.includes("/tasks/"));
+      const reads = world!.sandbox.requests().filter((entry) => entry.provider === "a" && entry.method === "GET" && entry.url.includes("/tasks/"));
       expect(reads).toHaveLength(1);
       expect((await store.deliveries({ provider: "a" })).map((delivery) => delivery.outcome)).toEqual(["applied"]);
     });
@@ -118,7 +118,7 @@ for (const factory of storeFactories) {
       engine.start();
       await until(async () => (await store.getJob(job.id))!.state === "running", "the job to be running");
       const running = (await store.getJob(job.id))!;
-      const reads = () => world!.sandbox.context.requests.filter((entry) => entry.provider === "a" && entry.method === "GET" && entry.url.includes("/tasks/"));
+      const reads = () => world!.sandbox.requests().filter((entry) => entry.provider === "a" && entry.method === "GET" && entry.url.includes("/tasks/"));
       expect(reads()).toHaveLength(0);
       const forged = { id: running.providerJobId, status: "succeeded", content: { video_url: "https://evil.example/x.mp4" } };
       const answer = await fetch(`${address}/webhooks/a/${job.id}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(forged) });
@@ -144,7 +144,7 @@ for (const factory of storeFactories) {
       await until(() => f.deliveries().length >= 2, "F's duplicate delivery");
       await engine.stop();
       expect(outcome.jobs[0]!.state).toBe("succeeded");
-      const [submit] = world!.sandbox.context.requests.filter((entry) => entry.provider === "f" && entry.method === "POST");
+      const [submit] = world!.sandbox.requests().filter((entry) => entry.provider === "f" && entry.method === "POST");
       expect(new URL(submit!.url, "http://x").searchParams.get("webhook_url")).toBe(`${address}/webhooks/f/${job.id}`);
       const attempts = f.deliveries();
       expect(attempts.map((attempt) => attempt.duplicate)).toEqual([false, true]);
@@ -181,7 +181,7 @@ for (const factory of storeFactories) {
       const payload = b.deliveries[0]!.payload!;
       const signer = new Webhook(b.webhookSecret);
       const messageId = "msg_e2e_replay";
-      const sentAt = new Date(world!.sandbox.context.clock.now());
+      const sentAt = new Date(world!.sandbox.clock.now());
       const headers = { "content-type": "application/json", "webhook-id": messageId, "webhook-timestamp": String(Math.floor(sentAt.getTime() / 1000)), "webhook-signature": signer.sign(messageId, sentAt, payload) };
       const answers = [];
       for (let copy = 0; copy < 3; copy++) {

@@ -49,7 +49,7 @@ async function untilSettled(store: Store, ids: string[], boundMs = 30_000): Prom
 describe("engine on B (in-process, real sandbox and SQLite, virtual time)", () => {
   it("B: a submit whose answer is lost is resent with the same Idempotency-Key: one job at B, tracked to the end", async () => {
     const { b, world } = await bWorld({ renderTimeMs: 5_000 });
-    world.sandbox.context.faults.add({ provider: "b", method: "POST", path: /^\/b\/v1\/media\//, fault: { kind: "drop_after_handling" }, times: 1 });
+    world.sandbox.injectFault({ provider: "b", method: "POST", path: /^\/b\/v1\/media\//, fault: { kind: "drop_after_handling" }, times: 1 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue(clip(1));
     engine.start();
@@ -67,9 +67,9 @@ describe("engine on B (in-process, real sandbox and SQLite, virtual time)", () =
     const job = await first.enqueue(clip(2));
     // What a dead engine leaves: the key stored, the request sent, the job still `submitting` under a lease that lapses.
     const key = "2b1b6f1e-6d1c-4a53-9a55-3f6d7f0c9a11";
-    const claimed = await store.claimForSubmit(job.id, "mg:gone-host:999999:dead", [], world.sandbox.context.clock.now(), 1);
+    const claimed = await store.claimForSubmit(job.id, "mg:gone-host:999999:dead", [], world.sandbox.clock.now(), 1);
     expect(claimed.kind).toBe("claimed");
-    await store.updateJob(job.id, { state: "submitting" }, { idempotencyKey: key }, world.sandbox.context.clock.now());
+    await store.updateJob(job.id, { state: "submitting" }, { idempotencyKey: key }, world.sandbox.clock.now());
     const response = await fetch(`${world.sandbox.url}/b/v1/media/vendorx/video-2.5/image-to-video`, {
       method: "POST",
       headers: { "X-API-Key": "sandbox-b-key", "Idempotency-Key": key, "content-type": "application/json" },

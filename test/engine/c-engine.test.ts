@@ -78,7 +78,7 @@ describe("engine on C (in-process, real sandbox and SQLite, virtual time)", () =
     expect(events[2]).toMatchObject({ fromState: "submitting", toState: "queued" });
     expect(events[2]!.reason).toMatch(/500044|slot|capacity/i);
     // Never an immediate resubmit: consecutive submits are at least a virtual second apart.
-    const submits = world.sandbox.context.requests.filter((entry) => entry.provider === "c" && entry.method === "POST").slice(3);
+    const submits = world.sandbox.requests().filter((entry) => entry.provider === "c" && entry.method === "POST").slice(3);
     for (let index = 1; index < submits.length; index++) expect(submits[index]!.at - submits[index - 1]!.at).toBeGreaterThanOrEqual(1_000);
   });
 

@@ -101,7 +101,7 @@ describe("saving results: file types, names and what is kept beside them (SQLite
     engine.start();
     const seen = [];
     for (const [index, item] of cases.entries()) {
-      world!.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 200, body: item.bytes, headers: { "content-type": item.header } }, times: 1 });
+      world!.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 200, body: item.bytes, headers: { "content-type": item.header } }, times: 1 });
       const job = await enqueue(pro(item.what), `case-${index}`);
       const [ended] = (await wait([job.id])).jobs;
       const [output] = await store.outputs(job.id);
@@ -169,14 +169,14 @@ describe("saving results: file types, names and what is kept beside them (SQLite
 describe("saving results: the state a job is left in (SQLite, real sandbox, virtual time)", () => {
   it("an answer of HTTP 300 is not a result: the download is tried again and the real file saved", async () => {
     const { outDir } = await dWorld();
-    world!.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 300, body: Buffer.from("choose") }, times: 1 });
+    world!.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 300, body: Buffer.from("choose") }, times: 1 });
     const { engine, enqueue, wait } = worldEngine(world!, store, { virtualTime: true });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
     const [ended] = (await wait([job.id])).jobs;
     await engine.stop();
     expect(ended!.state).toBe("succeeded");
-    const downloads = world!.sandbox.context.requests.filter((request) => D_RESULT_PATH.test(request.url)).map((request) => request.statusCode);
+    const downloads = world!.sandbox.requests().filter((request) => D_RESULT_PATH.test(request.url)).map((request) => request.statusCode);
     expect(downloads).toEqual([300, 200]);
     const saved = readFileSync(join(outDir, "lighthouse.png"));
     expect(saved.subarray(1, 4).toString("latin1")).toBe("PNG");
@@ -185,7 +185,7 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
   it("a result link fetch refuses (credentials in it) is never tried again: the job fails at once, charged as D charged it, with the refusal in its error and its last event", async () => {
     const { world } = await dWorld();
     const unsafe = `${world.sandbox.url.replace("://", "://user:secret@")}/d-results/elsewhere.png`;
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: /^\/d-poll\//, fault: { kind: "status", status: 200, body: { status: "Ready", result: { sample: unsafe } } } });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: /^\/d-poll\//, fault: { kind: "status", status: 200, body: { status: "Ready", result: { sample: unsafe } } } });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const states: string[] = [];
     engine.on("job", (job) => states.push(job.state));
@@ -198,7 +198,7 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
     expect(ended!.error!.message).toMatch(/not sent: fetch refuses a URL that carries credentials$/);
     expect(ended!.error!.message).not.toContain("secret");
     expect(ended!.pollFailures).toBe(0);
-    expect(world.sandbox.context.requests.filter((request) => D_RESULT_PATH.test(request.url))).toEqual([]);
+    expect(world.sandbox.requests().filter((request) => D_RESULT_PATH.test(request.url))).toEqual([]);
     expect(ended!.chargeMicroUsd).toBe(30_000);
     expect(states.at(-1)).toBe("failed");
     const last = (await store.events(job.id)).at(-1)!;

@@ -37,7 +37,7 @@ for (const factory of storeFactories) {
     }
 
     /** What the sandbox answered to each download, in order. */
-    const downloads = (world: World) => world.sandbox.context.requests.filter((request) => D_RESULT_PATH.test(request.url)).map((request) => request.statusCode);
+    const downloads = (world: World) => world.sandbox.requests().filter((request) => D_RESULT_PATH.test(request.url)).map((request) => request.statusCode);
     const filesIn = (folder: string) => (existsSync(folder) ? readdirSync(folder).sort() : []);
 
     /** Capture attempts before a job whose downloads keep failing is given up (src/engine/capture.ts). */
@@ -53,7 +53,7 @@ for (const factory of storeFactories) {
       it(`D: a result link that stays dead (${cause}) fails the job result_expired after ${CAPTURE_ATTEMPTS} attempts, each after a fresh read; nothing saved`, async () => {
         // A link lifetime of 0 makes the link dead by the time anyone can read it: the sandbox's own 403 link_expired.
         const { d, world, outDir } = await dWorld(fault ? {} : { sampleTtlMs: 0 });
-        if (fault) world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault });
+        if (fault) world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault });
         const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
         const job = await enqueue(pro("a lighthouse"));
         engine.start();
@@ -87,7 +87,7 @@ for (const factory of storeFactories) {
 
     it("D: a download answering 503 is retried, reading the job again for a fresh link between attempts, and the job succeeds with its file matching its sha256", async () => {
       const { d, world, outDir } = await dWorld();
-      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS + 1 });
+      world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS + 1 });
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const job = await enqueue(pro("a lighthouse"), "lighthouse");
       engine.start();
@@ -97,7 +97,7 @@ for (const factory of storeFactories) {
       expect(ended!.pollFailures).toBe(0);
       expect(downloads(world)).toEqual([...Array(HTTP_ATTEMPTS + 1).fill(503), 200]);
       // The first attempt's sends came back-to-back; the second attempt began with a read of the job.
-      const log = world.sandbox.context.requests.all();
+      const log = world.sandbox.requests();
       const firstOfSecondAttempt = log.filter((request) => D_RESULT_PATH.test(request.url))[HTTP_ATTEMPTS]!;
       const lastOfFirstAttempt = log.filter((request) => D_RESULT_PATH.test(request.url))[HTTP_ATTEMPTS - 1]!;
       const between = log.slice(log.indexOf(lastOfFirstAttempt) + 1, log.indexOf(firstOfSecondAttempt));
@@ -135,7 +135,7 @@ for (const factory of storeFactories) {
     it("a result answered as application/octet-stream is named by its bytes (a PNG is saved as .png), and its bytes are kept as sent", async () => {
       const { outDir } = await dWorld();
       const png = renderPng(64, 48, "served without its type", 3);
-      world!.sandbox.context.faults.add({
+      world!.sandbox.injectFault({
         provider: "d",
         method: "GET",
         path: D_RESULT_PATH,
@@ -155,7 +155,7 @@ for (const factory of storeFactories) {
 
     it("D: a download failing on five capture attempts in a row fails the job result_download_failed, each attempt after a fresh read; nothing is saved", async () => {
       const { d, world, outDir } = await dWorld();
-      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 } });
+      world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 } });
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const job = await enqueue(pro("a lighthouse"));
       engine.start();
@@ -169,7 +169,7 @@ for (const factory of storeFactories) {
       // One read that saw Ready before each of the five attempts: the read just before the first download, and one
       // before each later attempt. (Counted by position in the log: a read that arrives a moment before the render ends
       // can still answer Ready, so its arrival time does not tell which reads saw Ready.)
-      const log = world.sandbox.context.requests.all();
+      const log = world.sandbox.requests();
       const firstDownload = log.findIndex((request) => D_RESULT_PATH.test(request.url));
       expect(1 + log.slice(firstDownload).filter((request) => D_POLL_PATH.test(request.url)).length).toBe(5);
       expect(d.jobs[0]!.downloads).toBe(0);
@@ -181,8 +181,8 @@ for (const factory of storeFactories) {
     it("D: poll failures just before the Ready answer do not count against the capture's five attempts", async () => {
       const { world } = await dWorld();
       // Four polls in a row fail at the network, the fifth sees Ready; then one capture attempt fails.
-      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" }, times: 4 * HTTP_ATTEMPTS });
-      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS });
+      world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" }, times: 4 * HTTP_ATTEMPTS });
+      world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS });
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const job = await enqueue(pro("a lighthouse"));
       engine.start();

@@ -41,7 +41,7 @@ describe("engine on D (in-process, real sandbox and SQLite)", () => {
     await engine.stop();
     expect(done.state).toBe("succeeded");
     // Polled through its render, as scheduled from each poll's end (the first 500 ms after the submit's answer).
-    const polls = world.sandbox.context.requests.filter((request) => request.url.startsWith("/d-poll/"));
+    const polls = world.sandbox.requests().filter((request) => request.url.startsWith("/d-poll/"));
     expect(polls.length).toBeGreaterThanOrEqual(2);
   });
 
@@ -55,7 +55,7 @@ describe("engine on D (in-process, real sandbox and SQLite)", () => {
     const outcome = await wait([job.id]);
     await engine.stop();
     expect(outcome.jobs[0]!.state).toBe("succeeded");
-    const ourSubmits = world.sandbox.context.requests.filter(
+    const ourSubmits = world.sandbox.requests().filter(
       (request) => request.method === "POST" && request.url === "/d/v1/gen-2-pro" && request.realAt > 0,
     ).slice(24);
     // Every attempt before the last was refused with 429; the last one was accepted.
@@ -77,7 +77,7 @@ describe("engine on D (in-process, real sandbox and SQLite)", () => {
 
   it("a D submit whose answer is lost becomes unknown_submission and is never resubmitted", async () => {
     world = await startDWorld({ renderTimeMs: 200 });
-    world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "drop_after_handling" }, times: 1 });
+    world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "drop_after_handling" }, times: 1 });
     const { engine, enqueue, wait } = engineFor(world, store);
     const job = await enqueue(pro("lost answer"));
     engine.start();

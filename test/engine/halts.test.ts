@@ -20,13 +20,13 @@ for (const factory of storeFactories) {
       // first wave's renders even on a loaded machine, where a 4 s render let 7 more submits through before it.
       const d = createDEmulator({ renderTimeMs: 30_000 });
       const world = (bed.world = await startWorld([d], { timeScale: 20 }));
-      const submits = () => world.sandbox.context.requests.count((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url));
+      const submits = () => world.sandbox.requests().filter((request) => request.method === "POST" && D_SUBMIT_PATH.test(request.url)).length;
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const jobs = [];
       for (let index = 0; index < 40; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
       engine.start();
       await until(() => submits() >= 24, "the first wave of 24 submits");
-      const clock = world.sandbox.context.clock;
+      const clock = world.sandbox.clock;
       await store.haltProvider({ provider: "d", code: "insufficient_credits", message: "halted by another worker", jobId: null, at: clock.now() });
       // Past the first wave's renders (30 s) and the engine's one second of trust in its copy of the halts.
       await clock.sleep(34_000);

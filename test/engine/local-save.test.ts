@@ -26,7 +26,7 @@ for (const factory of storeFactories) {
 
     it("a full disk while saving does not fail the job: it stays capturing, is saved once there is room, and was submitted once", async () => {
       const outputs = fullDiskFor(3);
-      const { engine, enqueue } = engineFor(world, store, { outputs, clock: world.sandbox.context.clock });
+      const { engine, enqueue } = engineFor(world, store, { outputs, clock: world.sandbox.clock });
       const jobs = [await enqueue(image("one")), await enqueue(image("two")), await enqueue(image("three"))];
       const seen: string[] = [];
       engine.on("job", (job) => {
@@ -53,7 +53,7 @@ for (const factory of storeFactories) {
 
     it("a worker sending jobs queued under a budget stops at the ceiling: the rest stay queued, unsent, blocked over_budget", async () => {
       await store.setBudget("budget_cli", 70_000, Date.now());
-      const { engine, enqueue, wait } = engineFor(world, store, { clock: world.sandbox.context.clock });
+      const { engine, enqueue, wait } = engineFor(world, store, { clock: world.sandbox.clock });
       const jobs = [];
       for (const name of ["a", "b", "c", "d", "e"]) jobs.push(await enqueue(image(name), `budgeted-${name}`, { budgetId: "budget_cli" }));
       engine.start();

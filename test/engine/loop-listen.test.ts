@@ -34,7 +34,7 @@ describe.runIf(databaseUrl)("the engine loop listening for work (PostgreSQL, rea
 
   const slowEngine = (store: Store) => engineFor(world, store, { clock: new ScaledClock(0.001, Date.now() + 3_600_000) });
   const napping = (engine: ReturnType<typeof slowEngine>["engine"]) => new Promise<void>((resolve) => engine.once("idle", () => resolve()));
-  const polls = () => world.sandbox.context.requests.count((request) => request.method === "GET" && request.url.startsWith("/d-poll/v1/get_result"));
+  const polls = () => world.sandbox.requests().filter((request) => request.method === "GET" && request.url.startsWith("/d-poll/v1/get_result")).length;
 
   it("an engine not told to listen is not woken by work queued elsewhere; one told to is, and is told of a webhook another process received for its job", async () => {
     const elsewhere = engineFor(world, stores[1]!);

@@ -55,7 +55,7 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     // The test waits through a store of its own on the same file: only the engine's statements are counted (the wait
     // reads the halts too, at its own pace and whenever the engine says it is idle).
     const watcher = await openSqliteStore(join(folder!.path, "loop.db"));
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     const startedAt = clock.now();
     statements.length = 0;
     engine.start();
@@ -99,7 +99,7 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     const { engine } = worldEngine(world, store, { virtualTime: true });
     let idle = 0;
     engine.on("idle", () => idle++);
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     statements.length = 0;
     engine.start();
     await clock.sleep(10_000);
@@ -127,7 +127,7 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const jobs = [];
     for (let index = 0; index < 40; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     timeBy(clock);
     ran.length = 0;
     const startedAt = clock.now();

@@ -24,7 +24,7 @@ const pro = (prompt: string) => ({ provider: "d" as const, model: "gen-2-pro", i
 /** A submit to D, as the sandbox logged it. */
 const isDSubmit = (request: LoggedRequest) => request.method === "POST" && D_SUBMIT_PATH.test(request.url);
 /** D's submits the sandbox received. */
-const dSubmits = (world: World) => world.sandbox.context.requests.count(isDSubmit);
+const dSubmits = (world: World) => world.sandbox.requests().filter(isDSubmit).length;
 
 describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   const bed = worldPerTest(sqliteFactory);
@@ -35,7 +35,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     const sent = await enqueue(pro("a lighthouse"), "lighthouse");
     const [inserted] = await store.insertJobs(
       [
@@ -75,7 +75,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const world = await worldOf([createDEmulator({ renderTimeMs: 20_000 })]);
     // An idle tick of 10 s: an emptiness trusted to its end would hold the second job back by seconds.
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true, idleTickMs: 10_000 });
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     const first = await enqueue(pro("a lighthouse"), "lighthouse");
     const later = await enqueue(pro("a harbour"), "harbour");
     const dueAt = clock.now() + 3_000;
@@ -83,7 +83,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     engine.start();
     expect((await wait([first.id, later.id])).jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
     await engine.stop();
-    const submits = world.sandbox.context.requests.all().filter(isDSubmit);
+    const submits = world.sandbox.requests().filter(isDSubmit);
     expect(submits).toHaveLength(2);
     expect(submits[1]!.at).toBeGreaterThanOrEqual(dueAt);
     // D's first job is polled every few hundred milliseconds meanwhile: the nap that reaches the due time ends the trust.
@@ -93,7 +93,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("at most maxInFlight jobs are worked on at once: with 2, six submits held 300 ms each arrive two at a time", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 500 })]);
-    world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 300 }, times: 6 });
+    world.sandbox.injectFault({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 300 }, times: 6 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true, maxInFlight: 2 });
     const jobs = [];
     for (let index = 0; index < 6; index++) jobs.push(await enqueue(pro(`lighthouse ${index}`), `lighthouse-${index}`));
@@ -101,7 +101,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const ended = (await wait(jobs.map((job) => job.id))).jobs;
     await engine.stop();
     expect(ended.every((job) => job.state === "succeeded")).toBe(true);
-    const arrivals = world.sandbox.context.requests.filter(isDSubmit).map((request) => request.realAt);
+    const arrivals = world.sandbox.requests().filter(isDSubmit).map((request) => request.realAt);
     expect(arrivals).toHaveLength(6);
     // Any three arrivals span at least one held submit (two at a time: the third waits for one of them).
     for (let index = 2; index < arrivals.length; index++) expect(arrivals[index]! - arrivals[index - 2]!).toBeGreaterThanOrEqual(250);
@@ -120,7 +120,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(renewed.leaseOwner).toBe(engine.owner);
     // Looked at through the render, the lease is renewed every second of a 3 s lease: it is never seen lapsed by a
     // lease's length (room for a loaded machine: 3 s here is 150 ms of wall time; renewed every 9 s it lapses by 6 s).
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     let lapsedBy = Number.NEGATIVE_INFINITY;
     for (let seen = await store.getJob(job.id); seen!.state === "running"; seen = await store.getJob(job.id)) {
       lapsedBy = Math.max(lapsedBy, clock.now() - seen!.leaseExpiresAt!);
@@ -135,7 +135,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("jobs left running by other engines are adopted: a dead engine's of this host at once, a live one's when its lease ends (looked for every 5 s); each is followed to its end without a second submit", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 20_000 })]);
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     // The first engine submitted both jobs (the sandbox renders them) and stopped.
     const earlier = worldEngine(world, store, { virtualTime: true });
     const dead = await earlier.enqueue(pro("a lighthouse"), "lighthouse");
@@ -165,7 +165,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("a pool shrunk by a pushback is raised back toward its published capacity after 30 s without one, one slot per look (every 10 s)", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
@@ -189,7 +189,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("a nudge reads a running job now rather than at its next due time; a job not running is not nudged", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 5_000 })]);
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     expect(await engine.nudge(job)).toBe(false);
@@ -204,20 +204,20 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     await until(far, "the job due in ten minutes");
     // Past its render: it is done at D, and not read.
     await clock.sleep(6_000);
-    const polls = world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url));
+    const polls = world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url)).length;
     expect((await store.getJob(job.id))!.state).toBe("running");
     expect(await engine.nudge((await store.getJob(job.id))!)).toBe(true);
     const nudgedAt = clock.now();
     expect((await wait([job.id])).jobs[0]!.state).toBe("succeeded");
     expect(clock.now() - nudgedAt).toBeLessThan(60_000);
-    expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url))).toBe(polls + 1);
+    expect(world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url))).toHaveLength(polls + 1);
     await engine.stop();
   });
 
   it("past D's 24 slots the rest wait with the pool named as their reason, and go as slots free; over its budget a job stays queued, blocked, with what it would commit, looked at again 5 s later", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 20_000 })]);
-    const clock = world.sandbox.context.clock;
+    const clock = world.sandbox.clock;
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     await store.setBudget("budget_loop", 60_000, clock.now());
     const budgeted = [];
@@ -254,7 +254,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const ended = (await one.wait(jobs.map((job) => job.id))).jobs;
     await Promise.all([one.engine.stop(), two.engine.stop()]);
     expect(ended.every((job) => job.state === "succeeded")).toBe(true);
-    const submitted = world.sandbox.context.requests.filter(isDSubmit).map((request) => request.body?.prompt);
+    const submitted = world.sandbox.requests().filter(isDSubmit).map((request) => request.body?.prompt);
     expect(new Set(submitted).size).toBe(60);
     expect(submitted).toHaveLength(60);
     expect(d.peakActive).toBeLessThanOrEqual(24);
@@ -266,7 +266,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("stop lets a submit in flight record D's answer and releases the leases: the next engine follows the job at once, sent once", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
-    world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 400 }, times: 1 });
+    world.sandbox.injectFault({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 400 }, times: 1 });
     const first = worldEngine(world, store, { virtualTime: true });
     const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
     first.engine.start();
@@ -318,16 +318,16 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(() => first.engine.restrictTo({ batchId: "batch_theirs" })).toThrow("an engine's scope is set before it starts");
     expect((await first.wait(ours.map((job) => job.id))).jobs.map((job) => job.state)).toEqual(["succeeded", "succeeded"]);
     // Long enough for a loop that claimed outside its batch to have sent the others.
-    await world.sandbox.context.clock.sleep(3_000);
+    await world.sandbox.clock.sleep(3_000);
     await first.engine.stop();
-    const sent = () => world.sandbox.context.requests.filter(isDSubmit).map((request) => request.body?.prompt);
+    const sent = () => world.sandbox.requests().filter(isDSubmit).map((request) => request.body?.prompt);
     expect(sent().sort()).toEqual(["ours 1", "ours 2"]);
 
     const second = worldEngine(world, store, { virtualTime: true });
     second.engine.restrictTo({ jobIds: [theirs[1]!.id] });
     second.engine.start();
     expect((await second.wait([theirs[1]!.id])).jobs[0]!.state).toBe("succeeded");
-    await world.sandbox.context.clock.sleep(3_000);
+    await world.sandbox.clock.sleep(3_000);
     await second.engine.stop();
     expect(sent().sort()).toEqual(["ours 1", "ours 2", "theirs 2"]);
     expect((await store.listJobs({ ids: [theirs[0]!.id, loose.id] })).map((job) => job.state)).toEqual(["queued", "queued"]);
@@ -339,14 +339,14 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const jobs = [await enqueue(pro("a lighthouse"), "lighthouse"), await enqueue(pro("a harbour"), "harbour")];
     // One poll answered 429 (retried within the read): counted as a request and as a 429.
-    world.sandbox.context.faults.add({ method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 429, headers: { "retry-after": "0" } }, times: 1 });
+    world.sandbox.injectFault({ method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 429, headers: { "retry-after": "0" } }, times: 1 });
     engine.start();
     const ended = (await wait(jobs.map((job) => job.id))).jobs;
     await engine.stop();
-    const at = world.sandbox.context.requests;
-    const submits = at.count(isDSubmit);
-    const polls = at.count((request) => D_POLL_PATH.test(request.url));
-    const downloads = at.count((request) => /^\/d-results\//.test(request.url));
+    const at = world.sandbox.requests();
+    const submits = at.filter(isDSubmit).length;
+    const polls = at.filter((request) => D_POLL_PATH.test(request.url)).length;
+    const downloads = at.filter((request) => /^\/d-results\//.test(request.url)).length;
     expect([submits, downloads]).toEqual([2, 2]);
     const readsMade = polls - 1;
     expect(engine.stats().d).toEqual({ requests: submits + polls + downloads, status429: 1, backpressure: 0, submits, polls: readsMade, downloads, claims: 2, claimsLost: 0 });
@@ -394,7 +394,7 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 1_000 })]);
     const { engine } = worldEngine(world, store, { virtualTime: true });
-    world.sandbox.context.faults.add({ method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 429 }, times: 1 });
+    world.sandbox.injectFault({ method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 429 }, times: 1 });
     const context = await engine.providerContext("d");
     const read = { method: "GET" as const, url: `${world.sandbox.url}/d-poll/v1/get_result?id=none`, retry: "none" as const };
     expect((await context.http.request(read)).status).toBe(429);
@@ -434,11 +434,11 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     const job = await enqueue(pro("a lighthouse"), "lighthouse");
     engine.start();
     const running = await storedJobWhen(store, job.id, (stored) => stored.state === "running", "the job to be accepted");
-    const pollsBefore = world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url));
+    const pollsBefore = world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url)).length;
     expect(await engine.nudge(running, { kind: "failed", providerStatus: "Error", code: "verified_failure", message: "the webhook said so", raw: {} })).toBe(true);
     const failed = await storedJobWhen(store, job.id, (stored) => stored.state === "failed", "the verified status to be taken");
     expect(failed.error?.code).toBe("verified_failure");
-    expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url))).toBe(pollsBefore);
+    expect(world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url))).toHaveLength(pollsBefore);
     // The caller's copy still says running; the store says otherwise.
     expect(await engine.nudge(running)).toBe(false);
     expect(await engine.nudge({ ...failed })).toBe(false);
@@ -449,19 +449,19 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
   it("a stop aborts a poll that hangs (the job stays running for the next engine); a giveUp lets a submit in flight record its answer", async () => {
     const { store } = bed;
     const world = await worldOf([createDEmulator({ renderTimeMs: 2_000 })]);
-    world.sandbox.context.faults.add({ method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 60_000 } });
+    world.sandbox.injectFault({ method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 60_000 } });
     const first = worldEngine(world, store, { virtualTime: true });
     const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
     first.engine.start();
-    await until(() => world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url)) > 0, "a poll to hang");
+    await until(() => world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url)).length > 0, "a poll to hang");
     const stopping = Date.now();
     await first.engine.stop();
     expect(Date.now() - stopping).toBeLessThan(5_000);
     expect((await store.getJob(job.id))).toMatchObject({ state: "running", leaseOwner: null });
 
     // A submit held 1 s at D when the engine gives up: it is not aborted, its answer is recorded.
-    world.sandbox.context.faults.clear();
-    world.sandbox.context.faults.add({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+    world.sandbox.clearFaults();
+    world.sandbox.injectFault({ method: "POST", path: D_SUBMIT_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
     const second = worldEngine(world, store, { virtualTime: true });
     const sent = await second.enqueue(pro("a harbour"), "harbour");
     second.engine.start();

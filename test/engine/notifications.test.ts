@@ -192,7 +192,7 @@ describe("notifications out, from a sandbox job's end (SQLite)", () => {
   });
 
   it("a crash (kill -9) in the middle of a delivery loses nothing: the next engine on the store sends the same notification, same webhook-id and bytes, once the dead one's claim lapses", async () => {
-    const receiver = await startReceiver({ answers: ["hold", 200], now: () => world.sandbox.context.clock.now() });
+    const receiver = await startReceiver({ answers: ["hold", 200], now: () => world.sandbox.clock.now() });
     cleanups.push(() => receiver.close());
     // The dead engine learns where to notify from MEDIAGATE_NOTIFY_URL, as a deployment would.
     const world = await startWorld([createDEmulator({ renderTimeMs: 200 })], {
@@ -218,7 +218,7 @@ describe("notifications out, from a sandbox job's end (SQLite)", () => {
     const iterations = next.engine.iterations;
     await until(() => next.engine.iterations > iterations + 20, "the next engine to look at the store a few times");
     expect(receiver.deliveries).toHaveLength(1);
-    world.sandbox.context.clock.advance(NOTIFY_LEASE_MS);
+    world.sandbox.clock.advance(NOTIFY_LEASE_MS);
     await until(async () => (await store.notifications(job.id))[0]?.deliveredAt != null, "the next engine to deliver it");
 
     expect(receiver.deliveries).toHaveLength(2);

@@ -20,14 +20,14 @@ afterEach(async () => {
   world = undefined;
 });
 
-const downloads = (world: World, path: RegExp) => world.sandbox.context.requests.filter((entry) => entry.method === "GET" && path.test(entry.url)).map((entry) => entry.statusCode);
+const downloads = (world: World, path: RegExp) => world.sandbox.requests().filter((entry) => entry.method === "GET" && path.test(entry.url)).map((entry) => entry.statusCode);
 
 describe("result links that expire before they are downloaded", () => {
   it("B: a content link that expired before its download is read again for a fresh one: the job is saved, not failed, and charged once", async () => {
     // B's content links live 10 virtual seconds (0.5 s real); the first download arrives 0.7 s real after it was asked for.
     const b = createBEmulator({ queueTimeMs: 500, renderTimeMs: 2_000, resultUrlTtlMs: 10_000, settlementDelayMs: 1_000 });
     world = await startWorld([b], { timeScale: TIME_SCALE });
-    world.sandbox.context.faults.add({ provider: "b", method: "GET", path: /^\/b\/files\//, fault: { kind: "delay", ms: 700 }, times: 1 });
+    world.sandbox.injectFault({ provider: "b", method: "GET", path: /^\/b\/files\//, fault: { kind: "delay", ms: 700 }, times: 1 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue({ provider: "b", model: "vendorx/video-2.5", operation: "text-to-video", input: { prompt: "a kite over dunes", resolution: "720p", duration_s: 5 } });
     engine.start();
@@ -43,7 +43,7 @@ describe("result links that expire before they are downloaded", () => {
   it("D: a result link that stays dead (D hands back the same one on every poll) fails the job as result_expired after a bounded number of tries, submitted once", async () => {
     const d = createDEmulator({ renderTimeMs: 1_000 });
     world = await startWorld([d], { timeScale: TIME_SCALE });
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: /^\/d-results\//, fault: { kind: "status", status: 403, body: { code: "link_expired", message: "the link expired" } } });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: /^\/d-results\//, fault: { kind: "status", status: 403, body: { code: "link_expired", message: "the link expired" } } });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const job = await enqueue({ provider: "d", model: "gen-2-pro", input: { prompt: "a dead link", width: 256, height: 256 } });
     engine.start();

@@ -75,7 +75,7 @@ function contextFor(bed: BBed, signal = new AbortController().signal) {
 async function finishedAtB(bed: BBed, options: { finishedAgoMs?: number; pollFailures?: number; providerJobId?: boolean; provider?: "b" | "d" } = {}): Promise<Job> {
   const { validated, submitted } = await bed.submitted(imageToVideo());
   bed.advance(QUEUE_MS + RENDER_MS + 1);
-  now = bed.sandbox.context.clock.now();
+  now = bed.sandbox.clock.now();
   const provider = options.provider ?? "b";
   const [inserted] = await store.insertJobs(
     [{ id: `job_${provider}_1`, ref: `${provider}-1`, batchId: null, provider, model: validated.model, operation: validated.operation, body: validated.body, facts: validated.facts, warnings: [], estimateMicroUsd: CLIP_MICRO_USD, estimateSource: "B quote", outDir: folder }],
@@ -137,7 +137,7 @@ describe("settlement of a charge B bills after the job ends (real B sandbox and 
   it("a failed read is retried after a full-jitter backoff from 5 s, counted as a failure, with the reason kept", async () => {
     const bed = await startB({ settlementDelayMs: 0 });
     const job = await finishedAtB(bed, { pollFailures: 3 });
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
     const { context } = contextFor(bed);
     // The largest draw: the fourth failure waits just under 5 s × 2^4.
     vi.spyOn(Math, "random").mockReturnValue(0.999);
@@ -152,7 +152,7 @@ describe("settlement of a charge B bills after the job ends (real B sandbox and 
   it("the settlement backoff stops growing at five minutes", async () => {
     const bed = await startB({ settlementDelayMs: 0 });
     const job = await finishedAtB(bed, { pollFailures: 12 });
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
     const { context } = contextFor(bed);
     vi.spyOn(Math, "random").mockReturnValue(0.5);
     await settleJob(context, job);

@@ -114,7 +114,7 @@ async function untilQuiet(store: Store, ids: string[], boundMs: number): Promise
 
 /** The hung read was handled by the sandbox: its client gave up (timed out), which releases it. */
 function hungAnswerHandled(sandbox: World["sandbox"]): boolean {
-  return sandbox.context.requests.all().some((entry) => entry.fault === "delay" && entry.provider === "a" && READ_PATH.a.test(entry.url) && entry.statusCode !== undefined);
+  return sandbox.requests().some((entry) => entry.fault === "delay" && entry.provider === "a" && READ_PATH.a.test(entry.url) && entry.statusCode !== undefined);
 }
 
 /** Waits until `condition` holds, or the bound passes (then the run goes on: what it checks is asserted afterwards). */
@@ -130,7 +130,7 @@ async function faultedRun(factory: StoreFactory, seed: number, options: { hang: 
   const emulators = emulatorsFor();
   const world = await startWorld(emulators.list, { timeScale: TIME_SCALE, seed });
   const { sandbox } = world;
-  const clock = sandbox.context.clock;
+  const clock = sandbox.clock;
   const outputs = fullDiskFor(plan.fullDiskWrites);
   const { engine, enqueue, server } = await servedEngine(world, store, { virtualTime: true, outputs });
   onFinished(async () => {
@@ -139,7 +139,7 @@ async function faultedRun(factory: StoreFactory, seed: number, options: { hang: 
     await world.close();
   });
 
-  for (const rule of plan.rules) sandbox.context.faults.add(rule);
+  for (const rule of plan.rules) sandbox.injectFault(rule);
   for (const fault of plan.fDeliveryFaults) emulators.f.injectDeliveryFault(fault, 1);
   emulators.d.injectUnknownStatus("Task not found", 1, 1);
   emulators.e.injectUnknownStatus("queued", 8_000, 1);
@@ -160,7 +160,7 @@ async function faultedRun(factory: StoreFactory, seed: number, options: { hang: 
     // An outage cuts every connection: it comes after the cuts met the requests they were meant for (a submit cut by the
     // outage instead ends unknown and is never sent again), and after the hung answer ran into the client's timeout.
     const cuts = plan.rules.filter((rule) => rule.fault.kind === "drop" || rule.fault.kind === "drop_after_handling").length;
-    await waitUpTo(() => sandbox.context.requests.all().filter((entry) => entry.fault === "drop" || entry.fault === "drop_after_handling").length >= cuts, RUN_BOUND_MS);
+    await waitUpTo(() => sandbox.requests().filter((entry) => entry.fault === "drop" || entry.fault === "drop_after_handling").length >= cuts, RUN_BOUND_MS);
     if (options.hang) await waitUpTo(() => hungAnswerHandled(sandbox), RUN_BOUND_MS);
     await clock.sleep(plan.outage.atMs);
     await sandbox.startOutage();
@@ -217,11 +217,11 @@ describe("six providers at once under seeded faults (virtual time, real sandbox,
         expect(await applied("b")).toBeGreaterThanOrEqual(acceptedFromB.size);
         expect(await applied("f")).toBeGreaterThanOrEqual(acceptedFromF.size);
         expect(acceptedFromB.size + acceptedFromF.size).toBeGreaterThanOrEqual(1);
-        const faulted = new Set(sandbox.context.requests.all().map((entry) => entry.fault).filter(Boolean));
+        const faulted = new Set(sandbox.requests().map((entry) => entry.fault).filter(Boolean));
         expect([...faulted].sort()).toEqual(["delay", "drop", "drop_after_handling", "status"]);
         if (hang) {
           // The hung read was given up by the client's timeout and read again.
-          const reads = sandbox.context.requests.filter((entry) => entry.provider === "a" && entry.method === "GET" && READ_PATH.a.test(entry.url));
+          const reads = sandbox.requests().filter((entry) => entry.provider === "a" && entry.method === "GET" && READ_PATH.a.test(entry.url));
           const hung = reads.findIndex((entry) => entry.fault === "delay");
           expect(hung).toBeGreaterThanOrEqual(0);
           expect(reads.slice(hung + 1).some((entry) => entry.url === reads[hung]!.url)).toBe(true);

@@ -35,12 +35,12 @@ async function dWorld(): Promise<{ d: DEmulator; world: World }> {
   return { d, world };
 }
 
-const pollRequests = (world: World) => world.sandbox.context.requests.filter((request) => D_POLL_PATH.test(request.url)).length;
+const pollRequests = (world: World) => world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url)).length;
 
 describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual time)", () => {
   it("a status D does not list keeps the job running with 'provider status X' as its reason and its next poll ahead; a new status is reported once, not at every poll; every poll is counted", async () => {
     const { world } = await dWorld();
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 200, body: { status: "Queued" } }, times: 3 });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 200, body: { status: "Queued" } }, times: 3 });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const seen: Job[] = [];
     engine.on("job", (job) => seen.push(job));
@@ -88,7 +88,7 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
   it("stopping the engine during a poll counts no failure: the job stays running as it was, and the next engine tracks it to the end", async () => {
     const { d, world } = await dWorld();
     // The first poll is held until the client gives up on it (the stop aborts it).
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 30_000 }, times: 1 });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 30_000 }, times: 1 });
     const first = worldEngine(world, store, { virtualTime: true });
     const job = await first.enqueue(pro("a lighthouse"), "lighthouse");
     first.engine.start();
@@ -111,7 +111,7 @@ describe("tracking a job, one poll at a time (SQLite, real sandbox D, virtual ti
   it("D reporting a job Error ends it failed (provider_failed) with D's answer quoted in the message and kept as detail; its charge is recorded as unknown, as D does not say", async () => {
     const { world } = await dWorld();
     const answer = { status: "Error", details: "the model could not render this" };
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 200, body: answer } });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 200, body: answer } });
     const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
     const states: string[] = [];
     engine.on("job", (update) => states.push(update.state));
@@ -171,9 +171,9 @@ describe("a capturing job whose result must be read again (SQLite, real sandboxe
   it("the provider now saying the job is not done keeps it capturing, read again after the provider's longest poll interval (D: 5 s), with no failure counted; then it is saved, submitted and charged once", async () => {
     const { d, world } = await dWorld();
     const stopped = await leftCapturing(world, D_RESULT_PATH, ({ enqueue }) => enqueue(pro("a lighthouse"), "lighthouse"));
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 200, body: { id: stopped.providerJobId, status: "Pending" } }, times: 1 });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "status", status: 200, body: { id: stopped.providerJobId, status: "Pending" } }, times: 1 });
     // The held read is answered a real second late, so the job can be read as the Pending answer left it.
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "delay", ms: 1_000 }, times: 1 });
     const second = worldEngine(world, store, { virtualTime: true });
     second.engine.start();
     const between = await storedJobWhen(store, stopped.id, (job) => job.providerStatus === "Pending", "the Pending answer to be recorded");
@@ -200,7 +200,7 @@ describe("a capturing job whose result must be read again (SQLite, real sandboxe
       expect(reported.usage.tokens).toBeGreaterThan(0);
       if (tokens !== undefined) expect(reported.usage.tokens).toBe(tokens);
       const answer = { id: stopped.providerJobId, status: kind };
-      world.sandbox.context.faults.add({ provider: "a", method: "GET", path: A_TASK_PATH, fault: { kind: "status", status: 200, body: answer } });
+      world.sandbox.injectFault({ provider: "a", method: "GET", path: A_TASK_PATH, fault: { kind: "status", status: 200, body: answer } });
       const second = worldEngine(world, store, { virtualTime: true });
       second.engine.start();
       const [ended] = (await second.wait([stopped.id])).jobs;
@@ -219,7 +219,7 @@ describe("a capturing job whose result must be read again (SQLite, real sandboxe
     world = await startWorld([d], { timeScale: 200 });
     const stopped = await leftCapturing(world!, D_RESULT_PATH, ({ enqueue }) => enqueue(pro("a lighthouse"), "lighthouse"));
     expect(stopped.trackingDeadlineAt).toBe(stopped.submittedAt! + 30 * 60_000);
-    world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" } });
+    world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" } });
     const second = worldEngine(world, store, { virtualTime: true });
     const seen: Job[] = [];
     second.engine.on("job", (job) => seen.push(job));
@@ -228,7 +228,7 @@ describe("a capturing job whose result must be read again (SQLite, real sandboxe
     const failing = await storedJobWhen(store, stopped.id, (job) => job.pollFailures >= 9, "nine failed reads", 30_000);
     expect(failing.state).toBe("capturing");
     expect(failing.error).toBeNull();
-    world.sandbox.context.clock.advance(31 * 60_000);
+    world.sandbox.clock.advance(31 * 60_000);
     const [ended] = (await second.wait([stopped.id])).jobs;
     await second.engine.stop();
     expect(ended!.state).toBe("failed");

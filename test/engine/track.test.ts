@@ -39,7 +39,7 @@ for (const factory of storeFactories) {
     }
 
     const pollsAt = (world: World, after: number) =>
-      world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url) && request.at > after);
+      world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url) && request.at > after).length;
 
     it("D: a job still rendering past the 30-minute tracking deadline fails tracking_deadline_exceeded, frees its slot and is polled no more", async () => {
       const { world } = await dWorld({ renderTimeMs: 5 * 3_600_000 }, 1);
@@ -50,8 +50,8 @@ for (const factory of storeFactories) {
       engine.start();
       const running = await untilJob(engine, store, job.id, (current) => current.state === "running" && current.providerStatus === "Pending");
       expect(running.trackingDeadlineAt).toBe(running.submittedAt! + 30 * 60_000);
-      world.sandbox.context.clock.advance(31 * 60_000);
-      const deadlinePassedAt = world.sandbox.context.clock.now();
+      world.sandbox.clock.advance(31 * 60_000);
+      const deadlinePassedAt = world.sandbox.clock.now();
       const [ended] = (await wait([job.id])).jobs;
       await engine.stop();
       expect(ended!.state).toBe("failed");
@@ -77,7 +77,7 @@ for (const factory of storeFactories) {
       await store.assignBudget("budget_track", [job.id], Date.now());
       engine.start();
       await untilJob(engine, store, job.id, (current) => current.state === "running");
-      world.sandbox.context.clock.advance(31 * 60_000);
+      world.sandbox.clock.advance(31 * 60_000);
       const outcome = await wait([job.id]);
       await engine.stop();
       const ended = outcome.jobs[0]!;
@@ -99,15 +99,15 @@ for (const factory of storeFactories) {
       // More failed polls in a row than the 8 after which a job without a deadline is given up (each poll is
       // itself tried HTTP_ATTEMPTS times by the HTTP layer).
       const DROPPED_POLLS = 10 * HTTP_ATTEMPTS;
-      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" }, times: DROPPED_POLLS });
+      world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" }, times: DROPPED_POLLS });
       const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
       const job = await enqueue(pro("unreachable polls"));
       engine.start();
       const [ended] = (await wait([job.id])).jobs;
       await engine.stop();
       expect(ended!.state).toBe("succeeded");
-      expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url) && request.fault === "drop")).toBe(DROPPED_POLLS);
-      expect(world.sandbox.context.requests.count((request) => request.method === "POST" && request.url.startsWith("/d/v1/"))).toBe(1);
+      expect(world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url) && request.fault === "drop")).toHaveLength(DROPPED_POLLS);
+      expect(world.sandbox.requests().filter((request) => request.method === "POST" && request.url.startsWith("/d/v1/"))).toHaveLength(1);
       const reasons = (await store.events(job.id)).map((event) => event.toState);
       expect(reasons).toEqual(["queued", "submitting", "running", "capturing", "succeeded"]);
     });
@@ -120,20 +120,20 @@ for (const factory of storeFactories) {
       engine.on("job", (update) => {
         if (update.state === "failed") failedSeen.push(update.id);
       });
-      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: refused, times: 2 });
+      world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: refused, times: 2 });
       const survivor = await enqueue(pro("refused twice"));
       engine.start();
       const [succeeded] = (await wait([survivor.id])).jobs;
       expect(succeeded!.state).toBe("succeeded");
 
-      world.sandbox.context.faults.add({ provider: "d", method: "GET", path: D_POLL_PATH, fault: refused });
+      world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: refused });
       const victim = await enqueue(pro("refused for good"));
       const [failed] = (await wait([victim.id])).jobs;
       await engine.stop();
       expect(failed!.state).toBe("failed");
       expect(failed!.error?.code).toBe("provider_rejected");
       expect(failed!.error?.message).toMatch(/^tracking failed after 3 attempts: D answered HTTP 404/);
-      expect(world.sandbox.context.requests.count((request) => D_POLL_PATH.test(request.url) && request.statusCode === 404)).toBe(2 + 3);
+      expect(world.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url) && request.statusCode === 404)).toHaveLength(2 + 3);
       // The provider's error is kept whole, the charge is marked unknown (accepted, never seen to end), and the event says why.
       expect(failed!.error?.detail).toMatchObject({ provider: "d", httpStatus: 404, retryable: false });
       expect(failed!.chargeSource).toBe(UNKNOWN_CHARGE);
@@ -173,15 +173,15 @@ for (const factory of storeFactories) {
       const running = await untilJob(engine, store, job.id, (current) => current.state === "running");
       expect(a.cancelTask(running.providerJobId!)).toBe("cancelled");
       const [ended] = (await wait([job.id])).jobs;
-      const readsWhenEnded = world.sandbox.context.requests.count((request) => request.method === "GET" && request.provider === "a");
+      const readsWhenEnded = world.sandbox.requests().filter((request) => request.method === "GET" && request.provider === "a").length;
       // Past any poll that would still be due, and time for the engine to make it, had the job still been tracked.
-      world.sandbox.context.clock.advance(5 * 60_000);
-      await world.sandbox.context.clock.sleep(5_000);
+      world.sandbox.clock.advance(5 * 60_000);
+      await world.sandbox.clock.sleep(5_000);
       await engine.stop();
       expect(ended!.state).toBe("cancelled");
       expect(ended!.providerStatus).toBe("cancelled");
       expect(ended!.error).toMatchObject({ code: "provider_cancelled", message: "provider reported cancelled" });
-      expect(world.sandbox.context.requests.count((request) => request.method === "GET" && request.provider === "a")).toBe(readsWhenEnded);
+      expect(world.sandbox.requests().filter((request) => request.method === "GET" && request.provider === "a")).toHaveLength(readsWhenEnded);
     });
   });
 }

@@ -1,14 +1,13 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type DEmulator, type DEmulatorOptions, type Sandbox } from "../../src/sandbox/index.js";
 import { tempDir } from "./stores.js";
 
 export const D_KEY = "sandbox-d-key";
 
 export interface DWorld {
-  sandbox: RunningSandbox;
+  sandbox: Sandbox;
   d: DEmulator;
   folder: string;
   /** Environment for a CLI run against this sandbox with a fresh SQLite store and output folder. */
@@ -18,23 +17,21 @@ export interface DWorld {
   close(): Promise<void>;
 }
 
-export async function startDWorld(options: Parameters<typeof createDEmulator>[0] = {}, timeScale = 1): Promise<DWorld> {
-  const d = createDEmulator(options);
-  const sandbox = await startSandbox({ emulators: [d], timeScale });
+export async function startDWorld(options: DEmulatorOptions = {}, timeScale = 1): Promise<DWorld> {
+  const sandbox = await startSandbox({ providers: ["d"], emulators: { d: options }, timeScale });
   const folder = tempDir();
   return {
     sandbox,
-    d,
+    d: sandbox.emulators.d!,
     folder: folder.path,
     env: {
       MEDIAGATE_STORE: `sqlite:${join(folder.path, "mediagate.db")}`,
       MEDIAGATE_OUTPUT_DIR: join(folder.path, "out"),
-      MEDIAGATE_D_BASE_URL: `${sandbox.url}/d`,
-      MEDIAGATE_D_API_KEY: D_KEY,
+      ...sandbox.environment,
     },
-    submits: () => sandbox.context.requests.count((request) => request.method === "POST" && request.url.startsWith("/d/v1/")),
+    submits: () => sandbox.requests({ provider: "d" }).filter((request) => request.method === "POST" && request.url.startsWith("/d/v1/")).length,
     async close() {
-      await sandbox.close();
+      await sandbox.stop();
       folder.remove();
     },
   };

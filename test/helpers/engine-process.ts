@@ -18,7 +18,7 @@ export interface EngineProcess {
  * clock in step with the sandbox's virtual time; resolves once it runs.
  */
 export async function startEngineProcess(world: World, options: { slowWrite?: string; maxMs?: number } = {}): Promise<EngineProcess> {
-  const clock = world.sandbox.context.clock;
+  const clock = world.sandbox.clock;
   const child = spawn(process.execPath, ["--import", tsxLoader, entry], {
     env: cliEnvironment({
       ...world.env,

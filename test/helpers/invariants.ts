@@ -3,9 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { isTerminal, type Job } from "../../src/core/job.js";
 import type { ProviderId } from "../../src/providers/adapter.js";
-import type { AllEmulators } from "../../src/sandbox/all.js";
-import type { LoggedRequest } from "../../src/sandbox/request-log.js";
-import type { RunningSandbox } from "../../src/sandbox/server.js";
+import type { AllEmulators, LoggedRequest, Sandbox } from "../../src/sandbox/index.js";
 import { KyselyStore } from "../../src/store/kysely-store.js";
 import type { Store } from "../../src/store/store.js";
 
@@ -15,7 +13,7 @@ import type { Store } from "../../src/store/store.js";
  */
 export interface InvariantSubject {
   store: Store;
-  sandbox: RunningSandbox;
+  sandbox: Sandbox;
   /** The emulators the sandbox runs (any subset of A–F). */
   emulators: Partial<AllEmulators>;
   /**
@@ -137,7 +135,7 @@ export async function checkInvariants(subject: InvariantSubject): Promise<string
   const { store, sandbox, emulators } = subject;
   const violations: string[] = [];
   const jobs = await store.listJobs();
-  const log = sandbox.context.requests.all();
+  const log = sandbox.requests();
 
   // None lost.
   for (const job of jobs) {

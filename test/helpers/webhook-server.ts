@@ -15,7 +15,7 @@ export async function servedEngine(
   options: Omit<NonNullable<Parameters<typeof worldEngine>[2]>, "publicUrl"> & { /** The ingress clock (the per-source bound, the counters' hours). */ now?: () => number } = {},
 ) {
   const { now: ingressNow, ...engineOptions } = options;
-  const now = ingressNow ?? (options.virtualTime ? () => world.sandbox.context.clock.now() : () => Date.now());
+  const now = ingressNow ?? (options.virtualTime ? () => world.sandbox.clock.now() : () => Date.now());
   // The server must listen before the engine exists (its address is the public URL), so bind first and attach after.
   let ingress: Parameters<typeof buildServer>[0] | undefined;
   const server: FastifyInstance = await buildServer({

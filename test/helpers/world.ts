@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterEach, beforeEach } from "vitest";
 import { IDEMPOTENT_ATTEMPTS } from "../../src/providers/http.js";
-import type { FaultKind } from "../../src/sandbox/faults.js";
+import type { FaultKind } from "../../src/sandbox/index.js";
 import type { Clock } from "../../src/core/clock.js";
 import type { Job } from "../../src/core/job.js";
 import type { OutputWriter } from "../../src/outputs/local-folder.js";
@@ -11,16 +11,15 @@ import type { EngineLogger } from "../../src/engine/logger.js";
 import type { NotifierOptions } from "../../src/engine/notify.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
-import { sandboxEnvironment } from "../../src/sandbox/all.js";
 import type { ProviderEmulator } from "../../src/sandbox/context.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type EmulatorSetups, type Sandbox } from "../../src/sandbox/index.js";
 import type { Store } from "../../src/store/store.js";
 import { type StoreFactory, tempDir } from "./stores.js";
 import { until } from "./until.js";
 import { waitAndRead } from "./wait.js";
 
 export interface World {
-  sandbox: RunningSandbox;
+  sandbox: Sandbox;
   folder: string;
   /** Environment pointing mediagate at this sandbox, with a fresh SQLite store and output folder. */
   env: Record<string, string>;
@@ -29,7 +28,12 @@ export interface World {
 
 /** A sandbox with the given emulators on loopback, and the environment that points mediagate at it. */
 export async function startWorld(emulators: ProviderEmulator[], options: { timeScale?: number; seed?: number; env?: Record<string, string> } = {}): Promise<World> {
-  const sandbox = await startSandbox({ emulators, timeScale: options.timeScale ?? 1, ...(options.seed !== undefined ? { seed: options.seed } : {}) });
+  const sandbox = await startSandbox({
+    providers: emulators.map((emulator) => emulator.id),
+    emulators: Object.fromEntries(emulators.map((emulator) => [emulator.id, emulator])) as EmulatorSetups,
+    timeScale: options.timeScale ?? 1,
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+  });
   const folder = tempDir();
   return {
     sandbox,
@@ -37,11 +41,11 @@ export async function startWorld(emulators: ProviderEmulator[], options: { timeS
     env: {
       MEDIAGATE_STORE: `sqlite:${join(folder.path, "mediagate.db")}`,
       MEDIAGATE_OUTPUT_DIR: join(folder.path, "out"),
-      ...sandboxEnvironment(sandbox.url, emulators.map((emulator) => emulator.id)),
+      ...sandbox.environment,
       ...options.env,
     },
     async close() {
-      await sandbox.close();
+      await sandbox.stop();
       folder.remove();
     },
   };
@@ -59,7 +63,7 @@ export function worldEngine(
 ) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
-  const clock: Clock | undefined = options.virtualTime ? world.sandbox.context.clock : undefined;
+  const clock: Clock | undefined = options.virtualTime ? world.sandbox.clock : undefined;
   const secrets = () => Object.entries(world.env).filter(([name]) => /KEY|SECRET/.test(name)).map(([, value]) => value);
   const engine = new Engine({
     store,
@@ -121,9 +125,8 @@ export function worldEngine(
  * read the job as the failed attempt left it.
  */
 export function failOneAttemptThenHold(world: World, path: RegExp, fault: FaultKind): void {
-  const faults = world.sandbox.context.faults;
-  faults.add({ method: "GET", path, fault, times: IDEMPOTENT_ATTEMPTS });
-  faults.add({ method: "GET", path, fault: { kind: "delay", ms: 1_000 }, times: 1 });
+  world.sandbox.injectFault({ method: "GET", path, fault, times: IDEMPOTENT_ATTEMPTS });
+  world.sandbox.injectFault({ method: "GET", path, fault: { kind: "delay", ms: 1_000 }, times: 1 });
 }
 
 /**
@@ -151,11 +154,11 @@ export function worldPerTest(factory: StoreFactory): { readonly store: Store; wo
  * Returns the job as the store then has it.
  */
 export async function stoppedMidDownload(world: World, store: Store, resultPath: RegExp, start: (engine: ReturnType<typeof worldEngine>) => Promise<Job>): Promise<Job> {
-  world.sandbox.context.faults.add({ method: "GET", path: resultPath, fault: { kind: "delay", ms: 60_000 }, times: 1 });
+  world.sandbox.injectFault({ method: "GET", path: resultPath, fault: { kind: "delay", ms: 60_000 }, times: 1 });
   const first = worldEngine(world, store, { virtualTime: true });
   const job = await start(first);
   first.engine.start();
-  await until(() => world.sandbox.context.requests.all().some((request) => resultPath.test(request.url)), "the download to be asked for");
+  await until(() => world.sandbox.requests().some((request) => resultPath.test(request.url)), "the download to be asked for");
   await first.engine.stop();
   return (await store.getJob(job.id))!;
 }

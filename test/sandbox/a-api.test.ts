@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createAEmulator, type AEmulator, type AEmulatorOptions } from "../../src/sandbox/a/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 const STANDARD_KEY = "sandbox-a-key";
 const ENTERPRISE_KEY = "sandbox-a-enterprise-key";
@@ -9,17 +9,17 @@ const OLDER = "vidgen-1-5-250301";
 const TASKS = "/a/api/v3/contents/generations/tasks";
 const PLAN_TASKS = "/a/api/plan/v3/contents/generations/tasks";
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: AEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
-async function start(options: AEmulatorOptions = {}): Promise<RunningSandbox> {
+async function start(options: AEmulatorOptions = {}): Promise<Sandbox> {
   emulator = createAEmulator(options);
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["a"], emulators: { a: emulator } });
   return sandbox;
 }
 

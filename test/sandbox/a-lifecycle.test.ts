@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createAEmulator, type AEmulator, type AEmulatorOptions, type ATaskObject } from "../../src/sandbox/a/index.js";
 import { probeVideo } from "../../src/sandbox/media/video-probe.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 const KEY = "sandbox-a-key";
 const NEWEST = "vidgen-2-0-250601";
@@ -12,12 +12,12 @@ const TASKS = "/a/api/v3/contents/generations/tasks";
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: AEmulator;
 let hookServer: Server | undefined;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
   await new Promise<void>((resolve) => {
     if (!hookServer) return resolve();
@@ -28,13 +28,13 @@ afterEach(async () => {
 });
 
 /** Fixed queue and render times, so that a clock.advance() lands in a known status. */
-async function start(options: AEmulatorOptions = {}): Promise<RunningSandbox> {
+async function start(options: AEmulatorOptions = {}): Promise<Sandbox> {
   emulator = createAEmulator({ queueMs: 1_000, renderMs: 30_000, ...options });
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["a"], emulators: { a: emulator } });
   return sandbox;
 }
 
-const advance = (ms: number) => sandbox!.context.clock.advance(ms);
+const advance = (ms: number) => sandbox!.clock.advance(ms);
 const text = (prompt: string) => ({ type: "text", text: prompt });
 
 async function create(body: Record<string, unknown> = {}): Promise<string> {
@@ -82,7 +82,7 @@ describe("A: task states", () => {
 
   it("A: a high time scale moves tasks with no clock.advance()", async () => {
     emulator = createAEmulator({ queueMs: 1_000, renderMs: 30_000 });
-    sandbox = await startSandbox({ emulators: [emulator], timeScale: 1_000 });
+    sandbox = await startSandbox({ providers: ["a"], emulators: { a: emulator }, timeScale: 1_000 });
     const id = await create();
     await vi.waitFor(async () => expect((await read(id)).task.status).toBe("succeeded"), { timeout: 2_000, interval: 20 });
   });

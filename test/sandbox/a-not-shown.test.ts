@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createAEmulator, type AEmulator } from "../../src/sandbox/a/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 /**
  * Where spec A shows no default, a field a client leaves out is the
@@ -14,17 +14,17 @@ const MODEL = "vidgen-2-0-250601";
 const TASKS = "/a/api/v3/contents/generations/tasks";
 const FRAME_DATA_URI = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: AEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 async function start(): Promise<void> {
   emulator = createAEmulator();
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["a"], emulators: { a: emulator } });
 }
 
 async function create(body: Record<string, unknown>): Promise<{ status: number; body: { id?: string; error?: { param?: string } } }> {

@@ -1,23 +1,23 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createAEmulator, type AEmulator } from "../../src/sandbox/a/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 const STANDARD_KEY = "sandbox-a-key";
 const ENTERPRISE_KEY = "sandbox-a-enterprise-key";
 const TASKS = "/a/api/v3/contents/generations/tasks";
 const PLAN_TASKS = "/a/api/plan/v3/contents/generations/tasks";
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: AEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 async function start(): Promise<void> {
   emulator = createAEmulator();
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["a"], emulators: { a: emulator } });
 }
 
 /** A poll (of an id that does not exist: it still counts, like every request). */
@@ -61,16 +61,16 @@ describe("A: rate limit", () => {
     await start();
     await burst(180, () => poll());
     expect((await poll()).status).toBe(429);
-    sandbox!.context.clock.advance(60_000);
+    sandbox!.clock.advance(60_000);
     expect((await poll()).status).toBe(404);
   });
 
   it("A: a request answered 429 does not count against the window", async () => {
     await start();
     await burst(180, () => poll());
-    sandbox!.context.clock.advance(30_000);
+    sandbox!.clock.advance(30_000);
     expect(await burst(5, () => poll())).toEqual([429, 429, 429, 429, 429]);
-    sandbox!.context.clock.advance(30_000);
+    sandbox!.clock.advance(30_000);
     // Had the five 429s counted, they would still be in the window and only 175 would pass.
     expect(await burst(180, () => poll())).not.toContain(429);
   });

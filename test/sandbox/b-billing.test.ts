@@ -3,12 +3,12 @@ import { B_KEY, call, IMAGE_TO_VIDEO, readJob, startB, submit, VALID_IMAGE_TO_VI
 
 let world: BSandbox | undefined;
 afterEach(async () => {
-  await world?.sandbox.close();
+  await world?.sandbox.stop();
   world = undefined;
 });
 
 function today(world: BSandbox): string {
-  return new Date(world.sandbox.context.clock.now()).toISOString().slice(0, 10);
+  return new Date(world.sandbox.clock.now()).toISOString().slice(0, 10);
 }
 
 describe("B billing", () => {

@@ -4,7 +4,7 @@ import { B_KEY, call, IMAGE_TO_VIDEO, startB, submit, type BSandbox } from "./b-
 
 let world: BSandbox | undefined;
 afterEach(async () => {
-  await world?.sandbox.close();
+  await world?.sandbox.stop();
   world = undefined;
 });
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createBEmulator, type BEmulator, type BEmulatorOptions } from "../../src/sandbox/b/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 /** Plain HTTP helpers for the B emulator's tests: what a client sends over loopback, nothing of our client. */
 
@@ -10,7 +10,7 @@ export const IMAGE_TO_VIDEO = "vendorx/video-2.5/image-to-video";
 export const VALID_IMAGE_TO_VIDEO = { image: "https://images.example.com/cat.png", resolution: "720p", duration_s: 5 };
 
 export interface BSandbox {
-  sandbox: RunningSandbox;
+  sandbox: Sandbox;
   b: BEmulator;
   /** The client's base URL, `{sandbox}/b`. */
   baseUrl: string;
@@ -21,8 +21,8 @@ export interface BSandbox {
 /** Fixed render time (1 s queued + 10 s running) so tests move time with advance(). */
 export async function startB(options: BEmulatorOptions = {}, timeScale = 1): Promise<BSandbox> {
   const b = createBEmulator({ queueTimeMs: 1_000, renderTimeMs: 10_000, ...options });
-  const sandbox = await startSandbox({ emulators: [b], timeScale });
-  return { sandbox, b, baseUrl: `${sandbox.url}/b`, advance: (ms) => sandbox.context.clock.advance(ms) };
+  const sandbox = await startSandbox({ providers: ["b"], emulators: { b: b }, timeScale });
+  return { sandbox, b, baseUrl: `${sandbox.url}/b`, advance: (ms) => sandbox.clock.advance(ms) };
 }
 
 export interface Answer<T = Record<string, any>> {

@@ -5,7 +5,7 @@ import { B_KEY, call, IMAGE_TO_VIDEO, readJob, startB, submit, VALID_IMAGE_TO_VI
 
 let world: BSandbox | undefined;
 afterEach(async () => {
-  await world?.sandbox.close();
+  await world?.sandbox.stop();
   world = undefined;
 });
 

@@ -6,7 +6,7 @@ import { IMAGE_TO_VIDEO, startB, startReceiver, submit, VALID_IMAGE_TO_VIDEO, ty
 let world: BSandbox | undefined;
 let receiver: Receiver | undefined;
 afterEach(async () => {
-  await world?.sandbox.close();
+  await world?.sandbox.stop();
   await receiver?.close();
   world = undefined;
   receiver = undefined;
@@ -55,7 +55,7 @@ describe("B webhooks", () => {
     world.advance(3_600_000);
     await world.b.flushWebhooks();
     const [delivery] = receiver.received;
-    expect(Math.abs(Number(delivery!.headers["webhook-timestamp"]) - world.sandbox.context.clock.now() / 1000)).toBeLessThan(5);
+    expect(Math.abs(Number(delivery!.headers["webhook-timestamp"]) - world.sandbox.clock.now() / 1000)).toBeLessThan(5);
     // Signed correctly, but an hour ahead of a wall-clock receiver.
     expect(() => new Webhook(world!.b.webhookSecret).verify(delivery!.body, headersOf(delivery!))).toThrow(/too new/);
   });
@@ -179,7 +179,7 @@ describe("B webhooks", () => {
     await submit(world, IMAGE_TO_VIDEO, { ...VALID_IMAGE_TO_VIDEO, webhook_url: receiver.url });
     world.advance(11_000);
     await world.b.flushWebhooks();
-    await world.sandbox.close();
+    await world.sandbox.stop();
     world.advance(10 * 3_600_000);
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(receiver.received).toHaveLength(1);

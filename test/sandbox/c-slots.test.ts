@@ -1,25 +1,25 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { C_TIER_SLOTS, createCEmulator, type CEmulator, type CEmulatorOptions, type CTier } from "../../src/sandbox/c/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 const KEY = "sandbox-c-key";
 const MINUTE = 60_000;
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: CEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 async function start(options: CEmulatorOptions = {}): Promise<void> {
   emulator = createCEmulator({ renderMs: 2 * MINUTE, ...options });
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["c"], emulators: { c: emulator } });
 }
 
-const advance = (ms: number) => sandbox!.context.clock.advance(ms);
+const advance = (ms: number) => sandbox!.clock.advance(ms);
 
 async function submit(apiKey = KEY): Promise<{ ErrCode: number; Resp: { video_id?: string } }> {
   const response = await fetch(`${sandbox!.url}/c/openapi/v2/video/text/generate`, {
@@ -128,7 +128,7 @@ describe("C: tier slots", () => {
 
   it("C: the inspection API lists tasks with virtual createdAt and finishedAt", async () => {
     await start({ tier: "free" });
-    const startedAt = sandbox!.context.clock.now();
+    const startedAt = sandbox!.clock.now();
     const videoId = (await submit()).Resp.video_id!;
     const generating = emulator.task(videoId)!;
     expect(generating.createdAt).toBeGreaterThanOrEqual(startedAt);
@@ -140,7 +140,7 @@ describe("C: tier slots", () => {
 
   it("C: a high time scale moves tasks with no clock.advance()", async () => {
     emulator = createCEmulator({ renderMs: 2 * MINUTE });
-    sandbox = await startSandbox({ emulators: [emulator], timeScale: 2_000 });
+    sandbox = await startSandbox({ providers: ["c"], emulators: { c: emulator }, timeScale: 2_000 });
     const videoId = (await submit()).Resp.video_id!;
     await new Promise((resolve) => setTimeout(resolve, 120));
     expect(await status(videoId)).toBe(1);

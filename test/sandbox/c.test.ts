@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { createCEmulator, type CEmulator, type CEmulatorOptions } from "../../src/sandbox/c/index.js";
 import { probeVideo } from "../../src/sandbox/media/video-probe.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 const KEY = "sandbox-c-key";
 const SUBMIT = "/c/openapi/v2/video/text/generate";
@@ -18,17 +18,17 @@ const SEEN_BODY = {
   seed: 0,
 };
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: CEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 async function start(options: CEmulatorOptions = {}): Promise<void> {
   emulator = createCEmulator({ renderMs: 60_000, ...options });
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["c"], emulators: { c: emulator } });
 }
 
 interface Envelope {
@@ -61,7 +61,7 @@ async function result(videoId: string, overrides: Record<string, string | undefi
   return envelope(await fetch(`${sandbox!.url}${RESULT}/${videoId}`, { headers: getHeaders }));
 }
 
-const advance = (ms: number) => sandbox!.context.clock.advance(ms);
+const advance = (ms: number) => sandbox!.clock.advance(ms);
 
 describe("C: submit and result", () => {
   it("C: submit answers { ErrCode 0, Resp.video_id }; the result is 5 while generating, then 1 with a url", async () => {

@@ -5,7 +5,7 @@ import { D_KEY, poll, PROMPT, startD, submit, submitOk, type DSandbox } from "./
 
 let world: DSandbox | undefined;
 afterEach(async () => {
-  await world?.sandbox.close();
+  await world?.sandbox.stop();
   world = undefined;
 });
 
@@ -169,7 +169,7 @@ describe("D output size", () => {
     expect(d.d.job(id)?.requestedSize).toEqual({ width: 4096, height: 4096 });
     expect(d.d.job(id)?.outputSize).toEqual({ width: 2048, height: 2048 });
 
-    d.sandbox.context.clock.advance(1_000);
+    d.sandbox.clock.advance(1_000);
     const ready = await poll(polling_url);
     const image = Buffer.from(await (await fetch(ready.body.result!.sample)).arrayBuffer());
     expect(pngSize(image)).toEqual({ width: 2048, height: 2048 });
@@ -254,7 +254,7 @@ describe("D reference images", () => {
     const d = await started();
     expect((await submit(d, "gen-ctx-max", { ...PROMPT, ...references(4) })).status).toBe(200);
     expect((await submit(d, "gen-ctx-max", { ...PROMPT, ...references(5) })).status).toBe(422);
-    await d.sandbox.close();
+    await d.sandbox.stop();
     const wider = await started({ referenceLimits: { "gen-ctx-max": 8 } });
     expect((await submit(wider, "gen-ctx-max", { ...PROMPT, ...references(8) })).status).toBe(200);
   });

@@ -1,12 +1,12 @@
 import { createDEmulator, type DEmulator, type DEmulatorOptions, type DErrorBody } from "../../src/sandbox/d/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 /** Plain HTTP helpers for the D emulator's tests: what a client sends over loopback, nothing of our client. */
 
 export const D_KEY = "sandbox-d-key";
 
 export interface DSandbox {
-  sandbox: RunningSandbox;
+  sandbox: Sandbox;
   d: DEmulator;
   /** The client's base URL, `{sandbox}/d`. */
   baseUrl: string;
@@ -14,7 +14,7 @@ export interface DSandbox {
 
 export async function startD(options: DEmulatorOptions = {}, timeScale = 1): Promise<DSandbox> {
   const d = createDEmulator({ renderTimeMs: 10_000, ...options });
-  const sandbox = await startSandbox({ emulators: [d], timeScale });
+  const sandbox = await startSandbox({ providers: ["d"], emulators: { d: d }, timeScale });
   return { sandbox, d, baseUrl: `${sandbox.url}/d` };
 }
 

@@ -4,7 +4,7 @@ import { D_KEY, poll, PROMPT, startD, submitOk, type DSandbox } from "./d-http.j
 
 let world: DSandbox | undefined;
 afterEach(async () => {
-  await world?.sandbox.close();
+  await world?.sandbox.stop();
   world = undefined;
 });
 
@@ -18,7 +18,7 @@ const TEN_MINUTES = 10 * 60_000;
 
 /** Moves virtual time past the render time of every job submitted so far. */
 function renderAll(d: DSandbox): void {
-  d.sandbox.context.clock.advance(RENDER_MS + 1_000);
+  d.sandbox.clock.advance(RENDER_MS + 1_000);
 }
 
 describe("D submit and poll", () => {
@@ -47,7 +47,7 @@ describe("D submit and poll", () => {
     expect((await poll(`${submitUrl.origin}${pollingUrl.pathname}${pollingUrl.search}`)).status).toBe(404);
     expect((await poll(`${d.baseUrl}/v1/get_result${pollingUrl.search}`)).status).toBe(404);
 
-    const polls = d.sandbox.context.requests.filter((request) => request.url.startsWith(pollingUrl.pathname));
+    const polls = d.sandbox.requests().filter((request) => request.url.startsWith(pollingUrl.pathname));
     expect(polls.map((request) => request.provider)).toEqual(["d", "d"]);
   });
 
@@ -95,7 +95,7 @@ describe("D submit and poll", () => {
     renderAll(d);
     const sample = (await poll(polling_url)).body.result!.sample;
     const readyAt = d.d.job(id)!.readyAt!;
-    const { clock } = d.sandbox.context;
+    const { clock } = d.sandbox;
 
     clock.advance(readyAt + TEN_MINUTES - 5_000 - clock.now());
     expect((await fetch(sample)).status).toBe(200);
@@ -112,10 +112,10 @@ describe("D submit and poll", () => {
     const d = await started({ renderTimeMs: RENDER_MS });
     const { polling_url } = await submitOk(d, "gen-2-pro", { ...PROMPT, width: 128, height: 128 });
     // The client polls late: the link it gets has less than ten minutes left.
-    d.sandbox.context.clock.advance(RENDER_MS + TEN_MINUTES - 30_000);
+    d.sandbox.clock.advance(RENDER_MS + TEN_MINUTES - 30_000);
     const sample = (await poll(polling_url)).body.result!.sample;
     expect((await fetch(sample)).status).toBe(200);
-    d.sandbox.context.clock.advance(60_000);
+    d.sandbox.clock.advance(60_000);
     expect((await fetch(sample)).status).toBe(403);
   });
 
@@ -205,7 +205,7 @@ describe("D render time", () => {
       expect(renderTime).toBeLessThanOrEqual(3_000);
     }
     expect(new Set(renderTimes).size).toBeGreaterThan(1);
-    d.sandbox.context.clock.advance(3_001);
+    d.sandbox.clock.advance(3_001);
     expect(d.d.jobs.every((job) => job.status === "Ready")).toBe(true);
   });
 

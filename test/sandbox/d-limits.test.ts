@@ -5,7 +5,7 @@ import { PROMPT, startD, submit, submitOk, type DSandbox } from "./d-http.js";
 
 let world: DSandbox | undefined;
 afterEach(async () => {
-  await world?.sandbox.close();
+  await world?.sandbox.stop();
   world = undefined;
 });
 
@@ -40,7 +40,7 @@ describe("D concurrency", () => {
     expect(d.d.submitCount).toBe(25);
 
     // Once tasks finish, their places free up.
-    d.sandbox.context.clock.advance(10_001);
+    d.sandbox.clock.advance(10_001);
     expect(d.d.activeCount()).toBe(0);
     expect((await submit(d, "gen-2-pro", SMALL)).status).toBe(200);
   });
@@ -62,7 +62,7 @@ describe("D concurrency", () => {
     expect(d.d.activeCount()).toBe(24);
     expect((await submit(d, "gen-2-pro", SMALL)).status).toBe(429);
 
-    await d.sandbox.close();
+    await d.sandbox.stop();
     const other = await started();
     await submitMany(other, "gen-2-pro", 20);
     await submitMany(other, "gen-ctx-max", 4);
@@ -76,7 +76,7 @@ describe("D concurrency", () => {
     d.d.failNextJobs("Failed", 12);
     await submitMany(d, "gen-2-pro", 24);
     expect((await submit(d, "gen-2-pro", SMALL)).status).toBe(429);
-    d.sandbox.context.clock.advance(10_001);
+    d.sandbox.clock.advance(10_001);
     expect((await submit(d, "gen-2-pro", SMALL)).status).toBe(200);
   });
 

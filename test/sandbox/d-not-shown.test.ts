@@ -9,7 +9,7 @@ import { startD, submit, submitOk, type DSandbox } from "./d-http.js";
 
 let d: DSandbox | undefined;
 afterEach(async () => {
-  await d?.sandbox.close();
+  await d?.sandbox.stop();
   d = undefined;
 });
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { pngSize } from "../../src/sandbox/media/png.js";
 import { createEEmulator, DEFAULT_E_CLIENT, E_REQUIRED_SCOPES, type EEmulator } from "../../src/sandbox/e/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 /**
  * spec E: "Other options … Their names, the fields of the fill, composite
@@ -10,10 +10,10 @@ import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
  * says 'not shown'").
  */
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let e: EEmulator;
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
@@ -21,7 +21,7 @@ const CLIENT_ID = DEFAULT_E_CLIENT.clientId;
 
 async function start(): Promise<string> {
   e = createEEmulator({ requestsPerMinute: 100, renderMs: 5_000 });
-  sandbox = await startSandbox({ emulators: [e] });
+  sandbox = await startSandbox({ providers: ["e"], emulators: { e: e } });
   const response = await fetch(`${sandbox.url}/e-auth/ims/token/v3`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -51,7 +51,7 @@ describe("E: where the spec says 'not shown'", () => {
     const { jobId, statusUrl } = (await answer.json()) as { jobId: string; statusUrl: string };
     expect(e.job(jobId)?.body).toEqual(body);
 
-    sandbox!.context.clock.advance(5_000);
+    sandbox!.clock.advance(5_000);
     const done = (await (await fetch(statusUrl, { headers })).json()) as {
       status: string;
       result: { size: { width: number; height: number }; contentClass: string; outputs: { seed: number; image: { url: string } }[] };

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { pngSize, renderPng } from "../../src/sandbox/media/png.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import {
   createEEmulator,
   DEFAULT_E_CLIENT,
@@ -9,9 +9,9 @@ import {
   type EEmulatorOptions,
 } from "../../src/sandbox/e/index.js";
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
@@ -19,9 +19,9 @@ const CLIENT_ID = DEFAULT_E_CLIENT.clientId;
 const SCOPE = E_REQUIRED_SCOPES.join(",");
 
 /** A sandbox with E; quota-neutral tests raise the per-minute limit so they need not step the clock. */
-async function start(options: EEmulatorOptions = {}): Promise<{ sandbox: RunningSandbox; e: EEmulator }> {
+async function start(options: EEmulatorOptions = {}): Promise<{ sandbox: Sandbox; e: EEmulator }> {
   const e = createEEmulator(options);
-  sandbox = await startSandbox({ emulators: [e] });
+  sandbox = await startSandbox({ providers: ["e"], emulators: { e: e } });
   return { sandbox, e };
 }
 
@@ -117,7 +117,7 @@ describe("E token endpoint", () => {
     const { sandbox } = await start({ tokenLifetimeSeconds: 3_600 });
     const accessToken = await token(sandbox.url);
     expect((await submit(sandbox.url, accessToken, "/v3/images/generate-async", { prompt: "a fox" })).status).toBe(202);
-    sandbox.context.clock.advance(3_600_000);
+    sandbox.clock.advance(3_600_000);
     const response = await submit(sandbox.url, accessToken, "/v3/images/generate-async", { prompt: "a fox" });
     expect(response.status).toBe(401);
     expect(await response.json()).toMatchObject({ error_code: "token_expired" });
@@ -197,7 +197,7 @@ describe("E API", () => {
     const answer = (await (await submit(sandbox.url, accessToken, "/v3/images/generate-async", body)).json()) as SubmitAnswer;
     const running = await (await fetch(answer.statusUrl, { headers: authHeaders(accessToken) })).json();
     expect(running).toEqual({ status: "running", jobId: answer.jobId });
-    sandbox.context.clock.advance(10_000);
+    sandbox.clock.advance(10_000);
     const done = (await (await fetch(answer.statusUrl, { headers: authHeaders(accessToken) })).json()) as {
       status: string;
       jobId: string;
@@ -219,7 +219,7 @@ describe("E API", () => {
     expect(view.firstSucceededReadAt).toBeGreaterThanOrEqual(view.completedAt!);
     expect(view.downloads).toHaveLength(1);
     // Links expire (1 h of virtual time from completion by default).
-    sandbox.context.clock.advance(3_600_000);
+    sandbox.clock.advance(3_600_000);
     expect((await fetch(done.result.outputs[1]!.image.url)).status).toBe(403);
   });
 
@@ -228,7 +228,7 @@ describe("E API", () => {
     e.injectOutcome("failed");
     const accessToken = await token(sandbox.url);
     const answer = (await (await submit(sandbox.url, accessToken, "/v3/images/generate-async", { prompt: "x" })).json()) as SubmitAnswer;
-    sandbox.context.clock.advance(1_000);
+    sandbox.clock.advance(1_000);
     expect(await (await fetch(answer.statusUrl, { headers: authHeaders(accessToken) })).json()).toEqual({ status: "failed" });
   });
 
@@ -239,9 +239,9 @@ describe("E API", () => {
     const answer = (await (await submit(sandbox.url, accessToken, "/v3/images/generate-async", { prompt: "x" })).json()) as SubmitAnswer;
     const read = async () => ((await (await fetch(answer.statusUrl, { headers: authHeaders(accessToken) })).json()) as { status: string }).status;
     expect(await read()).toBe("queued");
-    sandbox.context.clock.advance(5_000);
+    sandbox.clock.advance(5_000);
     expect(await read()).toBe("running");
-    sandbox.context.clock.advance(15_000);
+    sandbox.clock.advance(15_000);
     expect(await read()).toBe("succeeded");
   });
 
@@ -264,7 +264,7 @@ describe("E API", () => {
     const cancelled = await fetch(first.cancelUrl, { method: "PUT", headers: authHeaders(accessToken) });
     expect(cancelled.status).toBe(200);
     expect(await cancelled.json()).toEqual({ status: "canceled", jobId: first.jobId });
-    sandbox.context.clock.advance(10_000);
+    sandbox.clock.advance(10_000);
     expect(await (await fetch(first.statusUrl, { headers: authHeaders(accessToken) })).json()).toEqual({
       status: "canceled",
       jobId: first.jobId,
@@ -322,10 +322,10 @@ describe("E uploads and image operations", () => {
     const accessToken = await token(sandbox.url);
     const { images } = (await (await upload(sandbox.url, accessToken, renderPng(64, 64, "s", 1))).json()) as { images: { id: string }[] };
     const image = { source: { uploadId: images[0]!.id } };
-    sandbox.context.clock.advance(7 * 24 * 3_600_000 - 60_000);
+    sandbox.clock.advance(7 * 24 * 3_600_000 - 60_000);
     const fresh = await token(sandbox.url);
     expect((await submit(sandbox.url, fresh, "/v3/images/generate-similar-async", { image })).status).toBe(202);
-    sandbox.context.clock.advance(60_000);
+    sandbox.clock.advance(60_000);
     const stale = await submit(sandbox.url, fresh, "/v3/images/generate-similar-async", { image });
     expect(stale.status).toBe(400);
     expect(await stale.json()).toMatchObject({ error_code: "upload_expired" });
@@ -336,7 +336,7 @@ describe("E quota", () => {
   it("E: a fifth request within a minute gets 429 with retry-after", async () => {
     const { sandbox, e } = await start();
     const accessToken = await token(sandbox.url);
-    const { clock } = sandbox.context;
+    const { clock } = sandbox;
     for (let i = 0; i < 4; i++) {
       expect((await submit(sandbox.url, accessToken, "/v3/images/generate-async", { prompt: `p${i}` })).status).toBe(202);
       clock.advance(10_000);

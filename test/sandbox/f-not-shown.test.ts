@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { pngSize } from "../../src/sandbox/media/png.js";
 import { createFEmulator, type FEmulator } from "../../src/sandbox/f/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 /**
  * Where spec F shows no value set or default, the emulator accepts what a
@@ -10,16 +10,16 @@ import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
 
 const API_KEY = "sandbox-f-key";
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let f: FEmulator;
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 async function start(): Promise<void> {
   f = createFEmulator({ renderMs: 0 });
-  sandbox = await startSandbox({ emulators: [f] });
+  sandbox = await startSandbox({ providers: ["f"], emulators: { f: f } });
 }
 
 async function generate(fields: Record<string, string>): Promise<Response> {

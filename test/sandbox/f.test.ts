@@ -2,18 +2,18 @@ import { createHash, createPublicKey, verify } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ProviderEmulator } from "../../src/sandbox/context.js";
+import { createAEmulator } from "../../src/sandbox/a/index.js";
 import { pngSize } from "../../src/sandbox/media/png.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createFEmulator, type FEmulator, type FEmulatorOptions, type FJwk } from "../../src/sandbox/f/index.js";
 import { until } from "../helpers/until.js";
 
 const API_KEY = "sandbox-f-key";
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 const servers: Server[] = [];
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
@@ -21,9 +21,9 @@ afterEach(async () => {
   }
 });
 
-async function start(options: FEmulatorOptions = {}): Promise<{ sandbox: RunningSandbox; f: FEmulator }> {
+async function start(options: FEmulatorOptions = {}): Promise<{ sandbox: Sandbox; f: FEmulator }> {
   const f = createFEmulator(options);
-  sandbox = await startSandbox({ emulators: [f] });
+  sandbox = await startSandbox({ providers: ["f"], emulators: { f: f } });
   return { sandbox, f };
 }
 
@@ -145,14 +145,9 @@ describe("F requests", () => {
   });
 
   it("F: the multipart parser is F's alone; other providers' routes on the shared server do not get it", async () => {
-    const neighbour: ProviderEmulator = {
-      id: "a",
-      register(app) {
-        app.post("/a/echo", async () => ({ ok: true }));
-      },
-    };
-    sandbox = await startSandbox({ emulators: [createFEmulator(), neighbour] });
-    expect((await fetch(`${sandbox.url}/a/echo`, { method: "POST", body: form(SMALL) })).status).toBe(415);
+    sandbox = await startSandbox({ providers: ["a", "f"], emulators: { a: createAEmulator(), f: createFEmulator() } });
+    const toA = await fetch(`${sandbox.url}/a/api/v3/contents/generations/tasks`, { method: "POST", headers: { authorization: "Bearer sandbox-a-key" }, body: form(SMALL) });
+    expect(toA.status).toBe(415);
     expect((await generate(sandbox.url, SMALL)).status).toBe(200);
   });
 
@@ -162,7 +157,7 @@ describe("F requests", () => {
     for (const webhookUrl of [hook.url, "https://127.0.0.1/hook", "https://localhost/hook", "https://[::1]/hook"]) {
       expect((await generate(refusing.sandbox.url, SMALL, { webhookUrl })).status).toBe(400);
     }
-    await refusing.sandbox.close();
+    await refusing.sandbox.stop();
     const allowing = await start({ allowLoopbackWebhooks: true });
     expect((await generate(allowing.sandbox.url, SMALL, { webhookUrl: hook.url })).status).toBe(200);
     // The deviation covers loopback only.
@@ -195,7 +190,7 @@ describe("F generations", () => {
     expect(id).toMatch(/^[A-Za-z0-9_-]+$/);
     const read = async () => fetch(`${sandbox.url}/f/v1/generations/${id}`, { headers: { "Api-Key": API_KEY } });
     expect(await (await read()).json()).toEqual({ status: "pending" });
-    sandbox.context.clock.advance(8_000);
+    sandbox.clock.advance(8_000);
     const payload = (await (await read()).json()) as { created: string; generation_id: string; data: { url: string; prompt: string; resolution: string; seed: number; is_image_safe: boolean }[] };
     expect(payload.generation_id).toBe(id);
     expect(new Date(payload.created).getTime()).toBe(f.generation(id)!.readyAt);
@@ -206,7 +201,7 @@ describe("F generations", () => {
     const image = await fetch(payload.data[0]!.url);
     expect(image.headers.get("content-type")).toBe("image/png");
     expect(pngSize(Buffer.from(await image.arrayBuffer()))).toEqual({ width: 320, height: 256 });
-    sandbox.context.clock.advance(3_600_000);
+    sandbox.clock.advance(3_600_000);
     expect((await fetch(payload.data[1]!.url)).status).toBe(403);
   });
 
@@ -246,21 +241,21 @@ describe("F deliveries", () => {
   it("F: X-Img-Webhook-Timestamp is wall-clock time by default, however far virtual time runs ahead; \"virtual\" follows the sandbox's clock", async () => {
     const hook = await receiver();
     const { sandbox, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0 });
-    sandbox.context.clock.advance(3_600_000);
+    sandbox.clock.advance(3_600_000);
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
     await until(() => f.generation(id)?.delivery?.state === "acknowledged", "the delivery to be acknowledged", 3_000);
     const realTimestamp = Number(hook.received[0]!.headers["x-img-webhook-timestamp"]);
     expect(Math.abs(realTimestamp - Date.now() / 1000)).toBeLessThan(5);
     expect(verifies((await jwks(sandbox.url))[0]!, hook.received[0]!.headers, hook.received[0]!.body)).toBe(true);
-    await sandbox.close();
+    await sandbox.stop();
 
     const virtualHook = await receiver();
     const virtual = await start({ allowLoopbackWebhooks: true, renderMs: 0, webhookTimestampClock: "virtual" });
-    virtual.sandbox.context.clock.advance(3_600_000);
+    virtual.sandbox.clock.advance(3_600_000);
     const virtualId = await generationId(await generate(virtual.sandbox.url, SMALL, { webhookUrl: virtualHook.url }));
     await until(() => virtual.f.generation(virtualId)?.delivery?.state === "acknowledged", "the delivery to be acknowledged", 3_000);
     const virtualTimestamp = Number(virtualHook.received[0]!.headers["x-img-webhook-timestamp"]);
-    expect(Math.abs(virtualTimestamp - virtual.sandbox.context.clock.now() / 1000)).toBeLessThan(5);
+    expect(Math.abs(virtualTimestamp - virtual.sandbox.clock.now() / 1000)).toBeLessThan(5);
     expect(virtualTimestamp - realTimestamp).toBeGreaterThan(3_500);
   });
 
@@ -269,9 +264,9 @@ describe("F deliveries", () => {
     const { sandbox, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0, retryDelaysMs: [10_000, 10_000, 10_000] });
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
     await until(() => hook.received.length === 1 && f.generation(id)?.delivery?.state === "waiting", "one refused delivery, a retry waiting", 3_000);
-    sandbox.context.clock.advance(10_000);
+    sandbox.clock.advance(10_000);
     await until(() => hook.received.length === 2 && f.generation(id)?.delivery?.state === "waiting", "two refused deliveries, a retry waiting", 3_000);
-    sandbox.context.clock.advance(10_000);
+    sandbox.clock.advance(10_000);
     await until(() => f.generation(id)?.delivery?.state === "acknowledged", "the delivery to be acknowledged", 3_000);
     expect(f.deliveries().map((attempt) => [attempt.attempt, attempt.statusCode, attempt.outcome])).toEqual([
       [1, 500, "rejected"],
@@ -289,7 +284,7 @@ describe("F deliveries", () => {
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
     await until(() => f.generation(id)?.delivery?.state === "waiting" && f.deliveries().length === 1, "one failed attempt, a retry waiting", 3_000);
     expect(f.deliveries()[0]!.outcome).toBe("timeout");
-    sandbox.context.clock.advance(1_000);
+    sandbox.clock.advance(1_000);
     await until(() => f.generation(id)?.delivery?.state === "exhausted", "the delivery attempts to be exhausted", 3_000);
     expect(f.deliveries().map((attempt) => attempt.outcome)).toEqual(["timeout", "rejected"]);
   });
@@ -325,7 +320,7 @@ describe("F deliveries", () => {
     const id = await generationId(await generate(sandbox.url, SMALL, { webhookUrl: hook.url }));
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(hook.received).toHaveLength(0);
-    sandbox.context.clock.advance(60_000);
+    sandbox.clock.advance(60_000);
     await until(() => hook.received.length === 1, "the first delivery at the receiver", 3_000);
     // The receiver has the body before the sandbox has read its answer: acknowledged follows.
     await until(() => f.generation(id)?.delivery?.state === "acknowledged", "the delivery to be acknowledged", 3_000);
@@ -364,7 +359,7 @@ describe("F deliveries", () => {
     expect(headers["x-img-webhook-key-id"]).toBe(newKey.kid);
     expect(verifies(newKey.jwk, headers, body)).toBe(true);
     expect(verifies(oldKey!, headers, body)).toBe(false);
-    sandbox.context.clock.advance(3_600_000);
+    sandbox.clock.advance(3_600_000);
     expect((await jwks(sandbox.url)).map((key) => key.kid)).toEqual([newKey.kid]);
     const dropped = f.rotateKey({ keepOldListed: false });
     expect((await jwks(sandbox.url)).map((key) => key.kid)).toEqual([dropped.kid]);
@@ -375,8 +370,8 @@ describe("F deliveries", () => {
     const { sandbox: running, f } = await start({ allowLoopbackWebhooks: true, renderMs: 0, retryDelaysMs: [1_000] });
     await generationId(await generate(running.url, SMALL, { webhookUrl: hook.url }));
     await until(() => f.deliveries().length === 1 && f.deliveries()[0]!.statusCode === 500, "one attempt answered 500", 3_000);
-    running.context.clock.advance(1_000);
-    await running.close();
+    running.clock.advance(1_000);
+    await running.stop();
     sandbox = undefined;
     const attempts = f.deliveries().length;
     await new Promise((resolve) => setTimeout(resolve, 60));

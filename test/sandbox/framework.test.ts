@@ -1,13 +1,14 @@
 import { once } from "node:events";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { ScaledClock } from "../../src/core/clock.js";
+import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { pngSize, renderPng } from "../../src/sandbox/media/png.js";
-import { createDEmulator } from "../../src/sandbox/d/index.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/server.js";
+import { SignedUrls } from "../../src/sandbox/signed-url.js";
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
@@ -20,41 +21,41 @@ describe("sandbox framework", () => {
   });
 
   it("listens on loopback only and logs every request", async () => {
-    sandbox = await startSandbox({ emulators: [] });
+    sandbox = await startSandbox({ providers: ["d"] });
     expect(sandbox.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const response = await fetch(`${sandbox.url}/_sandbox/health`);
     expect(response.status).toBe(200);
-    expect(sandbox.context.requests.count((r) => r.url === "/_sandbox/health")).toBe(1);
+    expect(sandbox.requests().filter((r) => r.url === "/_sandbox/health")).toHaveLength(1);
   });
 
   it("closing ends a connection that was opened but never sent a request (a client that gave up while connecting), instead of waiting a minute for it", async () => {
-    sandbox = await startSandbox({ emulators: [] });
+    sandbox = await startSandbox({ providers: ["d"] });
     const silent = connect(sandbox.port, "127.0.0.1");
     await once(silent, "connect");
     const ended = once(silent, "close");
-    await sandbox.close();
+    await sandbox.stop();
     sandbox = undefined;
     await ended;
     expect(silent.destroyed).toBe(true);
   });
 
   it("injects a status fault a limited number of times", async () => {
-    sandbox = await startSandbox({ emulators: [] });
-    sandbox.context.faults.add({ path: /^\/_sandbox\/health$/, fault: { kind: "status", status: 503 }, times: 1 });
+    sandbox = await startSandbox({ providers: ["d"] });
+    sandbox.injectFault({ path: /^\/_sandbox\/health$/, fault: { kind: "status", status: 503 }, times: 1 });
     expect((await fetch(`${sandbox.url}/_sandbox/health`)).status).toBe(503);
     expect((await fetch(`${sandbox.url}/_sandbox/health`)).status).toBe(200);
   });
 
   it("the request log keeps each JSON body as received and names the fault injected, so a test can tell which job a submit was for", async () => {
-    sandbox = await startSandbox({ emulators: [createDEmulator()] });
-    sandbox.context.faults.add({ provider: "d", method: "POST", fault: { kind: "drop" }, times: 1 });
-    sandbox.context.faults.add({ provider: "d", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
+    sandbox = await startSandbox({ providers: ["d"] });
+    sandbox.injectFault({ provider: "d", method: "POST", fault: { kind: "drop" }, times: 1 });
+    sandbox.injectFault({ provider: "d", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
     const submit = (prompt: string) =>
       fetch(`${sandbox!.url}/d/v1/gen-2-pro`, { method: "POST", headers: { "x-key": "sandbox-d-key", "content-type": "application/json" }, body: JSON.stringify({ prompt }) });
     await expect(submit("dropped")).rejects.toThrow();
     await expect(submit("handled, then cut")).rejects.toThrow();
     expect((await submit("answered")).status).toBe(200);
-    const logged = sandbox.context.requests.filter((entry) => entry.method === "POST");
+    const logged = sandbox.requests().filter((entry) => entry.method === "POST");
     expect(logged.map((entry) => [entry.fault ?? null, entry.statusCode ?? null, entry.body?.prompt ?? null])).toEqual([
       ["drop", null, null],
       ["drop_after_handling", 200, "handled, then cut"],
@@ -63,29 +64,29 @@ describe("sandbox framework", () => {
   });
 
   it("a held answer: the request is handled at once (the job exists), its answer is released later and logged then", async () => {
-    const d = createDEmulator();
-    sandbox = await startSandbox({ emulators: [d] });
-    sandbox.context.faults.add({ provider: "d", method: "POST", fault: { kind: "delay_answer", ms: 300 }, times: 1 });
+    sandbox = await startSandbox({ providers: ["d"] });
+    const d = sandbox.emulators.d!;
+    sandbox.injectFault({ provider: "d", method: "POST", fault: { kind: "delay_answer", ms: 300 }, times: 1 });
     const answer = fetch(`${sandbox.url}/d/v1/gen-2-pro`, { method: "POST", headers: { "x-key": "sandbox-d-key", "content-type": "application/json" }, body: JSON.stringify({ prompt: "held" }) });
     for (let tries = 0; tries < 100 && d.jobs.length === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
-    const [entry] = sandbox.context.requests.filter((logged) => logged.method === "POST");
+    const [entry] = sandbox.requests().filter((logged) => logged.method === "POST");
     expect([d.jobs.length, entry!.fault, entry!.statusCode]).toEqual([1, "delay_answer", undefined]);
     expect((await answer).status).toBe(200);
     expect(entry!.statusCode).toBe(200);
   });
 
   it("a held request whose client gives up is handled at once, not after the whole hold", async () => {
-    sandbox = await startSandbox({ emulators: [] });
-    sandbox.context.faults.add({ path: /^\/_sandbox\/health$/, fault: { kind: "delay", ms: 60_000 }, times: 1 });
+    sandbox = await startSandbox({ providers: ["d"] });
+    sandbox.injectFault({ path: /^\/_sandbox\/health$/, fault: { kind: "delay", ms: 60_000 }, times: 1 });
     await expect(fetch(`${sandbox.url}/_sandbox/health`, { signal: AbortSignal.timeout(200) })).rejects.toThrow();
-    const [entry] = sandbox.context.requests.filter((logged) => logged.url === "/_sandbox/health");
+    const [entry] = sandbox.requests().filter((logged) => logged.url === "/_sandbox/health");
     for (let tries = 0; tries < 200 && entry!.statusCode === undefined; tries++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect([entry!.fault, entry!.statusCode]).toEqual(["delay", 200]);
   });
 
-  it("signed URLs stop working after their lifetime in virtual time", async () => {
-    sandbox = await startSandbox({ emulators: [], timeScale: 1 });
-    const { signedUrls, clock } = sandbox.context;
+  it("signed URLs stop working after their lifetime in virtual time", () => {
+    const clock = new ScaledClock(1);
+    const signedUrls = new SignedUrls(clock);
     const url = new URL(signedUrls.sign("http://x", "/d/results/1.png", 600_000));
     const query = Object.fromEntries(url.searchParams);
     expect(signedUrls.check("/d/results/1.png", query)).toBe("ok");

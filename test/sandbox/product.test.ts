@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, InputError } from "../../src/core/errors.js";
-import { startSandbox, type Sandbox, type StartSandboxOptions } from "../../src/sandbox/index.js";
+import { createFEmulator, startSandbox, type Sandbox, type StartSandboxOptions } from "../../src/sandbox/index.js";
 import { until } from "../helpers/until.js";
 
 /** `mediagate/sandbox` from the sources, over real loopback HTTP: what another project's tests would do with it. */
@@ -396,5 +396,69 @@ describe("/_sandbox endpoints", () => {
     for (const provider of ["b", "c", "d", "e", "f"] as const) {
       expect(world.stats().providers[provider]).toMatchObject({ tasks: {}, peakConcurrency: 0, limitRefusals: 0, requests: 0 });
     }
+  });
+});
+
+describe("mediagate/sandbox: what the flat options do not cover", () => {
+  it("emulators: an emulator's own options reach it over the flat knobs (D's unknown statuses), and an emulator object is used as it is", async () => {
+    const f = createFEmulator({ renderMs: 0 });
+    const world = await start({ providers: ["d", "f"], renderMs: { d: 60_000 }, emulators: { d: { unknownStatus: { status: "Processing", polls: 1 } }, f } });
+    expect(world.emulators.f).toBe(f);
+    const { body } = await json(await submitD(world));
+    expect(await pollD(body.polling_url)).toBe("Processing");
+    expect(await pollD(body.polling_url)).toBe("Pending");
+    world.advance(60_000);
+    expect(await pollD(body.polling_url)).toBe("Ready");
+  });
+
+  it("emulators refuses, before anything listens: a provider not started, another provider's emulator, a flat knob or webhookTimestamps that would not reach an emulator object, B's timestamp clock as an emulator option", async () => {
+    await expect(startSandbox({ providers: ["d"], emulators: { c: {} } })).rejects.toMatchObject({ field: "emulators.c", reason: "provider c is not started" });
+    await expect(startSandbox({ providers: ["d", "f"], emulators: { d: createFEmulator() as never } })).rejects.toMatchObject({ field: "emulators.d", reason: "is provider f's emulator" });
+    await expect(startSandbox({ providers: ["f"], renderMs: 500, emulators: { f: createFEmulator() } })).rejects.toMatchObject({ field: "renderMs", reason: expect.stringContaining("provider f is given as an emulator object") });
+    await expect(startSandbox({ providers: ["f"], webhookTimestamps: "virtual", emulators: { f: createFEmulator() } })).rejects.toMatchObject({ field: "webhookTimestamps" });
+    await expect(startSandbox({ providers: ["b"], emulators: { b: { webhookTimestamps: "virtual" } } })).rejects.toMatchObject({ field: "emulators.b.webhookTimestamps", allowed: "the sandbox's webhookTimestamps option" });
+  });
+
+  it("injectFault takes a FaultRule: any status, body and headers, on a path pattern, a given number of times; a rule naming a provider not started or no kind of fault is refused", async () => {
+    const world = await start({ providers: ["d"] });
+    expect(world.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\/gen-2-pro$/, fault: { kind: "status", status: 418, body: { code: "teapot" }, headers: { "x-injected": "yes" } }, times: 1 })).toBe(1);
+    const refused = await submitD(world);
+    expect([refused.status, refused.headers.get("x-injected"), await refused.json()]).toEqual([418, "yes", { code: "teapot" }]);
+    expect((await submitD(world)).status).toBe(200);
+    expect(() => world.injectFault({ provider: "c", fault: { kind: "drop" } })).toThrow(InputError);
+    expect(() => world.injectFault({ fault: { kind: "explode" } as never })).toThrow(/fault\.kind "explode" is not a kind of fault/);
+    expect(() => world.injectFault({ fault: { kind: "drop" }, times: 0 })).toThrow(/times 0/);
+  });
+
+  it("injectFault: drop_after_handling cuts the connection after D took the job; the log keeps its status", async () => {
+    const world = await start({ providers: ["d"] });
+    world.injectFault({ provider: "d", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
+    await expect(submitD(world)).rejects.toThrow();
+    expect(world.emulators.d!.jobs).toHaveLength(1);
+    expect(world.requests().map((entry) => [entry.fault, entry.statusCode])).toEqual([["drop_after_handling", 200]]);
+  });
+
+  it("clock: the sandbox's virtual time as a Clock for mediagate's engine: now() and advance() follow it, sleep() waits virtual milliseconds", async () => {
+    const world = await start({ providers: ["d"], timeScale: 1_000 });
+    const { clock } = world;
+    expect(clock.scale).toBe(1_000);
+    const before = clock.now();
+    await clock.sleep(2_000);
+    expect(clock.now() - before).toBeGreaterThanOrEqual(2_000);
+    const advanced = clock.advance(3_600_000);
+    expect(advanced - before).toBeGreaterThanOrEqual(3_600_000);
+    expect(world.now()).toBeGreaterThanOrEqual(advanced);
+    expect(() => clock.advance(-1)).toThrow(InputError);
+  });
+
+  it("startOutage: the host refuses every connection until endOutage, and the emulators keep their tasks", async () => {
+    const world = await start({ providers: ["d"], renderMs: 1_000 });
+    const { body } = await json(await submitD(world));
+    await world.startOutage();
+    await expect(submitD(world)).rejects.toThrow();
+    await world.endOutage();
+    world.advance(1_000);
+    expect(await pollD(body.polling_url)).toBe("Ready");
+    expect(world.emulators.d!.jobs).toHaveLength(1);
   });
 });

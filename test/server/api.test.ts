@@ -117,7 +117,7 @@ for (const kind of servedStores) {
       expect(unsafe.body.error).toMatchObject({ code: "invalid_input", field: "notify_url" });
       expect((await api.call("GET", "/v1/nowhere")).body.error.code).toBe("not_found");
       expect((await api.call("GET", "/v1/jobs/job_missing")).status).toBe(404);
-      expect(api.world.sandbox.context.requests.count((entry) => entry.provider !== null)).toBe(0);
+      expect(api.world.sandbox.requests().filter((entry) => entry.provider !== null).length).toBe(0);
       expect((await api.call("GET", "/v1/jobs")).body.jobs).toEqual([]);
       // Without tokens, a request addressed to another name (a page elsewhere rebinding its name to 127.0.0.1) is refused.
       const rebound = await new Promise<{ status: number; body: string }>((resolve, reject) => {

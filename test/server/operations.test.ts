@@ -123,7 +123,7 @@ describe("mediagate serve: operations (/metrics, /readyz, request logs)", () => 
   it("/metrics counts D's 429 on a submit as a 429 and a back-pressure, the refused submit timed as an error beside the accepted one", async () => {
     const served = await serve();
     // spec D: 429 is "too many active tasks"; Retry-After 0 so the job is sent again at once.
-    served.world.sandbox.context.faults.add({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "status", status: 429, headers: { "retry-after": "0" } }, times: 1 });
+    served.world.sandbox.injectFault({ provider: "d", method: "POST", path: /^\/d\/v1\//, fault: { kind: "status", status: 429, headers: { "retry-after": "0" } }, times: 1 });
     const created = await served.call("POST", "/v1/jobs", { body: { ref: "pushed-back", ...lighthouse } });
     expect((await jobDone(served, created.body.id)).state).toBe("succeeded");
     const text = (await served.call("GET", "/metrics")).text;

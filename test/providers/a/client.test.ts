@@ -4,37 +4,36 @@ import { OutcomeUnknownError, ProviderError } from "../../../src/core/errors.js"
 import type { CallContext, JobRequest, ProviderAdapter, Submitted } from "../../../src/providers/adapter.js";
 import { ProviderHttp } from "../../../src/providers/http.js";
 import { createAAdapter, type AAdapterConfig } from "../../../src/providers/a/index.js";
-import { createAEmulator, type AEmulator, type AEmulatorOptions } from "../../../src/sandbox/a/index.js";
-import { startSandbox, type RunningSandbox } from "../../../src/sandbox/server.js";
+import { startSandbox, type AEmulator, type AEmulatorOptions, type Sandbox } from "../../../src/sandbox/index.js";
 
 const STANDARD_KEY = "sandbox-a-key";
 const ENTERPRISE_KEY = "sandbox-a-enterprise-key";
 const NEWEST = "vidgen-2-0-250601";
 const DAY = 24 * 3_600_000;
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: AEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 /** Fixed queue and render times, so that a clock.advance() lands in a known status. */
-async function start(options: AEmulatorOptions = {}): Promise<RunningSandbox> {
-  emulator = createAEmulator({ queueMs: 1_000, renderMs: 30_000, ...options });
-  sandbox = await startSandbox({ emulators: [emulator] });
+async function start(options: AEmulatorOptions = {}): Promise<Sandbox> {
+  sandbox = await startSandbox({ providers: ["a"], emulators: { a: { queueMs: 1_000, renderMs: 30_000, ...options } } });
+  emulator = sandbox.emulators.a!;
   return sandbox;
 }
 
-const advance = (ms: number) => sandbox!.context.clock.advance(ms);
+const advance = (ms: number) => sandbox!.clock.advance(ms);
 
 function client(config: Partial<AAdapterConfig> = {}): { adapter: ProviderAdapter; context: CallContext } {
   const apiKey = config.apiKey ?? (config.enterprise ? ENTERPRISE_KEY : STANDARD_KEY);
   const adapter = createAAdapter({ baseUrl: `${sandbox!.url}/a`, apiKey, enterprise: false, ...config });
   const http = new ProviderHttp({ provider: "a", clock: systemClock, secrets: () => [apiKey], urlPolicy: { allowHttp: true, allowPrivate: true }, maxAttempts: 1 });
   // The adapter reads the sandbox's virtual clock, so the 7-day rule can be crossed with advance().
-  return { adapter, context: { http, clock: sandbox!.context.clock } };
+  return { adapter, context: { http, clock: sandbox!.clock } };
 }
 
 function job(input: Record<string, unknown>, extra: Partial<JobRequest> = {}): JobRequest {
@@ -58,7 +57,7 @@ async function rejection(run: () => Promise<unknown>): Promise<ProviderError> {
   throw new Error("expected a ProviderError");
 }
 
-const aRequests = () => sandbox!.context.requests.filter((entry) => entry.provider === "a" && !entry.url.startsWith("/a/results/"));
+const aRequests = () => sandbox!.requests().filter((entry) => entry.provider === "a" && !entry.url.startsWith("/a/results/"));
 
 describe("A client: paths and keys", () => {
   it("A: every call carries the Bearer key and Content-Type: application/json on /api/v3", async () => {
@@ -165,7 +164,7 @@ describe("A client: create", () => {
 
   it("A: a create answered 2xx without a cgt- id has an unknown outcome", async () => {
     await start();
-    sandbox!.context.faults.add({ provider: "a", method: "POST", fault: { kind: "status", status: 200, body: { id: "task-1" } }, times: 1 });
+    sandbox!.injectFault({ provider: "a", method: "POST", fault: { kind: "status", status: 200, body: { id: "task-1" } }, times: 1 });
     const { adapter, context } = client();
     await expect(adapter.submit(adapter.validate(job({ prompt: "x" })), context)).rejects.toBeInstanceOf(OutcomeUnknownError);
   });
@@ -211,7 +210,7 @@ describe("A client: task statuses", () => {
     await start();
     const { adapter, context, submitted: task } = await submitted();
     const body = { id: task.providerJobId, status: "paused" };
-    sandbox!.context.faults.add({ provider: "a", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
+    sandbox!.injectFault({ provider: "a", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
     expect(await adapter.poll(task, context)).toMatchObject({ kind: "failed", providerStatus: "paused", code: "unknown_task_status" });
   });
 
@@ -227,7 +226,7 @@ describe("A client: task statuses", () => {
   it("A: a 404 for a task younger than 7 days is an error, not an expiry", async () => {
     await start();
     const { adapter, context } = client();
-    const unknown: Submitted = { providerJobId: "cgt-20250101-nothere", handles: { submitted_at: sandbox!.context.clock.now() } };
+    const unknown: Submitted = { providerJobId: "cgt-20250101-nothere", handles: { submitted_at: sandbox!.clock.now() } };
     const error = await rejection(() => adapter.poll(unknown, context));
     expect(error.code).toBe("task_not_found");
     expect(error.detail.retryable).toBe(false);
@@ -244,7 +243,7 @@ describe("A client: task statuses", () => {
   it("A: an answer that is not the task object asked for is invalid_response", async () => {
     await start();
     const { adapter, context, submitted: task } = await submitted();
-    sandbox!.context.faults.add({ provider: "a", method: "GET", fault: { kind: "status", status: 200, body: { id: "cgt-other", status: "succeeded" } }, times: 1 });
+    sandbox!.injectFault({ provider: "a", method: "GET", fault: { kind: "status", status: 200, body: { id: "cgt-other", status: "succeeded" } }, times: 1 });
     const error = await rejection(() => adapter.poll(task, context));
     expect(error.code).toBe("invalid_response");
     expect(error.detail.retryable).toBe(true);

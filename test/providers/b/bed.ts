@@ -4,9 +4,8 @@ import { systemClock } from "../../../src/core/clock.js";
 import type { CallContext, CallJob, JobRequest, Submitted, ValidatedRequest } from "../../../src/providers/adapter.js";
 import { createBAdapter, type BAdapter, type BAdapterConfig } from "../../../src/providers/b/index.js";
 import { ProviderHttp } from "../../../src/providers/http.js";
-import { createBEmulator, DEFAULT_B_API_KEY, type BEmulator, type BEmulatorOptions } from "../../../src/sandbox/b/index.js";
-import type { LoggedRequest } from "../../../src/sandbox/request-log.js";
-import { startSandbox, type RunningSandbox } from "../../../src/sandbox/server.js";
+import { DEFAULT_B_API_KEY } from "../../../src/sandbox/b/index.js";
+import { createBEmulator, startSandbox, type BEmulator, type BEmulatorOptions, type LoggedRequest, type Sandbox } from "../../../src/sandbox/index.js";
 
 export const KEY = DEFAULT_B_API_KEY;
 /** Virtual ms a sandbox job stays queued, then running (fixed, so tests know when it ends). */
@@ -15,17 +14,17 @@ export const RENDER_MS = 5_000;
 export const IMAGE_TO_VIDEO = "vendorx/video-2.5/image-to-video";
 export const IMAGE_URL = "https://images.example/lighthouse.png";
 
-const running: RunningSandbox[] = [];
+const running: Sandbox[] = [];
 
 afterEach(async () => {
-  for (const sandbox of running.splice(0)) await sandbox.close();
+  for (const sandbox of running.splice(0)) await sandbox.stop();
 });
 
 /** A JobRequest for B without its provider field. */
 export type BRequestParts = Omit<JobRequest, "provider">;
 
 export interface BBed {
-  sandbox: RunningSandbox;
+  sandbox: Sandbox;
   emulator: BEmulator;
   adapter: BAdapter;
   http: ProviderHttp;
@@ -51,15 +50,16 @@ export function imageToVideo(input: Record<string, unknown> = {}): BRequestParts
 /** A sandbox with B's emulator on loopback and an adapter pointed at it. */
 export async function startB(options: BEmulatorOptions = {}, config: Partial<BAdapterConfig> = {}): Promise<BBed> {
   // The adapter verifies on the sandbox's virtual clock (advance()), so deliveries are signed on it too.
+  // B's own emulator object, so its defaults (loopback webhook URLs refused) are B's, not the sandbox's.
   const emulator = createBEmulator({ queueTimeMs: QUEUE_MS, renderTimeMs: RENDER_MS, webhookTimestamps: "virtual", ...options });
-  const sandbox = await startSandbox({ emulators: [emulator] });
+  const sandbox = await startSandbox({ providers: ["b"], emulators: { b: emulator } });
   running.push(sandbox);
   const apiKey = config.apiKey ?? KEY;
   const adapter = createBAdapter({ baseUrl: `${sandbox.url}/b`, apiKey, ...config });
   // Resends of idempotent requests wait zero time, so no test sleeps.
   const http = new ProviderHttp({ provider: "b", clock: systemClock, secrets: () => [apiKey, config.webhookSecret], urlPolicy: { allowHttp: true, allowPrivate: true }, random: () => 0 });
   // The sandbox's virtual clock, so catalog TTLs and webhook timestamps move with advance().
-  const context: CallContext = { http, clock: sandbox.context.clock };
+  const context: CallContext = { http, clock: sandbox.clock };
   const jobContext = (job: Partial<CallJob> = {}): CallContext => ({
     ...context,
     job: { id: job.id ?? `job-${randomUUID()}`, idempotencyKey: job.idempotencyKey === undefined ? randomUUID() : job.idempotencyKey, callbackUrl: job.callbackUrl ?? null },
@@ -76,8 +76,8 @@ export async function startB(options: BEmulatorOptions = {}, config: Partial<BAd
     http,
     context,
     jobContext,
-    advance: (ms) => sandbox.context.clock.advance(ms),
-    requests: () => sandbox.context.requests.filter((entry) => entry.provider === "b" && !entry.url.startsWith("/b/files/")),
+    advance: (ms) => sandbox.clock.advance(ms),
+    requests: () => sandbox.requests().filter((entry) => entry.provider === "b" && !entry.url.startsWith("/b/files/")),
     validated,
     async submitted(request = imageToVideo(), job = {}) {
       const validatedRequest = await validated(request);

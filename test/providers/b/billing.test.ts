@@ -8,7 +8,7 @@ const SECOND = 1_000;
 /** 1080p for exactly 5 s: 0.09 USD a second, 0.45 USD (B's published rate). */
 const CLIP_MICRO_USD = 450_000;
 const finishRendering = (bed: BBed) => bed.advance(QUEUE_MS + RENDER_MS + 1);
-const today = (bed: BBed) => new Date(bed.sandbox.context.clock.now()).toISOString().slice(0, 10);
+const today = (bed: BBed) => new Date(bed.sandbox.clock.now()).toISOString().slice(0, 10);
 const jobReads = (bed: BBed) => bed.requests().filter((entry) => entry.method === "GET" && /^\/b\/v1\/media\/jobs\/[^/]+$/.test(entry.url));
 
 async function finishedJob(bed: BBed) {
@@ -51,7 +51,7 @@ describe("B quote", () => {
   it("B: a quote whose amount cannot be read is unpriced, with the answer quoted", async () => {
     const bed = await startB();
     const validated = await bed.validated(imageToVideo());
-    bed.sandbox.context.faults.add({ provider: "b", method: "POST", fault: { kind: "status", status: 200, body: { price: "0.45 USD" } }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "POST", fault: { kind: "status", status: 200, body: { price: "0.45 USD" } }, times: 1 });
     const estimate = await bed.adapter.estimate(validated, bed.context);
     expect(estimate.microUsd).toBeNull();
     expect(estimate.source).toContain("0.45 USD");
@@ -112,7 +112,7 @@ describe("B billing states", () => {
     const early = await bed.adapter.settle!(submitted, { kind: "pending", providerStatus: "queued", raw: null }, context);
     expect(early).toMatchObject({ kind: "pending", raw: { billing: null } });
     const raw = { id: submitted.providerJobId, status: "completed", output: null, billing: null };
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
     expect(await bed.adapter.settle!(submitted, { kind: "pending", providerStatus: "completed", raw }, context)).toMatchObject({ kind: "pending", raw });
   });
 
@@ -120,7 +120,7 @@ describe("B billing states", () => {
     const bed = await startB();
     const { submitted, context, outcome } = await finishedJob(bed);
     const raw = { id: submitted.providerJobId, status: "completed", billing: { state: "reconciling", charge_micro_usd: 0 } };
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
     expect(await bed.adapter.settle!(submitted, outcome, context)).toEqual({ kind: "unavailable", retryAfterMs: 30 * SECOND, raw });
   });
 
@@ -128,7 +128,7 @@ describe("B billing states", () => {
     const bed = await startB();
     const { submitted, context, outcome } = await finishedJob(bed);
     const raw = { id: submitted.providerJobId, status: "completed", billing: { state: "settled", charge_micro_usd: "450000" } };
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
     expect((await providerError(() => bed.adapter.settle!(submitted, outcome, context))).code).toBe("invalid_response");
   });
 
@@ -171,7 +171,7 @@ describe("B account", () => {
 
   it("B: a balance in another unit is refused rather than misread", async () => {
     const bed = await startB();
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: { balance_micro_usd: 5, unit: "usd" } }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: { balance_micro_usd: 5, unit: "usd" } }, times: 1 });
     expect((await providerError(() => bed.adapter.account(bed.http).balance())).code).toBe("invalid_response");
   });
 
@@ -212,9 +212,9 @@ describe("B account", () => {
     );
     expect(refused).toBeInstanceOf(InputError);
     expect(refused).toMatchObject({ code: "invalid_input", field: "to" });
-    expect(bed.sandbox.context.requests.all()).toHaveLength(0);
+    expect(bed.sandbox.requests()).toHaveLength(0);
     await account.spend({ from: "2024-01-01", to: "2025-01-01" });
-    expect(bed.sandbox.context.requests.all()).toHaveLength(1);
+    expect(bed.sandbox.requests()).toHaveLength(1);
   });
 
   it("B: spend needs both dates, real and in order", async () => {
@@ -228,7 +228,7 @@ describe("B account", () => {
     ] as const) {
       await expect(account.spend(range)).rejects.toMatchObject({ code: "invalid_input", field });
     }
-    expect(bed.sandbox.context.requests.all()).toHaveLength(0);
+    expect(bed.sandbox.requests()).toHaveLength(0);
   });
 
   it("B: delete erases a job's stored media and prompts (DELETE /v1/media/jobs/{id} → 204)", async () => {

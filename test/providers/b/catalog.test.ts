@@ -11,7 +11,7 @@ const catalogReads = (bed: BBed) => bed.requests().filter((entry) => entry.metho
 /** Serves `record` instead of the sandbox's record of `apiId` (a catalog B could publish). */
 function serveRecord(bed: BBed, apiId: string, record: unknown): void {
   const path = new RegExp(`^/b/catalog/apis/${apiId.replace(/[.]/g, "\\.")}$`);
-  bed.sandbox.context.faults.add({ provider: "b", method: "GET", path, fault: { kind: "status", status: 200, body: record } });
+  bed.sandbox.injectFault({ provider: "b", method: "GET", path, fault: { kind: "status", status: 200, body: record } });
 }
 
 describe("B catalog", () => {
@@ -265,7 +265,7 @@ describe("B validation against input_schema", () => {
 
   it("B: a provider error during prefetch is not an input error", async () => {
     const bed = await startB();
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 401, body: { error: { code: "x" } } } });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 401, body: { error: { code: "x" } } } });
     const error = await providerError(() => bed.validated(imageToVideo()));
     expect(error).toBeInstanceOf(ProviderError);
     expect(error.detail.httpStatus).toBe(401);

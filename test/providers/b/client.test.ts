@@ -86,7 +86,7 @@ describe("B idempotency", () => {
     const bed = await startB();
     const validated = await bed.validated(imageToVideo());
     const context = bed.jobContext();
-    bed.sandbox.context.faults.add({ provider: "b", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
     const lost = await thrown(() => bed.adapter.submit(validated, context));
     // The engine resends an idempotent provider's submit with the same key (engine/submit.ts).
     expect(lost).toBeInstanceOf(TransportError);
@@ -169,7 +169,7 @@ describe("B submit errors", () => {
     const bed = await startB();
     const validated = await bed.validated(imageToVideo());
     const context = bed.jobContext();
-    bed.sandbox.context.faults.add({ provider: "b", method: "POST", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "POST", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
     const error = await providerError(() => bed.adapter.submit(validated, context));
     expect(error.code).toBe("provider_unavailable");
     expect(error.detail.retryable).toBe(true);
@@ -182,7 +182,7 @@ describe("B submit errors", () => {
   it("B: a 2xx answer that is not a job object leaves the outcome unknown (resent with the same key)", async () => {
     const bed = await startB();
     const validated = await bed.validated(imageToVideo());
-    bed.sandbox.context.faults.add({ provider: "b", method: "POST", fault: { kind: "status", status: 200, body: { accepted: true } }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "POST", fault: { kind: "status", status: 200, body: { accepted: true } }, times: 1 });
     expect(await thrown(() => bed.adapter.submit(validated, bed.jobContext()))).toBeInstanceOf(OutcomeUnknownError);
   });
 
@@ -252,7 +252,7 @@ describe("B job status", () => {
     const bed = await startB();
     const { submitted, context } = await bed.submitted();
     finishRendering(bed);
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", path: /\/content$/, fault: { kind: "status", status: 409, body: { error: { code: "job_not_completed" } } }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", path: /\/content$/, fault: { kind: "status", status: 409, body: { error: { code: "job_not_completed" } } }, times: 1 });
     expect(await bed.adapter.poll(submitted, context)).toMatchObject({ kind: "pending", providerStatus: "completed (content not ready)" });
     expect((await bed.adapter.poll(submitted, context)).kind).toBe("succeeded");
   });
@@ -279,7 +279,7 @@ describe("B job status", () => {
     const bed = await startB();
     const { submitted, context } = await bed.submitted();
     const raw = { id: submitted.providerJobId, status: "paused", billing: null };
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
     expect(await bed.adapter.poll(submitted, context)).toEqual({ kind: "pending", providerStatus: "paused", raw });
   });
 
@@ -287,14 +287,14 @@ describe("B job status", () => {
     const bed = await startB();
     const { submitted, context } = await bed.submitted();
     const raw = { id: submitted.providerJobId, status: "failed" };
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
     expect(await bed.adapter.poll(submitted, context)).toMatchObject({ kind: "failed", code: "provider_failed", raw });
   });
 
   it("B: a job read that is not a job object is an invalid answer", async () => {
     const bed = await startB();
     const { submitted, context } = await bed.submitted();
-    bed.sandbox.context.faults.add({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: { ok: true } }, times: 1 });
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: { ok: true } }, times: 1 });
     expect((await providerError(() => bed.adapter.poll(submitted, context))).code).toBe("invalid_response");
   });
 });

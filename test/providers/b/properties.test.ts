@@ -7,7 +7,7 @@ import { createBAdapter, type BAdapter } from "../../../src/providers/b/index.js
 import { ProviderHttp } from "../../../src/providers/http.js";
 import { B_CATALOG, createBEmulator, DEFAULT_B_API_KEY, inputSchema, type BField, type BOperation } from "../../../src/sandbox/b/index.js";
 import { bodyProblems } from "../../../src/sandbox/b/validation.js";
-import { startSandbox, type RunningSandbox } from "../../../src/sandbox/server.js";
+import { startSandbox, type Sandbox } from "../../../src/sandbox/index.js";
 import { anyValue, expectNamesAField, expectRefusedNaming, promptText, RUNS, verdictOf, withField } from "../../helpers/properties.js";
 
 /**
@@ -21,20 +21,20 @@ const oracles = new Map<string, ValidateFunction>(B_CATALOG.map((operation) => [
 const AVAILABLE = B_CATALOG.filter((operation) => operation.availability === "available");
 const UNAVAILABLE = B_CATALOG.filter((operation) => operation.availability === "unavailable");
 
-let sandbox: RunningSandbox;
+let sandbox: Sandbox;
 let adapter: BAdapter;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ emulators: [createBEmulator()] });
+  sandbox = await startSandbox({ providers: ["b"], emulators: { b: createBEmulator() } });
   adapter = createBAdapter({ baseUrl: `${sandbox.url}/b`, apiKey: DEFAULT_B_API_KEY });
   const http = new ProviderHttp({ provider: "b", clock: systemClock, secrets: () => [DEFAULT_B_API_KEY], urlPolicy: { allowHttp: true, allowPrivate: true }, random: () => 0 });
-  const context: CallContext = { http, clock: sandbox.context.clock };
+  const context: CallContext = { http, clock: sandbox.clock };
   // validate is pure: every catalog record is read once, then the properties run on the cached records.
   for (const operation of B_CATALOG) await adapter.prefetch!({ provider: "b", model: operation.apiId, input: {} }, context);
 });
 
 afterAll(async () => {
-  await sandbox.close();
+  await sandbox.stop();
 });
 
 const mediaUrl = fc.stringMatching(/^[a-z0-9]{1,16}$/).map((name) => `https://media.example/${name}.png`);

@@ -145,7 +145,7 @@ describe("B webhooks (Standard Webhooks)", () => {
   it("B: verifyBWebhook parses only after verifying (a wrongly signed body that is not JSON is bad_signature, not invalid_payload), and throws one error type", async () => {
     const { bed, receiver } = await startWithReceiver();
     const { submitted, delivery } = await delivered(bed, receiver);
-    const now = { nowMs: bed.sandbox.context.clock.now() };
+    const now = { nowMs: bed.sandbox.clock.now() };
     const event = verifyBWebhook(delivery.rawBody, delivery.headers, SANDBOX_B_WEBHOOK_SECRET, now);
     expect(event).toMatchObject({ deliveryId: delivery.headers["webhook-id"], job: { id: submitted.providerJobId, status: "completed", billing: null } });
     // A body that is not JSON under a signature that does not match it: a parser run first would say invalid_payload.

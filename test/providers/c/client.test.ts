@@ -4,34 +4,33 @@ import { OutcomeUnknownError, ProviderError } from "../../../src/core/errors.js"
 import type { CallContext, ProviderAdapter, Submitted } from "../../../src/providers/adapter.js";
 import { ProviderHttp, TransportError } from "../../../src/providers/http.js";
 import { createCAdapter, type CAdapterConfig } from "../../../src/providers/c/index.js";
-import { createCEmulator, type CEmulator, type CEmulatorOptions } from "../../../src/sandbox/c/index.js";
-import { startSandbox, type RunningSandbox } from "../../../src/sandbox/server.js";
+import { startSandbox, type CEmulator, type CEmulatorOptions, type Sandbox } from "../../../src/sandbox/index.js";
 
 const KEY = "sandbox-c-key";
 const MINUTE = 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: CEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 async function start(options: CEmulatorOptions = {}): Promise<void> {
-  emulator = createCEmulator({ renderMs: 60_000, ...options });
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["c"], emulators: { c: { renderMs: 60_000, ...options } } });
+  emulator = sandbox.emulators.c!;
 }
 
-const advance = (ms: number) => sandbox!.context.clock.advance(ms);
+const advance = (ms: number) => sandbox!.clock.advance(ms);
 
 function client(config: Partial<CAdapterConfig> = {}): { adapter: ProviderAdapter; context: CallContext } {
   const apiKey = config.apiKey ?? KEY;
   const adapter = createCAdapter({ baseUrl: `${sandbox!.url}/c`, apiKey, tier: "free", ...config });
   const http = new ProviderHttp({ provider: "c", clock: systemClock, secrets: () => [apiKey], urlPolicy: { allowHttp: true, allowPrivate: true }, maxAttempts: 1 });
   // The sandbox's virtual clock, so the ten-minute release can be crossed with advance().
-  return { adapter, context: { http, clock: sandbox!.context.clock } };
+  return { adapter, context: { http, clock: sandbox!.clock } };
 }
 
 async function submitted(input: Record<string, unknown> = { prompt: "a paper boat on a river" }, config: Partial<CAdapterConfig> = {}) {
@@ -50,7 +49,7 @@ async function rejection(run: () => Promise<unknown>): Promise<ProviderError> {
   throw new Error("expected a ProviderError");
 }
 
-const cRequests = () => sandbox!.context.requests.filter((entry) => entry.provider === "c" && !entry.url.startsWith("/c/results/"));
+const cRequests = () => sandbox!.requests().filter((entry) => entry.provider === "c" && !entry.url.startsWith("/c/results/"));
 const submits = () => cRequests().filter((entry) => entry.method === "POST").length;
 
 describe("C client: requests", () => {
@@ -83,8 +82,8 @@ describe("C client: requests", () => {
     const { adapter, submitted: task } = await submitted();
     // The default HTTP layer resends idempotent requests (here at once, no jitter wait).
     const http = new ProviderHttp({ provider: "c", clock: systemClock, secrets: () => [KEY], urlPolicy: { allowHttp: true, allowPrivate: true }, random: () => 0 });
-    const context = { http, clock: sandbox!.context.clock };
-    sandbox!.context.faults.add({ provider: "c", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
+    const context = { http, clock: sandbox!.clock };
+    sandbox!.injectFault({ provider: "c", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
     expect((await adapter.poll(task, context)).kind).toBe("pending");
     const reads = cRequests().filter((entry) => entry.method === "GET");
     expect(reads).toHaveLength(2);
@@ -175,16 +174,16 @@ describe("C client: ErrCodes", () => {
     await start();
     const { adapter, context } = client();
     const request = adapter.validate({ provider: "c", model: "v6", input: { prompt: "x" } });
-    sandbox!.context.faults.add({ provider: "c", method: "POST", fault: { kind: "status", status: 502, body: "<html>bad gateway</html>" }, times: 1 });
+    sandbox!.injectFault({ provider: "c", method: "POST", fault: { kind: "status", status: 502, body: "<html>bad gateway</html>" }, times: 1 });
     const gateway = await rejection(() => adapter.submit(request, context));
     expect(gateway.detail).toMatchObject({ httpStatus: 502, retryable: true });
-    sandbox!.context.faults.add({ provider: "c", method: "POST", fault: { kind: "status", status: 200, body: { ok: true } }, times: 1 });
+    sandbox!.injectFault({ provider: "c", method: "POST", fault: { kind: "status", status: 200, body: { ok: true } }, times: 1 });
     await expect(adapter.submit(request, context)).rejects.toBeInstanceOf(OutcomeUnknownError);
   });
 
   it("C: a submit whose answer is lost is not resent (the transport error reaches the engine)", async () => {
     await start();
-    sandbox!.context.faults.add({ provider: "c", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
+    sandbox!.injectFault({ provider: "c", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
     const { adapter, context } = client();
     const error = await adapter.submit(adapter.validate({ provider: "c", model: "v6", input: { prompt: "x" } }), context).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(TransportError);
@@ -238,7 +237,7 @@ describe("C client: result statuses", () => {
     await start();
     const { adapter, context, submitted: task } = await submitted();
     const body = { ErrCode: 0, ErrMsg: "success", Resp: { video_id: task.providerJobId, status: 3 } };
-    sandbox!.context.faults.add({ provider: "c", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
+    sandbox!.injectFault({ provider: "c", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
     expect(await adapter.poll(task, context)).toMatchObject({ kind: "pending", providerStatus: "3 (unknown status)" });
   });
 

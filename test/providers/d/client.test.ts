@@ -5,35 +5,34 @@ import { STRICT_URL_POLICY, type UrlPolicy } from "../../../src/core/url-safety.
 import type { CallContext, JobRequest, ProviderAdapter, Submitted } from "../../../src/providers/adapter.js";
 import { createDAdapter, imageSizeOf, type DAdapterConfig } from "../../../src/providers/d/index.js";
 import { ProviderHttp, TransportError } from "../../../src/providers/http.js";
-import { createDEmulator, type DEmulator, type DEmulatorOptions } from "../../../src/sandbox/d/index.js";
+import { startSandbox, type DEmulator, type DEmulatorOptions, type Sandbox } from "../../../src/sandbox/index.js";
 import { renderPng } from "../../../src/sandbox/media/png.js";
-import { startSandbox, type RunningSandbox } from "../../../src/sandbox/server.js";
 
 const KEY = "sandbox-d-key";
 const RENDER_MS = 5_000;
 
-let sandbox: RunningSandbox | undefined;
+let sandbox: Sandbox | undefined;
 let emulator: DEmulator;
 
 afterEach(async () => {
-  await sandbox?.close();
+  await sandbox?.stop();
   sandbox = undefined;
 });
 
 async function start(options: DEmulatorOptions = {}): Promise<void> {
-  emulator = createDEmulator({ renderTimeMs: RENDER_MS, ...options });
-  sandbox = await startSandbox({ emulators: [emulator] });
+  sandbox = await startSandbox({ providers: ["d"], emulators: { d: { renderTimeMs: RENDER_MS, ...options } } });
+  emulator = sandbox.emulators.d!;
 }
 
 /** Moves the sandbox's virtual time past every job's render time. */
-const finishRendering = () => sandbox!.context.clock.advance(RENDER_MS + 1);
+const finishRendering = () => sandbox!.clock.advance(RENDER_MS + 1);
 
 function client(config: Partial<DAdapterConfig> = {}, urlPolicy: UrlPolicy = { allowHttp: true, allowPrivate: true }) {
   const apiKey = config.apiKey ?? KEY;
   const adapter = createDAdapter({ baseUrl: `${sandbox!.url}/d`, apiKey, ...config });
   // Resends of idempotent requests wait zero time, so no test sleeps.
   const http = new ProviderHttp({ provider: "d", clock: systemClock, secrets: () => [apiKey], urlPolicy, random: () => 0 });
-  const context: CallContext = { http, clock: sandbox!.context.clock };
+  const context: CallContext = { http, clock: sandbox!.clock };
   return { adapter, context, http };
 }
 
@@ -62,7 +61,7 @@ async function providerError(run: () => Promise<unknown>): Promise<ProviderError
   throw error;
 }
 
-const dRequests = () => sandbox!.context.requests.filter((entry) => entry.provider === "d" && !entry.url.startsWith("/d-results/"));
+const dRequests = () => sandbox!.requests().filter((entry) => entry.provider === "d" && !entry.url.startsWith("/d-results/"));
 const submits = () => dRequests().filter((entry) => entry.method === "POST");
 const polls = () => dRequests().filter((entry) => entry.method === "GET");
 const pathOf = (url: string) => {
@@ -229,7 +228,7 @@ describe("D client: errors", () => {
   for (const status of [502, 503]) {
     it(`D: ${status} on submit is provider_unavailable and retryable`, async () => {
       await start();
-      sandbox!.context.faults.add({ provider: "d", method: "POST", fault: { kind: "status", status, body: { code: "busy" } }, times: 1 });
+      sandbox!.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status, body: { code: "busy" } }, times: 1 });
       const error = await providerError(() => submitted());
       expect(error.code).toBe("provider_unavailable");
       expect(error.detail).toMatchObject({ httpStatus: status, retryable: true });
@@ -240,7 +239,7 @@ describe("D client: errors", () => {
   for (const status of [500, 504]) {
     it(`D: ${status} on submit is an unknown outcome (the job may have been created)`, async () => {
       await start();
-      sandbox!.context.faults.add({ provider: "d", method: "POST", fault: { kind: "status", status, body: { code: "oops" } }, times: 1 });
+      sandbox!.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status, body: { code: "oops" } }, times: 1 });
       const error = await thrown(() => submitted());
       expect(error).toBeInstanceOf(OutcomeUnknownError);
       expect((error as OutcomeUnknownError).code).toBe("submit_outcome_unknown");
@@ -250,7 +249,7 @@ describe("D client: errors", () => {
 
   it("D: a submit answer without id and polling_url is invalid_response", async () => {
     await start();
-    sandbox!.context.faults.add({ provider: "d", method: "POST", fault: { kind: "status", status: 200, body: { id: "abc" } }, times: 1 });
+    sandbox!.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status: 200, body: { id: "abc" } }, times: 1 });
     const error = await providerError(() => submitted());
     expect(error.code).toBe("invalid_response");
     expect(error.detail).toMatchObject({ httpStatus: 200, retryable: false, rawBody: JSON.stringify({ id: "abc" }) });
@@ -258,7 +257,7 @@ describe("D client: errors", () => {
 
   it("D: a 2xx submit answer that is not JSON is invalid_response, saying a job may exist", async () => {
     await start();
-    sandbox!.context.faults.add({ provider: "d", method: "POST", fault: { kind: "status", status: 200, body: "<html>ok</html>", headers: { "content-type": "text/html" } }, times: 1 });
+    sandbox!.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status: 200, body: "<html>ok</html>", headers: { "content-type": "text/html" } }, times: 1 });
     const error = await providerError(() => submitted());
     expect(error.code).toBe("invalid_response");
     expect(error.message).toMatch(/a job may exist at D, so it is not resent/);
@@ -267,7 +266,7 @@ describe("D client: errors", () => {
 
   it("D: a network failure on submit propagates as the HTTP layer's TransportError", async () => {
     await start();
-    sandbox!.context.faults.add({ provider: "d", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
+    sandbox!.injectFault({ provider: "d", method: "POST", fault: { kind: "drop_after_handling" }, times: 1 });
     const error = await thrown(() => submitted());
     expect(error).toBeInstanceOf(TransportError);
     expect((error as TransportError).maybeSent).toBe(true);
@@ -276,7 +275,7 @@ describe("D client: errors", () => {
   it("D: a poll answered 503 is resent by the HTTP layer (polls are idempotent)", async () => {
     await start();
     const { adapter, context, submitted: job } = await submitted();
-    sandbox!.context.faults.add({ provider: "d", method: "GET", fault: { kind: "status", status: 503, body: { code: "busy" } }, times: 1 });
+    sandbox!.injectFault({ provider: "d", method: "GET", fault: { kind: "status", status: 503, body: { code: "busy" } }, times: 1 });
     expect((await adapter.poll(job, context)).kind).toBe("pending");
     expect(polls().map((entry) => entry.statusCode)).toEqual([503, 200]);
   });
@@ -284,7 +283,7 @@ describe("D client: errors", () => {
   it("D: a poll answer without a status is invalid_response, retryable", async () => {
     await start();
     const { adapter, context, submitted: job } = await submitted();
-    sandbox!.context.faults.add({ provider: "d", method: "GET", fault: { kind: "status", status: 200, body: { id: job.providerJobId } }, times: 1 });
+    sandbox!.injectFault({ provider: "d", method: "GET", fault: { kind: "status", status: 200, body: { id: job.providerJobId } }, times: 1 });
     const error = await providerError(() => adapter.poll(job, context));
     expect(error.code).toBe("invalid_response");
     expect(error.detail.retryable).toBe(true);

@@ -107,7 +107,7 @@ describe("E client: token", () => {
   it("E: a token answer without expires_in (lifetime not shown) is assumed to last one hour", async () => {
     const w = await start();
     const token = await sandboxToken(w);
-    w.sandbox.context.faults.add({ provider: "e", method: "POST", path: /^\/e-auth\//, fault: { kind: "status", status: 200, body: { access_token: token } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "POST", path: /^\/e-auth\//, fault: { kind: "status", status: 200, body: { access_token: token } }, times: 1 });
     const { adapter, context } = w.client();
     // The forged answer is the adapter's first token request (the sandbox's own fetch above is one more in the log).
     const job = await adapter.submit(adapter.validate(generate()), context);
@@ -156,7 +156,7 @@ describe("E client: token", () => {
     const w = await start();
     // E echoing the secret back is not shown, but must not leak it; the HTTP layer here redacts nothing, so the adapter must.
     const body = { error: "invalid_client", error_description: `client_secret ${CLIENT_SECRET} is not valid` };
-    w.sandbox.context.faults.add({ provider: "e", path: /^\/e-auth\//, fault: { kind: "status", status: 401, body }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", path: /^\/e-auth\//, fault: { kind: "status", status: 401, body }, times: 1 });
     const { adapter, context } = w.client({}, { secrets: () => [] });
     const error = await providerError(() => adapter.submit(adapter.validate(generate()), context));
     expect(error.code).toBe("auth_failed");
@@ -177,7 +177,7 @@ describe("E client: token", () => {
     const job = await adapter.submit(adapter.validate(generate()), context);
     const token = w.e.tokens()[0]!.accessToken;
     expect(adapter.secrets()).toEqual(expect.arrayContaining([CLIENT_SECRET, token]));
-    w.sandbox.context.faults.add({ provider: "e", method: "GET", fault: { kind: "status", status: 400, body: { message: `Bearer ${token} may not read this` } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "GET", fault: { kind: "status", status: 400, body: { message: `Bearer ${token} may not read this` } }, times: 1 });
     const error = await providerError(() => adapter.poll(job, context));
     expect(error.code).toBe("provider_rejected");
     expect(`${error.message} ${error.detail.rawBody}`).not.toContain(token);
@@ -186,7 +186,7 @@ describe("E client: token", () => {
 
   it("E: a token request lost on the network means the submit was not sent", async () => {
     const w = await start();
-    w.sandbox.context.faults.add({ provider: "e", path: /^\/e-auth\//, fault: { kind: "drop" } });
+    w.sandbox.injectFault({ provider: "e", path: /^\/e-auth\//, fault: { kind: "drop" } });
     const { adapter, context } = w.client({}, { maxAttempts: 1 });
     const error = await thrown(() => adapter.submit(adapter.validate(generate()), context));
     expect(error).toBeInstanceOf(TransportError);

@@ -169,7 +169,7 @@ describe("E client: statuses and outputs", () => {
   it("E: images are read under result.outputs, never at the top level: a succeeded answer without them is invalid (retryable)", async () => {
     const w = await start();
     const { adapter, context, job } = await submittedJob(w);
-    w.sandbox.context.faults.add({ provider: "e", method: "GET", fault: { kind: "status", status: 200, body: { status: "succeeded", jobId: job.providerJobId, outputs: [] } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "GET", fault: { kind: "status", status: 200, body: { status: "succeeded", jobId: job.providerJobId, outputs: [] } }, times: 1 });
     const error = await providerError(() => adapter.poll(job, context));
     expect(error).toMatchObject({ code: "invalid_response" });
     expect(error.detail.retryable).toBe(true);
@@ -198,7 +198,7 @@ describe("E client: cancel", () => {
     const byDelete = w.client({ cancelMethod: "DELETE" });
     await byDelete.adapter.cancel!(job, byDelete.context);
     expect(w.requests().filter((entry) => entry.url.includes("/cancel/")).map((entry) => entry.method)).toEqual(["DELETE"]);
-    w.sandbox.context.faults.add({ provider: "e", method: "PUT", path: /\/cancel\//, fault: { kind: "status", status: 405, body: { message: "method not allowed" } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "PUT", path: /\/cancel\//, fault: { kind: "status", status: 405, body: { message: "method not allowed" } }, times: 1 });
     await adapter.cancel!(job, context);
     expect(w.requests().filter((entry) => entry.url.includes("/cancel/")).map((entry) => [entry.method, entry.statusCode])).toEqual([
       ["DELETE", 200],
@@ -265,7 +265,7 @@ describe("E client: quota and errors", () => {
 
   it("E: a 429 without retry-after leaves the wait to the engine's exponential backoff", async () => {
     const w = await start();
-    w.sandbox.context.faults.add({ provider: "e", method: "POST", path: /\/images\//, fault: { kind: "status", status: 429, body: { message: "slow down" } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "POST", path: /\/images\//, fault: { kind: "status", status: 429, body: { message: "slow down" } }, times: 1 });
     const { adapter, context } = w.client();
     const error = await providerError(() => adapter.submit(adapter.validate(generate()), context));
     expect(error.detail).toMatchObject({ httpStatus: 429, backpressure: true, retryable: true });
@@ -298,7 +298,7 @@ describe("E client: quota and errors", () => {
   it("E: a poll answered 503 is resent by the HTTP layer (a read is idempotent)", async () => {
     const w = await start();
     const { adapter, context, job } = await submittedJob(w);
-    w.sandbox.context.faults.add({ provider: "e", method: "GET", fault: { kind: "status", status: 503, body: { message: "busy" } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "GET", fault: { kind: "status", status: 503, body: { message: "busy" } }, times: 1 });
     expect((await adapter.poll(job, context)).kind).toBe("pending");
     expect(w.statusReads().map((entry) => entry.statusCode)).toEqual([503, 200]);
   });
@@ -317,7 +317,7 @@ describe("E client: quota and errors", () => {
 
   it("E: a 500 to a submit is outcome unknown: the job may exist, so it is never resent", async () => {
     const w = await start();
-    w.sandbox.context.faults.add({ provider: "e", method: "POST", path: /\/images\//, fault: { kind: "status", status: 500, body: "oops" }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "POST", path: /\/images\//, fault: { kind: "status", status: 500, body: "oops" }, times: 1 });
     const { adapter, context } = w.client();
     expect(await thrown(() => adapter.submit(adapter.validate(generate()), context))).toBeInstanceOf(OutcomeUnknownError);
     expect(w.submits()).toHaveLength(1);
@@ -325,7 +325,7 @@ describe("E client: quota and errors", () => {
 
   it("E: a 2xx submit answer without jobId and statusUrl is invalid_response and not resent", async () => {
     const w = await start();
-    w.sandbox.context.faults.add({ provider: "e", method: "POST", path: /\/images\//, fault: { kind: "status", status: 202, body: { result: { jobId: "nested" } } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", method: "POST", path: /\/images\//, fault: { kind: "status", status: 202, body: { result: { jobId: "nested" } } }, times: 1 });
     const { adapter, context } = w.client();
     const error = await providerError(() => adapter.submit(adapter.validate(generate()), context));
     expect(error.code).toBe("invalid_response");

@@ -130,11 +130,11 @@ describe("E client: source image uploads", () => {
     const w = await start();
     const { adapter, context } = w.client({}, { maxAttempts: 1 });
     const request = adapter.validate(imageJob("expand-image", [{ fileName: "a.png", bytes: SOURCE }]));
-    w.sandbox.context.faults.add({ provider: "e", path: /storage\/image/, fault: { kind: "status", status: 413, body: { message: "too large" } }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", path: /storage\/image/, fault: { kind: "status", status: 413, body: { message: "too large" } }, times: 1 });
     const refused = await providerError(() => adapter.submit(request, context));
     expect(refused).toMatchObject({ code: "provider_rejected" });
     expect(refused.detail.rawBody).toContain("too large");
-    w.sandbox.context.faults.add({ provider: "e", path: /storage\/image/, fault: { kind: "drop" }, times: 1 });
+    w.sandbox.injectFault({ provider: "e", path: /storage\/image/, fault: { kind: "drop" }, times: 1 });
     const lost = await thrown(() => adapter.submit(request, context));
     expect(lost).toBeInstanceOf(TransportError);
     expect((lost as TransportError).maybeSent).toBe(false);

@@ -3,9 +3,8 @@ import type { UrlPolicy } from "../../../src/core/url-safety.js";
 import type { CallContext, JobRequest } from "../../../src/providers/adapter.js";
 import { createEAdapter, type EAdapter, type EAdapterConfig } from "../../../src/providers/e/index.js";
 import { ProviderHttp } from "../../../src/providers/http.js";
-import { createEEmulator, DEFAULT_E_CLIENT, type EEmulator, type EEmulatorOptions } from "../../../src/sandbox/e/index.js";
-import type { LoggedRequest } from "../../../src/sandbox/request-log.js";
-import { startSandbox, type RunningSandbox } from "../../../src/sandbox/server.js";
+import { DEFAULT_E_CLIENT } from "../../../src/sandbox/e/index.js";
+import { startSandbox, type EEmulator, type EEmulatorOptions, type LoggedRequest, type Sandbox } from "../../../src/sandbox/index.js";
 
 /** The names that fill the spec's scope placeholders for the sandbox (its README: vendor "Sandbox", service "imagegen", short "ig"). */
 export const SANDBOX_SCOPE_NAMES = { vendor: "Sandbox", service: "imagegen", serviceShort: "ig" };
@@ -17,7 +16,7 @@ export const DAY = 24 * 3_600_000;
 export const LOOSE: UrlPolicy = { allowHttp: true, allowPrivate: true };
 
 export interface EWorld {
-  sandbox: RunningSandbox;
+  sandbox: Sandbox;
   e: EEmulator;
   advance(ms: number): void;
   client(config?: Partial<EAdapterConfig>, options?: ClientOptions): EClient;
@@ -49,13 +48,13 @@ export interface EClient {
  * they need not step the clock; the quota tests keep E's 4 per minute.
  */
 export async function startE(options: EEmulatorOptions = {}): Promise<EWorld> {
-  const e = createEEmulator({ renderMs: RENDER_MS, requestsPerMinute: 1_000, ...options });
-  const sandbox = await startSandbox({ emulators: [e] });
-  const requests = () => sandbox.context.requests.filter((entry) => entry.provider === "e" && !entry.url.startsWith("/e-files/"));
+  const sandbox = await startSandbox({ providers: ["e"], emulators: { e: { renderMs: RENDER_MS, requestsPerMinute: 1_000, ...options } } });
+  const e = sandbox.emulators.e!;
+  const requests = () => sandbox.requests().filter((entry) => entry.provider === "e" && !entry.url.startsWith("/e-files/"));
   return {
     sandbox,
     e,
-    advance: (ms) => sandbox.context.clock.advance(ms),
+    advance: (ms) => sandbox.clock.advance(ms),
     client(config = {}, options = {}) {
       const adapter = createEAdapter({
         baseUrl: `${sandbox.url}/e`,
@@ -76,13 +75,13 @@ export async function startE(options: EEmulatorOptions = {}): Promise<EWorld> {
         ...(options.beforeRequest ? { beforeRequest: options.beforeRequest } : {}),
       });
       // The sandbox's virtual clock, so token lifetimes and the 7-day upload validity can be crossed with advance().
-      return { adapter, http, context: { http, clock: sandbox.context.clock } };
+      return { adapter, http, context: { http, clock: sandbox.clock } };
     },
     requests,
     tokenRequests: () => requests().filter((entry) => entry.url.startsWith("/e-auth/")),
     submits: () => requests().filter((entry) => entry.method === "POST" && /^\/e\/v\d\/images\//.test(entry.url)),
     statusReads: () => requests().filter((entry) => entry.method === "GET" && entry.url.startsWith("/e-status/")),
-    close: () => sandbox.close(),
+    close: () => sandbox.stop(),
   };
 }
 

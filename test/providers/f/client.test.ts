@@ -209,7 +209,7 @@ describe("F client: reading a generation", () => {
     const w = await start();
     const adapter = w.adapter();
     const { submitted, context } = await w.submit(adapter, undefined, { webhook: false });
-    w.sandbox.context.faults.add({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body: { status: "queued", eta: 3 } }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body: { status: "queued", eta: 3 } }, times: 1 });
     expect(await adapter.poll(submitted, context)).toEqual({ kind: "pending", providerStatus: "queued", raw: { status: "queued", eta: 3 } });
   });
 
@@ -218,7 +218,7 @@ describe("F client: reading a generation", () => {
     const adapter = w.adapter();
     const { submitted, context } = await w.submit(adapter, undefined, { webhook: false });
     const body = { generation_id: submitted.providerJobId, created: "2025-01-01T00:00:00Z", data: [{ url: null, seed: 1, is_image_safe: false }] };
-    w.sandbox.context.faults.add({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
     expect(await adapter.poll(submitted, context)).toMatchObject({ kind: "failed", code: "no_outputs", raw: body });
   });
 
@@ -227,7 +227,7 @@ describe("F client: reading a generation", () => {
     const adapter = w.adapter();
     const { submitted, context } = await w.submit(adapter, undefined, { webhook: false });
     const body = { generation_id: "someone-else", data: [{ url: "https://x/1.png", seed: 1 }] };
-    w.sandbox.context.faults.add({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body }, times: 1 });
     const error = await providerError(() => adapter.poll(submitted, context));
     expect(error.code).toBe("invalid_response");
     expect(error.detail.retryable).toBe(true);
@@ -237,7 +237,7 @@ describe("F client: reading a generation", () => {
     const w = await start();
     const adapter = w.adapter();
     const { submitted, context } = await w.submit(adapter, undefined, { webhook: false });
-    w.sandbox.context.faults.add({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body: { hello: 1 } }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body: { hello: 1 } }, times: 1 });
     expect((await providerError(() => adapter.poll(submitted, context))).detail).toMatchObject({ retryable: true, httpStatus: 200 });
   });
 
@@ -245,7 +245,7 @@ describe("F client: reading a generation", () => {
     const w = await start();
     const adapter = w.adapter();
     const { submitted, context } = await w.submit(adapter, undefined, { webhook: false });
-    w.sandbox.context.faults.add({ provider: "f", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "GET", fault: { kind: "status", status: 503, body: "busy" }, times: 1 });
     expect((await adapter.poll(submitted, context)).kind).toBe("pending");
     expect(w.requests().filter((entry) => entry.method === "GET")).toHaveLength(2);
   });
@@ -282,7 +282,7 @@ describe("F client: submit errors", () => {
 
   it("F: 429 is back-pressure, retryable later, never resent at once", async () => {
     const w = await start();
-    w.sandbox.context.faults.add({ provider: "f", method: "POST", fault: { kind: "status", status: 429, body: { error: "slow down" }, headers: { "retry-after": "7" } }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "POST", fault: { kind: "status", status: 429, body: { error: "slow down" }, headers: { "retry-after": "7" } }, times: 1 });
     const error = await providerError(() => w.submit(w.adapter(), undefined, { webhook: false }));
     expect(error.code).toBe("rate_limited");
     expect(error.detail).toMatchObject({ backpressure: true, retryable: true, retryAfterMs: 7_000 });
@@ -291,16 +291,16 @@ describe("F client: submit errors", () => {
 
   it("F: 503 is retryable; 500 leaves the outcome unknown (a generation may exist), never resent", async () => {
     const w = await start();
-    w.sandbox.context.faults.add({ provider: "f", method: "POST", fault: { kind: "status", status: 503 }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "POST", fault: { kind: "status", status: 503 }, times: 1 });
     expect((await providerError(() => w.submit(w.adapter(), undefined, { webhook: false }))).detail).toMatchObject({ retryable: true, httpStatus: 503 });
-    w.sandbox.context.faults.add({ provider: "f", method: "POST", fault: { kind: "status", status: 500 }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "POST", fault: { kind: "status", status: 500 }, times: 1 });
     expect(await thrown(() => w.submit(w.adapter(), undefined, { webhook: false }))).toBeInstanceOf(OutcomeUnknownError);
     expect(posts(w)).toHaveLength(2);
   });
 
   it("F: a 2xx answer without generation_id leaves the outcome unknown", async () => {
     const w = await start();
-    w.sandbox.context.faults.add({ provider: "f", method: "POST", fault: { kind: "status", status: 200, body: { id: "x" } }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "POST", fault: { kind: "status", status: 200, body: { id: "x" } }, times: 1 });
     const error = await thrown(() => w.submit(w.adapter(), undefined, { webhook: false }));
     expect(error).toBeInstanceOf(OutcomeUnknownError);
     expect((error as OutcomeUnknownError).message).toMatch(/no generation_id/);

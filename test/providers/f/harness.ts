@@ -5,8 +5,7 @@ import type { UrlPolicy } from "../../../src/core/url-safety.js";
 import type { CallContext, JobRequest, ProviderAdapter, Submitted, ValidatedRequest, WebhookDelivery } from "../../../src/providers/adapter.js";
 import { createFAdapter, type FAdapterConfig } from "../../../src/providers/f/index.js";
 import { ProviderHttp } from "../../../src/providers/http.js";
-import { createFEmulator, type FEmulator, type FEmulatorOptions } from "../../../src/sandbox/f/index.js";
-import { startSandbox, type RunningSandbox } from "../../../src/sandbox/server.js";
+import { startSandbox, type FEmulator, type FEmulatorOptions, type Sandbox } from "../../../src/sandbox/index.js";
 
 export const F_KEY = "sandbox-f-key";
 /** Virtual render time of every generation in these tests. */
@@ -88,7 +87,7 @@ export function asDelivery(received: Received, jobId: string | null = null): Web
 /** A running sandbox with F, a receiver, and helpers to build the adapter and call contexts. */
 export class FWorld {
   private constructor(
-    readonly sandbox: RunningSandbox,
+    readonly sandbox: Sandbox,
     readonly emulator: FEmulator,
     readonly receiver: Receiver,
   ) {}
@@ -96,10 +95,13 @@ export class FWorld {
   static async start(options: FEmulatorOptions = {}): Promise<FWorld> {
     // Documented deviation of the sandbox: loopback webhook URLs are accepted so this test can receive deliveries.
     // Verified on the sandbox's virtual clock (advance()), so deliveries carry its timestamps too.
-    const emulator = createFEmulator({ renderMs: RENDER_MS, allowLoopbackWebhooks: true, webhookTimestampClock: "virtual", ...options });
-    const sandbox = await startSandbox({ emulators: [emulator] });
+    const sandbox = await startSandbox({
+      providers: ["f"],
+      webhookTimestamps: "virtual",
+      emulators: { f: { renderMs: RENDER_MS, allowLoopbackWebhooks: true, ...options } },
+    });
     const receiver = await Receiver.start();
-    return new FWorld(sandbox, emulator, receiver);
+    return new FWorld(sandbox, sandbox.emulators.f!, receiver);
   }
 
   get baseUrl(): string {
@@ -107,12 +109,12 @@ export class FWorld {
   }
 
   get clock(): Clock {
-    return this.sandbox.context.clock;
+    return this.sandbox.clock;
   }
 
   /** Moves virtual time past every generation's render time (and the key refresh cool-down). */
   advance(ms = RENDER_MS + 1): void {
-    this.sandbox.context.clock.advance(ms);
+    this.sandbox.clock.advance(ms);
   }
 
   adapter(config: Partial<FAdapterConfig> = {}): ProviderAdapter {
@@ -150,7 +152,7 @@ export class FWorld {
 
   /** Requests the sandbox received for F's API (image downloads excluded). */
   requests() {
-    return this.sandbox.context.requests.filter((entry) => entry.provider === "f" && !entry.url.startsWith("/f/images/"));
+    return this.sandbox.requests().filter((entry) => entry.provider === "f" && !entry.url.startsWith("/f/images/"));
   }
 
   jwksRequests(): number {
@@ -158,7 +160,7 @@ export class FWorld {
   }
 
   async close(): Promise<void> {
-    await this.sandbox.close();
+    await this.sandbox.stop();
     await this.receiver.close();
   }
 }

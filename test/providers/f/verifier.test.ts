@@ -191,7 +191,7 @@ describe("F webhooks: the adapter's verdict on signed bodies", () => {
   /** The sandbox's JWKS route answers with this test's key set instead (fault injection), so the test can sign. */
   async function withKeySet(key: TestKey): Promise<FWorld> {
     world = await FWorld.start();
-    world.sandbox.context.faults.add({ provider: "f", method: "GET", path: /jwks\.json$/, fault: { kind: "status", status: 200, body: { keys: [jwk(key)] } } });
+    world.sandbox.injectFault({ provider: "f", method: "GET", path: /jwks\.json$/, fault: { kind: "status", status: 200, body: { keys: [jwk(key)] } } });
     return world;
   }
 

@@ -231,7 +231,7 @@ describe("F webhooks: real deliveries from the sandbox", () => {
   it("F: when the key set cannot be loaded the delivery is refused (F retries a non-2xx answer)", async () => {
     const w = await start();
     const { adapter, received } = await delivered(w);
-    w.sandbox.context.faults.add({ provider: "f", method: "GET", path: /jwks\.json$/, fault: { kind: "status", status: 500 }, times: 1 });
+    w.sandbox.injectFault({ provider: "f", method: "GET", path: /jwks\.json$/, fault: { kind: "status", status: 500 }, times: 1 });
     const context = w.context({ maxAttempts: 1 });
     expect(rejectedReason(await adapter.webhooks!.verify(asDelivery(received), context))).toMatch(/key set could not be loaded.*HTTP 500/);
     expect((await adapter.webhooks!.verify(asDelivery(received), context)).kind).toBe("accepted");
