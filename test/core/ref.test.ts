@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InputError } from "../../src/core/errors.js";
 import { escapeUnprintable, firstUnprintable } from "../../src/core/printable.js";
-import { MAX_REF_LENGTH, validateRef } from "../../src/core/ref.js";
+import { MAX_REF_LENGTH, validateRef, validateRefPrefix } from "../../src/core/ref.js";
 import { inputError } from "../helpers/errors.js";
 
 /** Characters a terminal acts on: C0 controls, DEL, C1 controls, line/paragraph separators, bidi formatting. */
@@ -64,5 +64,22 @@ describe("refs", () => {
 
   it("escapeUnprintable writes every unprintable character as \\uXXXX and leaves the rest", () => {
     expect(escapeUnprintable("a\u001b[2Jb\nc\u2028d é")).toBe("a\\u001b[2Jb\\u000ac\\u2028d é");
+  });
+});
+
+describe("a ref prefix to search by (the API's ref_prefix, jobs --ref-prefix)", () => {
+  it("is taken as given from 1 to 200 characters (counted by code point); empty or longer than any ref is refused naming the field", () => {
+    expect(validateRefPrefix("batch-7", "ref_prefix")).toBe("batch-7");
+    expect(validateRefPrefix("😀".repeat(MAX_REF_LENGTH), "--ref-prefix")).toBe("😀".repeat(MAX_REF_LENGTH));
+    const refusal = (value: string, field: string) => {
+      try {
+        validateRefPrefix(value, field);
+      } catch (error) {
+        return [(error as InputError).field, (error as InputError).message, (error as InputError).allowed];
+      }
+      return null;
+    };
+    expect(refusal("", "--ref-prefix")).toEqual(["--ref-prefix", expect.stringMatching(/^--ref-prefix: must not be empty/), "the first characters of a ref"]);
+    expect(refusal("x".repeat(MAX_REF_LENGTH + 1), "ref_prefix")).toEqual(["ref_prefix", expect.stringMatching(/is 201 characters long, longer than any ref \(200\)/), "1 to 200 characters"]);
   });
 });

@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { redactUrl } from "../../src/core/redact.js";
-import { notifyUrlRedactor } from "../../src/server/notify-urls.js";
+import { notifyUrlRedactor, shownEvents } from "../../src/server/notify-urls.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { newDJob, tempDir } from "../helpers/stores.js";
 import { serveSandbox, servedStores, type Served } from "../helpers/dashboard.js";
 import { until } from "../helpers/until.js";
 
@@ -44,6 +46,10 @@ describe("redactUrl and the notify URL redactor", () => {
     expect(redactUrl("https://hooks.example/")).toBe("https://hooks.example/");
     expect(redactUrl("https://hooks.example")).toBe("https://hooks.example/");
     expect(redactUrl("not a url /secret")).toBe("[redacted]");
+    // A user alone or a password alone is a user part too; a URL without a host shows its scheme only.
+    expect(redactUrl("https://user@hooks.example/")).toBe("https://[redacted]@hooks.example/");
+    expect(redactUrl("https://:pass@hooks.example/")).toBe("https://[redacted]@hooks.example/");
+    expect(redactUrl("mailto:ops@hooks.example")).toBe("mailto:[redacted]");
   });
 
   it("the redactor replaces a URL written whole and as events written before it showed it (origin and path, query cut to ?…), once, and leaves other text and text already redacted alone", () => {
@@ -54,6 +60,33 @@ describe("redactUrl and the notify URL redactor", () => {
     expect(redact("https://other.example/?… and https://other.example/[redacted]")).toBe("https://other.example/[redacted] and https://other.example/[redacted]");
     expect(redact("https://hooks.example/[redacted] and https://hooks.example/ stay")).toBe("https://hooks.example/[redacted] and https://hooks.example/ stay");
     expect(notifyUrlRedactor([])("nothing https://x.example/a")).toBe("nothing https://x.example/a");
+    // One URL's path a prefix of another's: the longer is matched first, so no part of it is left showing; every
+    // occurrence is replaced.
+    const nested = notifyUrlRedactor(["https://h.example/a", "https://h.example/a/b?t=s3cr3t"]);
+    expect(nested("to https://h.example/a/b?t=s3cr3t, then https://h.example/a/b?t=s3cr3t and https://h.example/a")).toBe(
+      "to https://h.example/[redacted], then https://h.example/[redacted] and https://h.example/[redacted]",
+    );
+  });
+});
+
+describe("shownEvents", () => {
+  it("hides a URL the job was notified at under an earlier MEDIAGATE_NOTIFY_URL, known only from its notification now that the variable changed", async () => {
+    const folder = tempDir();
+    const store = await openSqliteStore(`${folder.path}/events.db`);
+    try {
+      const earlier = "https://hooks.example/T0123/earlier-token";
+      store.setNotificationPolicy({ defaultUrl: earlier, events: "terminal" });
+      await store.insertJobs([newDJob("told")], 1_000);
+      const job = (await store.transition("job_told", { state: "queued" }, "cancelled", { reason: "cancelled by the user" }, "cancelled by the user", 2_000))!;
+      const [owed] = await store.claimDueNotifications(3_000, 1, 60_000);
+      await store.recordNotificationAttempt({ id: owed!.id, attempt: 1, at: 3_100, status: 200, error: null, outcome: { kind: "delivered" }, event: { reason: `delivered to ${earlier}`, detail: null } });
+      const events = await shownEvents(store, job, "https://hooks.example/now/current-token");
+      expect(events.at(-1)!.reason).toBe("delivered to https://hooks.example/[redacted]");
+      expect(JSON.stringify(events)).not.toContain("earlier-token");
+    } finally {
+      await store.close();
+      folder.remove();
+    }
   });
 });
 

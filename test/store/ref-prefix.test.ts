@@ -12,6 +12,8 @@ describe("refRange: the refs starting with a prefix as one index range", () => {
     expect(refRange("a\u{10ffff}")).toEqual({ from: "a\u{10ffff}", below: "b" });
     expect(refRange("a\u{10ffff}\u{10ffff}")).toEqual({ from: "a\u{10ffff}\u{10ffff}", below: "b" });
     expect(refRange("a\ud7ff")).toEqual({ from: "a\ud7ff", below: "a\ue000" });
+    // A lone surrogate (no well-formed string holds one, but a JS string can): raised past the surrogates too.
+    expect(refRange("a\udffe")).toEqual({ from: "a\udffe", below: "a\ue000" });
     expect(refRange("a\uffff")).toEqual({ from: "a\uffff", below: "a\u{10000}" });
     expect(refRange("\u{10ffff}")).toEqual({ from: "\u{10ffff}", below: null });
   });
