@@ -1,4 +1,4 @@
-import { redactDeep, redactUrl } from "../core/redact.js";
+import { displayUrl, redactDeep, redactUrl } from "../core/redact.js";
 import type { Job, JobEvent } from "../core/job.js";
 import type { Store } from "../store/store.js";
 
@@ -20,11 +20,10 @@ export function notifyUrlRedactor(urls: Iterable<string | null | undefined>): (t
     if (!url) continue;
     const shown = redactUrl(url);
     const forms = [url];
-    try {
-      const parsed = new URL(url);
-      forms.push(`${parsed.origin}${parsed.pathname}${parsed.search ? "?…" : ""}`, `${parsed.origin}${parsed.pathname}`);
-    } catch {
-      // not a URL: only its whole text is looked for
+    // As older events quote it (displayUrl: the query cut to "?…"), and that without the "?…".
+    if (URL.canParse(url)) {
+      const quoted = displayUrl(url);
+      forms.push(quoted, quoted.replace(/\?…$/, ""));
     }
     // A form the redacted text starts with (an origin with a bare "/" path) hides nothing, and would match the redacted text itself.
     for (const form of forms) if (form.length > 0 && !shown.startsWith(form)) replacements.set(form, shown);
