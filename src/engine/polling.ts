@@ -7,6 +7,10 @@ const SAMPLE_LIMIT = 50;
 const UNKNOWN_FIRST_POLL_MS = 500;
 /** While probing, one first poll in this many is a probe. */
 const PROBE_EVERY = 8;
+/** First polls found done that must be known before their send-based bound places the safe delay (one fast job does not). */
+const DONE_BOUNDS_NEEDED = 5;
+/** Probing stops once a first poll found its job pending within this share of the safe delay below it. */
+const CLOSE_ENOUGH = 0.02;
 /** After probing has settled, probe again after this many first polls (render times drift). */
 const REPROBE_AFTER = 256;
 /** A spread first poll moves by this share of the poll cadence per answer (see `PollScheduler.trackSpread`). */
@@ -37,6 +41,15 @@ interface ModelState {
   spreadMs: number | null;
   spreadStepMs: number;
   safeMs: number | null;
+  /**
+   * How long after its submit's send each first poll planned before anything
+   * was learned found its job done (when the poll left, not when its answer
+   * was read): the render took no longer. The safe delay starts at their 10th
+   * percentile when there are DONE_BOUNDS_NEEDED of them, if that is sooner
+   * than the finished jobs' (a first wave's answers read late by a busy loop
+   * say more about the loop than about the render).
+   */
+  doneBoundsMs: number[];
   /**
    * The latest a first poll has found a job still pending since probing
    * (re)started, counted from the submit's answer: the render takes longer,
@@ -164,6 +177,7 @@ export class PollScheduler {
       this.trackSpread(jobId, plan, state, pending);
       return;
     }
+    if (plan.kind === "unknown" && !pending && state.doneBoundsMs.length < SAMPLE_LIMIT) state.doneBoundsMs.push(Math.max(plan.delayMs, sinceSubmitSentMs));
     if (state.safeMs === null) return;
     const step = Math.max(2, state.safeMs * 0.01);
     if (pending) {
@@ -239,7 +253,10 @@ export class PollScheduler {
     // Where jobs were found done soonest (the 10th percentile, so that one job answered late does not place it): with
     // one render time every job is done there. The later done polls went out late (a wave of first polls all due
     // together) and say nothing more; a job found pending raises it.
-    if (state.safeMs === null) state.safeMs = quantile(state.samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b), 0.1);
+    if (state.safeMs === null) {
+      const bounds = state.doneBoundsMs.length >= DONE_BOUNDS_NEEDED ? quantile([...state.doneBoundsMs].sort((a, b) => a - b), 0.1) : Infinity;
+      state.safeMs = Math.min(quantile(state.samples.map((sample) => sample.doneElapsedMs).sort((a, b) => a - b), 0.1), bounds);
+    }
     const safe = state.safeMs;
     if (spreadWide(state.samples, cadence)) {
       // Started where the learned times put it, then moved by the first polls' answers (see `answered`).
@@ -261,7 +278,11 @@ export class PollScheduler {
     const least = Math.max(2, safe * 0.005);
     // Never where a job was found pending: that probe would find pending again, and a probe found pending costs its job a poll interval.
     const probeAt = Math.max(0, safe - state.probeGapMs, state.floorMs === null ? 0 : state.floorMs + least);
-    const settled = state.probeGapMs < least || safe - probeAt < least;
+    // Close enough once a job was found pending within CLOSE_ENOUGH of the safe delay: what is left to gain is less
+    // than that share of a render a wave, and a probe found pending costs its job a whole poll interval (in a batch's
+    // last wave, the batch's end).
+    const closeEnough = state.floorMs !== null && safe - state.floorMs <= Math.max(least, safe * CLOSE_ENOUGH);
+    const settled = closeEnough || state.probeGapMs < least || safe - probeAt < least;
     if (!settled && !state.probeOut && state.firstPollsSinceProbe >= PROBE_EVERY) {
       state.probeOut = true;
       return { key, kind: "probe", delayMs: probeAt };
@@ -289,7 +310,7 @@ export class PollScheduler {
     if (raced) return raced;
     const samples = [...stored.reverse(), ...(this.early.get(key) ?? [])].slice(-SAMPLE_LIMIT);
     this.early.delete(key);
-    const state: ModelState = { samples, spreadMs: null, spreadStepMs: 0, safeMs: null, floorMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false, probeJobId: null };
+    const state: ModelState = { samples, spreadMs: null, spreadStepMs: 0, safeMs: null, doneBoundsMs: [], floorMs: null, probeGapMs: null, firstPollsSinceProbe: 0, probeOut: false, probeJobId: null };
     this.models.set(key, state);
     return state;
   }

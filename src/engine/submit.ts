@@ -33,19 +33,28 @@ export async function submitJob(context: EngineContext, claimed: Job): Promise<v
     job = keyed;
   }
   let submitted: Submitted;
+  let sentAt: number | null;
   try {
     const call = await context.callContext(job, request);
     context.counters(job.provider).submits++;
     submitted = await context.timed(job.provider, "submit", () => adapter.submit(request, call));
+    sentAt = call.http.lastSentAt;
   } catch (error) {
     await handleSubmitFailure(context, job, error, limits.idempotentSubmit);
     return;
   }
   // From here the provider has the job: nothing below may be taken for a failed submit.
-  await recordAccepted(context, job, submitted, limits);
+  await recordAccepted(context, job, submitted, limits, sentAt);
 }
 
-async function recordAccepted(context: EngineContext, job: Job, submitted: Submitted, limits: ProviderLimits): Promise<void> {
+/**
+ * `sentAt` is when the accepted request was handed to the transport: the
+ * provider took the job after it, so polls learn the render time from it (see
+ * `PollScheduler.answered`). The note written before the send (its rate token,
+ * the store write that notes it) comes earlier, by as much as a busy loop
+ * makes it; it is replaced.
+ */
+async function recordAccepted(context: EngineContext, job: Job, submitted: Submitted, limits: ProviderLimits, sentAt: number | null): Promise<void> {
   const { store, clock, owner } = context;
   const now = clock.now();
   let firstPoll: number;
@@ -65,6 +74,7 @@ async function recordAccepted(context: EngineContext, job: Job, submitted: Submi
         handles: submitted.handles,
         providerStatus: "submitted",
         submittedAt: now,
+        ...(sentAt !== null && sentAt <= now ? { submitSentAt: sentAt } : {}),
         trackingDeadlineAt: now + limits.trackingDeadlineMs,
         nextAttemptAt: now + firstPoll,
         reason: null,

@@ -53,9 +53,13 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
     try {
       const call = await context.callContext(job, request);
       context.counters(job.provider).polls++;
-      const sentAt = clock.now();
+      const startedAt = clock.now();
       // The answer is kept (error detail, event log): a secret the provider quotes in it is removed first.
       status = redactDeep(await context.timed(job.provider, "poll", () => adapter.poll(submittedOf(job), call)), (text) => call.http.redact(text));
+      // What is learned is when the poll left (after its rate token), not when its step started: a busy loop or a
+      // wait for the token sends it later, and a job found done only because its poll went out late must not pull
+      // the first poll earlier than the render takes.
+      const sentAt = call.http.lastSentAt ?? startedAt;
       context.polls.answered(job.id, status.kind === "pending", sentAt - (job.submittedAt ?? sentAt), sentAt - (job.submitSentAt ?? job.submittedAt ?? sentAt));
     } catch (error) {
       await handlePollFailure(context, job, error);

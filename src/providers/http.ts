@@ -121,6 +121,13 @@ const MAX_ERROR_BODY = 2_000;
  */
 export class ProviderHttp {
   private readonly transport: Transport;
+  /**
+   * When the latest request was handed to the transport (this client's clock),
+   * after its rate token and every other wait: the earliest the provider can
+   * have seen it, and closer to that than any time noted before the waits.
+   * Null before the first request.
+   */
+  lastSentAt: number | null = null;
 
   constructor(readonly options: ProviderHttpOptions) {
     this.transport = options.transport ?? nodeTransport;
@@ -221,6 +228,7 @@ export class ProviderHttp {
       let bytes: Buffer;
       try {
         try {
+          this.lastSentAt = this.options.clock.now();
           response = await this.transport(url, {
             method,
             headers,

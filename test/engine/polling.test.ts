@@ -147,28 +147,28 @@ for (const factory of storeFactories) {
       expect(await first("job_2")).toBe(5_959);
     });
 
-    it("no probe goes where a job was found pending since probing started: the next probe comes just past it, and probing ends when nothing is left between it and the safe delay", async () => {
+    it("no probe goes where a job was found pending since probing started: the next probe comes just past it, and probing ends once a job was found pending within 2% of the safe delay", async () => {
       const polls = new PollScheduler(store);
       for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
       const first = async (id: string) => polls.firstDelay({ ...job, id }, wide);
       expect(await first("probe_1")).toBe(5_700);
-      // Planned at 5.7 s, sent late at 5.88 s and found pending: halving the gap would probe at 5.85 s, where the job
-      // would surely be pending too; the next probe comes 0.5% past 5.88 s instead.
-      polls.answered("probe_1", true, 5_880, 5_900);
+      // Planned at 5.7 s, sent late at 5.86 s and found pending: halving the gap would probe at 5.85 s, where the job
+      // would surely be pending too; the next probe comes 0.5% past 5.86 s instead.
+      polls.answered("probe_1", true, 5_860, 5_880);
       for (let index = 1; index < 8; index++) await first(`early_${index}`);
-      expect(await first("probe_2")).toBe(5_910);
-      polls.answered("probe_2", true, 5_910);
+      expect(await first("probe_2")).toBe(5_890);
+      polls.answered("probe_2", true, 5_890);
       // A job at the safe delay found pending at 6 s: the safe delay goes to 6.06 s.
       expect(await first("job_1")).toBe(6_000);
       polls.answered("job_1", true, 6_000);
-      // Halving the gap would probe at 5.91 s, below 6 s where a job was pending: that probe would find pending again.
-      // Just past it (6 s + 0.5%) is within 0.5% of 6.06 s: nothing is left worth a probe, so none comes.
+      // A job was found pending within 2% of the safe delay: what a probe could still gain is less than that, and a
+      // probe found pending costs its job a poll interval, so none comes.
       const delays: number[] = [];
       for (let index = 2; index < 40; index++) delays.push(await first(`job_${index}`));
       expect(new Set(delays)).toEqual(new Set([6_060]));
     });
 
-    it("probing stops once a probe would move the first poll by less than 0.5%, and starts again after 256 first polls", async () => {
+    it("probing stops once a job was found pending within 2% of the safe delay, and starts again after 256 first polls", async () => {
       const polls = new PollScheduler(store);
       for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 1_000, pendingElapsedMs: null });
       let probes = 0;
@@ -176,17 +176,17 @@ for (const factory of storeFactories) {
         const id = `job_${index}`;
         const delay = await polls.firstDelay({ ...job, id }, pace(0, 5_000));
         if (delay < 1_000) probes++;
-        // Every probe finds the job pending: the gap halves from 50 ms until it is under 5 ms.
+        // Every probe finds the job pending: at 950 ms, then 975 ms, then 987.5 ms, which is within 2% of 1 s.
         polls.answered(id, delay < 1_000, 0);
       }
-      expect(probes).toBe(4);
+      expect(probes).toBe(3);
       for (let index = 200; index < 400; index++) {
         const id = `job_${index}`;
         const delay = await polls.firstDelay({ ...job, id }, pace(0, 5_000));
         if (delay < 1_000) probes++;
         polls.answered(id, delay < 1_000, 0);
       }
-      expect(probes).toBe(8);
+      expect(probes).toBe(6);
     });
 
     it("only the 50 most recent render times count", async () => {
@@ -335,6 +335,31 @@ for (const factory of storeFactories) {
       for (let index = 0; index < 30; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 10_000, pendingElapsedMs: null });
       // 20 of the stored 100 s jobs and the 30 recorded 10 s jobs.
       expect(await polls.expectedRenderMs("d", "gen-2-pro")).toBe(10_000);
+    });
+
+    it("first polls planned before anything was known place the safe delay by when they left after their submit's send, once five found their jobs done", async () => {
+      const first = async (polls: PollScheduler, id: string) => polls.firstDelay({ ...job, id }, wide);
+      const polls = new PollScheduler(store);
+      // Five jobs of a first wave, found done 505–520 ms after their submits left; their answers were read late by a
+      // busy loop, so the finished jobs say 530 ms.
+      const wave = [505, 508, 510, 515, 520];
+      for (const index of wave.keys()) expect(await first(polls, `wave_${index}`)).toBe(500);
+      for (const [index, sinceSent] of wave.entries()) {
+        polls.answered(`wave_${index}`, false, sinceSent - 3, sinceSent);
+        polls.record("d", "gen-2-pro", { doneElapsedMs: 530, pendingElapsedMs: null });
+      }
+      // The 10th percentile of 505…520 is 506.2 ms: a probe 5% below it, then the safe delay.
+      expect(await first(polls, "probe_1")).toBe(481);
+      expect(await first(polls, "job_1")).toBe(506);
+      // Four are not enough: one fast job says nothing of the others.
+      const fewer = new PollScheduler(store);
+      for (const index of wave.slice(0, 4).keys()) await first(fewer, `wave_${index}`);
+      for (const [index, sinceSent] of wave.slice(0, 4).entries()) {
+        fewer.answered(`wave_${index}`, false, sinceSent - 3, sinceSent);
+        fewer.record("d", "gen-2-pro", { doneElapsedMs: 530, pendingElapsedMs: null });
+      }
+      await first(fewer, "probe_1");
+      expect(await first(fewer, "job_1")).toBe(530);
     });
 
     it("a first poll planned before anything was known teaches nothing about the safe delay", async () => {

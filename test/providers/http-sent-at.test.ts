@@ -1,0 +1,66 @@
+import { createServer, type Server } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/core/clock.js";
+import { ProviderHttp } from "../../src/providers/http.js";
+
+// When a request left, as the poll scheduler learns it (issue 10): the moment it was handed to the transport, after
+// its rate token, not when its step began. Real HTTP over loopback, the real clock.
+
+let server: Server | undefined;
+afterEach(async () => {
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  server = undefined;
+});
+
+/** A loopback server that answers 200 and notes when each request reached it. */
+async function receiver(): Promise<{ url: string; receivedAt: number[] }> {
+  const receivedAt: number[] = [];
+  server = createServer((request, response) => {
+    receivedAt.push(Date.now());
+    request.resume();
+    request.on("end", () => response.end('{"ok":true}'));
+  });
+  await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  return { url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`, receivedAt };
+}
+
+describe("ProviderHttp.lastSentAt", () => {
+  it("is when the request was handed to the transport: after a 60 ms wait for its rate token, and no later than the server saw it", async () => {
+    const { url, receivedAt } = await receiver();
+    const http = new ProviderHttp({
+      provider: "d",
+      clock: systemClock,
+      secrets: () => [],
+      urlPolicy: { allowHttp: true, allowPrivate: true },
+      beforeRequest: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 60));
+      },
+    });
+    expect(http.lastSentAt).toBeNull();
+    const startedAt = Date.now();
+    const response = await http.request({ method: "POST", url: `${url}/d/v1/gen-2-pro`, body: { prompt: "a lighthouse" }, retry: "none" });
+    expect(response.status).toBe(200);
+    expect(http.lastSentAt).not.toBeNull();
+    expect(http.lastSentAt!).toBeGreaterThanOrEqual(startedAt + 59);
+    expect(http.lastSentAt!).toBeLessThanOrEqual(receivedAt[0]!);
+  });
+
+  it("is the latest attempt's: a retried idempotent request's second send, after its backoff", async () => {
+    const { url, receivedAt } = await receiver();
+    let answers = 0;
+    server!.removeAllListeners("request");
+    server!.on("request", (request, response) => {
+      receivedAt.push(Date.now());
+      request.resume();
+      response.statusCode = answers++ === 0 ? 503 : 200;
+      request.on("end", () => response.end("{}"));
+    });
+    const http = new ProviderHttp({ provider: "d", clock: systemClock, secrets: () => [], urlPolicy: { allowHttp: true, allowPrivate: true }, random: () => 1 });
+    const response = await http.request({ method: "GET", url: `${url}/d-poll/v1/get_result?id=x`, retry: "idempotent" });
+    expect(response.status).toBe(200);
+    expect(receivedAt).toHaveLength(2);
+    expect(http.lastSentAt!).toBeGreaterThan(receivedAt[0]!);
+    expect(http.lastSentAt!).toBeLessThanOrEqual(receivedAt[1]!);
+  });
+});
