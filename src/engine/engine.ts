@@ -9,7 +9,7 @@ import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
 import { type CallContext, PROVIDER_IDS, type ProviderAdapter, type ProviderId, type ProviderStatus, type RateWindow, type ValidatedRequest } from "../providers/adapter.js";
 import { ProviderHttp } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import { type ClaimInstead, type JobScope, type Notification, RATE_SEND_BOUND_MS, type SlotPoolRequest, type Store } from "../store/store.js";
+import { type ClaimInstead, type JobScope, type NextDue, type Notification, RATE_SEND_BOUND_MS, type SlotPoolRequest, type Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -23,6 +23,7 @@ import { recoverInterruptedSubmit, submitJob } from "./submit.js";
 import { settleJob } from "./settle.js";
 import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
 import { trackJob } from "./track.js";
+import { observingJobWrites } from "./job-writes.js";
 
 export interface EngineOptions {
   store: Store;
@@ -164,6 +165,26 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private dueMoved = false;
   /** The last tick stopped at a page or in-flight limit: due work may be left that it did not reach. */
   private tickCut = false;
+  /**
+   * The next due times of the jobs this engine tracks (running or capturing under its lease), as its own steps wrote
+   * them: the loop naps by them, and looks in the store for its due jobs only when one of them is due, instead of
+   * reading the store after every step. What another process writes to one of its jobs (a webhook's nudge, a cancel)
+   * is read at the next tick after a wake, and at least once an idle tick.
+   */
+  private readonly ownedDue = new Map<string, number>();
+  /** The store may hold due times of this engine's jobs that `ownedDue` lacks (it just started, or was woken from outside). */
+  private ownedUnknown = true;
+  private lastOwnedReadAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The next due time of everything but this engine's own jobs (queues, charges to settle, notifications) as last
+   * read, for which providers skipped and when; or null to read it again. What this engine does that moves it (a job
+   * sent back to the queue or held for a slot, a notification claimed or tried, a job ended owing a notification or a
+   * settlement) sets it to null; it is read again once it is reached, and at least once an idle tick (work another
+   * process left without a word).
+   */
+  private othersDue: { due: NextDue; skip: string; readAt: number } | null = null;
+  /** Counts `othersDue`'s invalidations: a read that began before one must not be kept. */
+  private othersChanged = 0;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -199,7 +220,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       return entry?.adapter?.settle !== undefined && entry.missing.length === 0;
     });
     this.context = {
-      store: this.store,
+      store: observingJobWrites(this.store, (job) => this.noteJob(job)),
       clock: this.clock,
       owner: this.owner,
       leaseMs: this.leaseMs,
@@ -337,6 +358,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const now = this.clock.now();
     const updated = await this.store.updateJob(job.id, { state: "running" }, { nextAttemptAt: now }, now);
     if (!updated) return false;
+    this.noteJob(updated);
     if (status && updated.leaseOwner === this.owner) this.knownStatuses.set(job.id, status);
     // Another engine owns it: tell that engine's process (it reads the job at once rather than at its due time).
     if (updated.leaseOwner !== null && updated.leaseOwner !== this.owner) await this.store.announceWork().catch(() => undefined);
@@ -369,7 +391,38 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
   wake(): void {
     this.emptyQueues.clear();
+    // Told from outside: another process may have queued work or moved one of this engine's jobs.
+    this.ownedUnknown = true;
+    this.invalidateOthersDue();
     this.wakeLoop();
+  }
+
+  /** A job as one of this engine's steps (or its nudge) just wrote it: its next due time if it is still this engine's to track. */
+  private noteJob(job: Job): void {
+    if (job.leaseOwner === this.owner && (job.state === "running" || job.state === "capturing")) {
+      this.ownedDue.set(job.id, job.nextAttemptAt);
+      return;
+    }
+    this.ownedDue.delete(job.id);
+    // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
+    if (job.state === "queued" || this.delivers() || this.settles) this.invalidateOthersDue();
+  }
+
+  private invalidateOthersDue(): void {
+    this.othersDue = null;
+    this.othersChanged++;
+  }
+
+  /**
+   * The soonest due time later than `after` (the tick's time) of this engine's jobs that no step works on now, or
+   * null. A job whose step ended during the tick counts with its new due time. One due by `after` was started by the
+   * tick, or its step ended without moving it (a stop's abort, the store failing): it is not looked at again before
+   * the next tick.
+   */
+  private nextOwnedDue(after: number): number | null {
+    let soonest: number | null = null;
+    for (const [id, at] of this.ownedDue) if (at > after && (soonest === null || at < soonest) && !this.inFlight.has(id)) soonest = at;
+    return soonest;
   }
 
   /** Ends the loop's nap (a task here ended: a slot may be free, a job due). */
@@ -504,6 +557,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       })
       .finally(() => {
         this.deliveries.delete(task);
+        this.invalidateOthersDue();
         if (this.notificationsLeft) {
           this.notificationsLeft = false;
           this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
@@ -601,17 +655,26 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     let napped = false;
     for (;;) {
       this.dueMoved = false;
-      const nextDue = await this.store.nextDueAt(this.owner, skip, after, this.scope, this.settles, this.delivers());
-      if (this.wakeRequested || this.stopping) return napped;
-      // A step ended while the store answered: its new due time may not be in the answer.
-      if (this.dueMoved) continue;
-      const delay = nextDue.at === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, nextDue.at - this.clock.now()));
+      let others = this.othersDue?.due ?? null;
+      const skipKey = skip.join(",");
+      const now = this.clock.now();
+      if (others === null || this.othersDue!.skip !== skipKey || now - this.othersDue!.readAt >= this.idleTickMs || (others.at !== null && others.at <= after)) {
+        const changes = this.othersChanged;
+        others = await this.store.nextDueAt(null, skip, after, this.scope, this.settles, this.delivers());
+        if (this.wakeRequested || this.stopping) return napped;
+        // Moved while the store answered (a job sent back to the queue): the answer may not hold it.
+        if (changes !== this.othersChanged) continue;
+        this.othersDue = { due: others, skip: skipKey, readAt: now };
+      }
+      const ownedAt = this.nextOwnedDue(after);
+      const at = ownedAt === null ? others.at : others.at === null ? ownedAt : Math.min(ownedAt, others.at);
+      const delay = at === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, at - this.clock.now()));
       if (delay > 0) {
         if (this.inFlight.size === 0) this.emit("idle");
         await this.nap(delay);
         napped = true;
       }
-      if (nextDue.queuedAt !== null && this.clock.now() >= nextDue.queuedAt) this.emptyQueues.clear();
+      if (others.queuedAt !== null && this.clock.now() >= others.queuedAt) this.emptyQueues.clear();
       if (delay === 0 || !this.dueMoved || this.wakeRequested || this.stopping) return napped;
     }
   }
@@ -715,6 +778,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         const reason = unavailable.get(job.provider);
         if (reason) {
           await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
+          this.invalidateOthersDue();
           continue;
         }
         const pools = limitsOf(this.context, job).slotPools;
@@ -749,6 +813,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           const { budget } = claim;
           const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
           const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
+          this.invalidateOthersDue();
           if (updated && job.reason !== reason) this.emit("job", updated);
         } else if (claim.kind === "no_slot") {
           heldBack.add(job.provider);
@@ -756,6 +821,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           const waiting = `waiting for a slot (${claim.poolKey})`;
           if (job.reason !== waiting || claim.retryAt !== null) {
             await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
+            this.invalidateOthersDue();
           }
         }
       }
@@ -775,6 +841,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       this.lastNotificationReadAt = now;
       const room = MAX_DELIVERIES - this.deliveries.size;
       const due = await this.store.claimDueNotifications(now, room, NOTIFY_LEASE_MS, this.scope);
+      if (due.length > 0) this.invalidateOthersDue();
       this.notificationsLeft = due.length === room;
       for (const notification of due) this.deliver(notification);
     }
@@ -787,12 +854,33 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         this.spawn(job, () => settleJob(this.context, job), false);
       }
     }
+    if (!this.ownedReadNeeded(now)) return;
+    this.ownedUnknown = false;
+    this.lastOwnedReadAt = now;
+    const expected = [...this.ownedDue].filter(([id, at]) => at <= now && !this.busy(id));
     const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.busyIds);
     if (owned.length === OWNED_PAGE) this.tickCut = true;
+    for (const job of owned) this.noteJob(job);
+    if (!this.tickCut) {
+      // Due here, yet not due in the store (taken over after a lapsed lease, cancelled, moved by another process): the
+      // store's due time stands, read when it comes.
+      const read = new Set(owned.map((job) => job.id));
+      for (const [id, at] of expected) if (!read.has(id) && this.ownedDue.get(id) === at && !this.busy(id)) this.ownedDue.delete(id);
+    }
     for (const job of owned) {
       if (this.stopping || this.busy(job.id)) continue;
       this.spawn(job, () => trackJob(this.context, job), false);
     }
+  }
+
+  /**
+   * Whether this tick reads the store for this engine's due jobs: one of them is due by `now` as far as this engine
+   * knows, the store may hold due times it does not know, or an idle tick has passed since the last read.
+   */
+  private ownedReadNeeded(now: number): boolean {
+    if (this.ownedUnknown || now - this.lastOwnedReadAt >= this.idleTickMs) return true;
+    for (const [id, at] of this.ownedDue) if (at <= now && !this.busy(id)) return true;
+    return false;
   }
 
   /** Providers whose due queue was read empty less than an idle tick ago (expired entries dropped). */
@@ -839,6 +927,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.lastAdoptAt = now;
     const adopted = await this.store.adoptOrphans(this.owner, now, this.leaseMs, isDeadOwner, this.scope);
     for (const job of adopted) {
+      this.noteJob(job);
       this.log.info({ jobId: job.id, state: job.state }, "resuming a job left by a stopped engine");
       if (job.state === "submitting") this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
     }

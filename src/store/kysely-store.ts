@@ -1143,11 +1143,12 @@ export class KyselyStore implements Store {
       .execute();
   }
 
-  async nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true, notifications = false): Promise<NextDue> {
+  async nextDueAt(owner: string | null, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true, notifications = false): Promise<NextDue> {
     // The first entry after `after` of each provider's queue (an index seek each), then the least of them, and the
     // least of the queues' alone.
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
-    const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${settlements}:${notifications}`;
+    if (providers.length === 0 && owner === null && !settlements && !notifications) return { at: null, queuedAt: null };
+    const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${owner !== null}:${settlements}:${notifications}`;
     const [row] = await this.reusable(this.db, key, (slot) => {
       const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
       const firstDue = (provider: ProviderId) => {
@@ -1160,12 +1161,6 @@ export class KyselyStore implements Store {
         if (scope) branch = branch.where(inThisScope);
         return branch;
       };
-      const owned = this.db
-        .selectFrom("jobs")
-        .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
-        .where("lease_owner", "=", slot<string>("owner"))
-        .where("state", "in", ["running", "capturing"])
-        .where("next_attempt_at", ">", slot<number>("after"));
       let settling = this.db
         .selectFrom("jobs")
         .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
@@ -1173,16 +1168,28 @@ export class KyselyStore implements Store {
         .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
         .where("next_attempt_at", ">", slot<number>("after"));
       if (scope) settling = settling.where(inThisScope);
-      let all = settlements ? owned.unionAll(settling) : owned;
-      if (notifications) {
-        // Through notifications_due: only the notifications still owed.
-        all = all.unionAll(
-          owedNotificationsIn(this.db, scope, slot)
+      const branches = providers.map(firstDue);
+      if (owner !== null) {
+        branches.push(
+          this.db
+            .selectFrom("jobs")
             .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
+            .where("lease_owner", "=", slot<string>("owner"))
+            .where("state", "in", ["running", "capturing"])
             .where("next_attempt_at", ">", slot<number>("after")),
         );
       }
-      for (const provider of providers) all = all.unionAll(firstDue(provider));
+      if (settlements) branches.push(settling);
+      // Through notifications_due: only the notifications still owed.
+      const owed = () =>
+        owedNotificationsIn(this.db, scope, slot)
+          .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
+          .where("next_attempt_at", ">", slot<number>("after"));
+      const [first, ...others] = branches;
+      // Every provider skipped and nothing else asked for but the notifications: they alone.
+      let all = first ?? owed();
+      for (const branch of others) all = all.unionAll(branch);
+      if (notifications && first) all = all.unionAll(owed());
       return this.db
         .selectFrom(all.as("due"))
         .select((eb) => [eb.fn.min("at").as("at"), eb.fn.min(eb.case().when("queued", "=", 1).then(eb.ref("at")).end()).as("queued_at")]);

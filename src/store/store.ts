@@ -362,12 +362,13 @@ export interface Store {
   renewLeases(owner: string, leaseExpiresAt: number): Promise<void>;
   releaseLeases(owner: string): Promise<void>;
   /**
-   * The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs, this owner's jobs,
-   * charges to settle unless `settlements` is false: an engine with no provider that settles reads none, and
-   * notifications owed when `notifications` is true: an engine that delivers them): `at`;
-   * and of the queued jobs alone, `queuedAt` (a nap that reaches it ends a queue's emptiness).
+   * The earliest `next_attempt_at` later than `after` of work that could become due (queued jobs, this owner's jobs
+   * unless `owner` is null: an engine that knows its own jobs' due times reads none, charges to settle unless
+   * `settlements` is false: an engine with no provider that settles reads none, and notifications owed when
+   * `notifications` is true: an engine that delivers them): `at`; and of the queued jobs alone, `queuedAt` (a nap that
+   * reaches it ends a queue's emptiness).
    */
-  nextDueAt(owner: string, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean, notifications?: boolean): Promise<NextDue>;
+  nextDueAt(owner: string | null, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean, notifications?: boolean): Promise<NextDue>;
 
   releaseSlots(jobId: string, now: number): Promise<void>;
   /** The provider pushed back: believe no more slots than are held now, and hand none out until `blockedUntil`. */

@@ -84,13 +84,18 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
       expect(count(pattern), String(pattern)).toBeGreaterThanOrEqual(least);
       expect(count(pattern), String(pattern)).toBeLessThanOrEqual(most);
     }
-    // What the passes cost, per job, with twice the room this run needs (2.6–2.9 passes, about 6 queue reads, 3 reads
-    // of the next due time and 41 statements a job): a loop that stops napping, or reads on after its page is cut, fails.
+    // What the passes cost, per job, with about twice the room this run needs (3.3–3.7 passes, about 6 queue reads,
+    // 33–34 statements a job): a loop that stops napping, or reads on after its page is cut, fails.
     const perJob = (n: number) => n / jobs.length;
-    expect(perJob(engine.iterations)).toBeLessThanOrEqual(6);
+    expect(perJob(engine.iterations)).toBeLessThanOrEqual(7);
     expect(perJob(count(/from "jobs" where "state" = \? and "provider" = \?/))).toBeLessThanOrEqual(12);
-    expect(perJob(count(/^select min\("at"\)/))).toBeLessThanOrEqual(7);
-    expect(perJob(statements.length)).toBeLessThanOrEqual(85);
+    expect(perJob(statements.length)).toBeLessThanOrEqual(70);
+    // The loop knows its own jobs' due times from its own steps' writes: it reads the next due time of other work
+    // (queues, settlements, notifications) when that may have moved, 0.31–0.33 times a job here, and looks for its due
+    // jobs in the store when one is due, 1.35–1.58 times a job. Reading both after every step, as before, measured 5.75
+    // and 3.73–3.88.
+    expect(perJob(count(/^select min\("at"\)/))).toBeLessThanOrEqual(1);
+    expect(perJob(count(/^select "id" from "jobs" where "lease_owner" = \?/))).toBeLessThanOrEqual(2.5);
   });
 
   it("an engine with nothing to do naps a tick at a time (500 ms of its clock) and says it is idle: 10 s cost at most 30 passes", async () => {

@@ -94,6 +94,8 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
   { name: "dueQueued, one batch", run: (store) => store.dueQueued(NOW, 128, [], { batchId: "batch_big" }) },
   { name: "dueQueued, skipping a halted provider", run: (store) => store.dueQueued(NOW, 128, ["e"], null) },
   { name: "nextDueAt, whole store", run: (store) => store.nextDueAt(OWNER, [], NOW, null) },
+  { name: "nextDueAt, other work than the engine's own jobs (the loop's read)", run: (store) => store.nextDueAt(null, [], NOW, null, false) },
+  { name: "nextDueAt, a command's other work, delivering notifications", run: (store) => store.nextDueAt(null, [], NOW, { batchId: "batch_big" }, false, true) },
   { name: "nextDueAt, one batch", run: (store) => store.nextDueAt(OWNER, [], NOW, { batchId: "batch_big" }) },
   { name: "claimForSubmit", run: (store) => store.claimForSubmit("job_q02000", OWNER, D_POOL, NOW, 600_000) },
   {

@@ -228,6 +228,12 @@ for (const factory of storeFactories) {
       expect(await store.nextDueAt("me", ["c", "d"], 40_000)).toEqual({ at: null, queuedAt: null });
       expect(await store.nextDueAt("them", ["c", "d"], 5_000)).toEqual({ at: 6_000, queuedAt: null });
       expect(await store.nextDueAt("me", ["c", "d"], 5_000)).toEqual({ at: 20_000, queuedAt: null });
+      // Without an owner (an engine that knows its own jobs' due times): no one's running or capturing jobs count.
+      expect(await store.nextDueAt(null, ["c"], 20_000)).toEqual({ at: 50_000, queuedAt: 50_000 });
+      expect(await store.nextDueAt(null, ["c"], 5_000)).toEqual({ at: 20_000, queuedAt: 50_000 });
+      expect(await store.nextDueAt(null, ["c", "d"], 20_000)).toEqual({ at: null, queuedAt: null });
+      // Every provider skipped and no settlements asked for: nothing to read.
+      expect(await store.nextDueAt(null, ["a", "b", "c", "d", "e", "f"], 0, null, false)).toEqual({ at: null, queuedAt: null });
     });
 
     it("recentRenderSamples are this provider's and model's newest finished jobs, submit to done, with the last pending poll", async () => {

@@ -1,0 +1,54 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createDEmulator } from "../../src/sandbox/d/index.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { Store } from "../../src/store/store.js";
+import { tempDir } from "../helpers/stores.js";
+import { storedJobWhen, until } from "../helpers/until.js";
+import { startWorld, type World, worldEngine } from "../helpers/world.js";
+
+// The engine loop keeps its own jobs' next due times from its own steps' writes (issue 10) instead of reading them
+// back after every step. What another process writes to one of its jobs without a word (a `serve` on the same
+// SQLite file nudging it for a webhook: SQLite has no LISTEN/NOTIFY) must still be seen within an idle tick. Real
+// sandbox D, real SQLite (two store objects on one file, as two processes), virtual time at scale 20.
+
+const D_POLL_PATH = /^\/d-poll\//;
+
+let world: World | undefined;
+const stores: Store[] = [];
+let folder: { path: string; remove(): void } | undefined;
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  await world?.close();
+  folder?.remove();
+  world = folder = undefined;
+});
+
+describe("the engine's own jobs' due times", () => {
+  it("a job another process moves to now without a word is polled within an idle tick (500 ms of the engine's clock), not at the due time the engine set", async () => {
+    folder = tempDir();
+    const file = join(folder.path, "owned.db");
+    const store = await openSqliteStore(file);
+    const other = await openSqliteStore(file);
+    stores.push(store, other);
+    world = await startWorld([createDEmulator({ renderTimeMs: 120_000 })], { timeScale: 20 });
+    const clock = world.sandbox.clock;
+    const { engine, enqueue } = worldEngine(world, store, { virtualTime: true });
+    const job = await enqueue({ provider: "d", model: "gen-2-pro", input: { prompt: "a slow lighthouse", width: 256, height: 256 } }, "slow");
+    engine.start();
+    try {
+      // Polled while it renders: once the engine has set its next poll 3 s or more ahead, another process moves it.
+      const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= 3_000, "a poll 3 s ahead", 30_000);
+      const polls = () => world!.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url));
+      const before = polls().length;
+      const movedAt = clock.now();
+      expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: movedAt }, movedAt)).not.toBeNull();
+      await until(() => polls().length > before, "the moved job's poll", 10_000);
+      const polledAt = polls()[before]!.at;
+      expect(polledAt - movedAt).toBeLessThan(1_500);
+      expect(polledAt).toBeLessThan(waiting.nextAttemptAt - 1_000);
+    } finally {
+      await engine.stop();
+    }
+  });
+});
