@@ -177,13 +177,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private lastOwnedReadAt = Number.NEGATIVE_INFINITY;
   /**
    * The next due time of everything but this engine's own jobs (queues, charges to settle, notifications) as last
-   * read, for which providers skipped and when; or null to read it again. What this engine does that moves it (a job
-   * sent back to the queue or held for a slot, a notification claimed or tried, a job ended owing a notification or a
-   * settlement) sets it to null; it is read again once it is reached, and at least once an idle tick (work another
-   * process left without a word).
+   * read: for which providers skipped, when, and at which count of `othersChanged`. What this engine does that moves
+   * it (a job sent back to the queue or held for a slot, a notification claimed or tried, a job ended owing a
+   * notification or a settlement) counts a change, and a changed value is read again; so is one reached, and one an
+   * idle tick old (work another process left without a word).
    */
-  private othersDue: { due: NextDue; skip: string; readAt: number } | null = null;
-  /** Counts `othersDue`'s invalidations: a read that began before one must not be kept. */
+  private othersDue: { due: NextDue; skip: string; readAt: number; changes: number } | null = null;
+  /** Changes to the next due time of other work since the engine started (see `othersDue`). */
   private othersChanged = 0;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
@@ -409,7 +409,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   }
 
   private invalidateOthersDue(): void {
-    this.othersDue = null;
     this.othersChanged++;
   }
 
@@ -655,16 +654,25 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     let napped = false;
     for (;;) {
       this.dueMoved = false;
-      let others = this.othersDue?.due ?? null;
+      const cached = this.othersDue;
       const skipKey = skip.join(",");
       const now = this.clock.now();
-      if (others === null || this.othersDue!.skip !== skipKey || now - this.othersDue!.readAt >= this.idleTickMs || (others.at !== null && others.at <= after)) {
+      let others: NextDue;
+      if (
+        cached === null ||
+        cached.changes !== this.othersChanged ||
+        cached.skip !== skipKey ||
+        now - cached.readAt >= this.idleTickMs ||
+        (cached.due.at !== null && cached.due.at <= after)
+      ) {
         const changes = this.othersChanged;
         others = await this.store.nextDueAt(null, skip, after, this.scope, this.settles, this.delivers());
         if (this.wakeRequested || this.stopping) return napped;
         // Moved while the store answered (a job sent back to the queue): the answer may not hold it.
         if (changes !== this.othersChanged) continue;
-        this.othersDue = { due: others, skip: skipKey, readAt: now };
+        this.othersDue = { due: others, skip: skipKey, readAt: now, changes };
+      } else {
+        others = cached.due;
       }
       const ownedAt = this.nextOwnedDue(after);
       const at = ownedAt === null ? others.at : others.at === null ? ownedAt : Math.min(ownedAt, others.at);
