@@ -52,8 +52,8 @@ interface ModelState {
   doneBoundsMs: number[];
   /**
    * The latest a first poll has found a job still pending since probing
-   * (re)started, counted from the submit's answer: the render takes longer,
-   * so no probe goes there again.
+   * (re)started, counted from the submit's send: the render and the send's
+   * lead on it take longer, so no probe goes there again.
    */
   floorMs: number | null;
   probeGapMs: number | null;
@@ -135,8 +135,13 @@ export class PollScheduler {
     if (samples.length > SAMPLE_LIMIT) samples.shift();
   }
 
-  /** Milliseconds from the submit's answer until the first poll of `job`. */
-  async firstDelay(job: Pick<Job, "id" | "provider" | "model">, limits: ProviderLimits): Promise<number> {
+  /**
+   * Milliseconds from the submit's answer until the first poll of `job`, whose
+   * submit left `sinceSentMs` before that answer. A probe is placed from the
+   * send, as the safe delay it tests was learned (see `answered`); every other
+   * first poll from the answer, the latest the provider can have taken the job.
+   */
+  async firstDelay(job: Pick<Job, "id" | "provider" | "model">, limits: ProviderLimits, sinceSentMs = 0): Promise<number> {
     const { minIntervalMs } = limits.poll;
     if (this.fixedIntervalMs !== null) return this.clamp(this.fixedIntervalMs, limits);
     const key = keyOf(job.provider, job.model);
@@ -144,7 +149,10 @@ export class PollScheduler {
     const plan = this.planFirstPoll(key, state, limits);
     if (this.plans.size >= PLAN_LIMIT) this.plans.clear();
     this.plans.set(job.id, plan);
-    if (plan.kind === "probe") state.probeJobId = job.id;
+    if (plan.kind === "probe") {
+      state.probeJobId = job.id;
+      return Math.round(Math.max(minIntervalMs, plan.delayMs - Math.max(0, sinceSentMs)));
+    }
     return Math.round(Math.max(minIntervalMs, plan.delayMs));
   }
 
@@ -166,6 +174,13 @@ export class PollScheduler {
    * answer reached the engine late (a busy loop, a slow network) and send
    * every job answered promptly too early: measured, a fifth of first polls
    * found pending in a 200-job batch.
+   *
+   * So the safe delay is a time since the send, and a probe tests a lower one
+   * from the send too: placed from the answer, a probe found done taught
+   * nothing whenever the answer was read later than the probe's gap (a busy
+   * loop reading a wave's answers 30–60 ms late kept the safe delay 50 ms above
+   * the render for three waves). A job found pending was not done, counted
+   * from its send either, `sinceSubmitSentMs` after it: no probe goes there.
    */
   answered(jobId: string, pending: boolean, sentElapsedMs: number, sinceSubmitSentMs: number = sentElapsedMs): void {
     const plan = this.plans.get(jobId);
@@ -181,10 +196,10 @@ export class PollScheduler {
     if (state.safeMs === null) return;
     const step = Math.max(2, state.safeMs * 0.01);
     if (pending) {
-      // Too early for this job: the safe delay must be later than this poll, and no probe need go there again.
-      const sent = Math.max(plan.delayMs, sentElapsedMs);
-      state.floorMs = Math.max(state.floorMs ?? sent, sent);
-      if (plan.kind !== "probe" && plan.kind !== "unknown") state.safeMs = Math.max(state.safeMs, sent + step);
+      // Too early for this job: no probe need go there again, and a first poll placed from the answer (not a probe)
+      // must come later than this one did.
+      state.floorMs = Math.max(state.floorMs ?? 0, plan.delayMs, sinceSubmitSentMs);
+      if (plan.kind !== "probe" && plan.kind !== "unknown") state.safeMs = Math.max(state.safeMs, Math.max(plan.delayMs, sentElapsedMs) + step);
     } else if (plan.kind !== "safe") {
       // Done earlier than the safe delay. (A job planned at an older, lower safe delay and found done says
       // nothing new: other jobs found pending there are why it was raised.)

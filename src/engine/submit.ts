@@ -48,7 +48,7 @@ export async function submitJob(context: EngineContext, claimed: Job): Promise<v
 }
 
 /**
- * `sentAt` is when the accepted request was handed to the transport: the
+ * `sentAt` is when the accepted request left (`ProviderHttp.lastSentAt`): the
  * provider took the job after it, so polls learn the render time from it (see
  * `PollScheduler.answered`). The note written before the send (its rate token,
  * the store write that notes it) comes earlier, by as much as a busy loop
@@ -59,7 +59,7 @@ async function recordAccepted(context: EngineContext, job: Job, submitted: Submi
   const now = clock.now();
   let firstPoll: number;
   try {
-    firstPoll = await context.polls.firstDelay(job, limits);
+    firstPoll = await context.polls.firstDelay(job, limits, sentAt !== null && sentAt <= now ? now - sentAt : 0);
   } catch {
     // The learned render times live in the store; without them, the provider's own pace will do.
     firstPoll = limits.poll.minIntervalMs;

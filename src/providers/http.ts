@@ -122,10 +122,12 @@ const MAX_ERROR_BODY = 2_000;
 export class ProviderHttp {
   private readonly transport: Transport;
   /**
-   * When the latest request was handed to the transport (this client's clock),
-   * after its rate token and every other wait: the earliest the provider can
-   * have seen it, and closer to that than any time noted before the waits.
-   * Null before the first request.
+   * When the latest request left (this client's clock): when it was handed to
+   * the transport, after its rate token and every other wait, or later, when the
+   * transport says so (a new connection made: its name lookup, its connect, and
+   * a busy loop's delay in reading that it is made all come before the request
+   * goes). The earliest the provider can have seen it, and closer to that than
+   * any time noted before. Null before the first request.
    */
   lastSentAt: number | null = null;
 
@@ -235,6 +237,9 @@ export class ProviderHttp {
             ...(body.payload !== undefined ? { body: body.payload } : {}),
             redirect: "manual",
             signal: attempt.signal,
+            onSent: () => {
+              this.lastSentAt = this.options.clock.now();
+            },
           });
         } catch (error) {
           await noteAnswered(answered);

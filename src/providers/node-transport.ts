@@ -15,6 +15,13 @@ export interface TransportInit {
   body?: unknown;
   redirect: "manual";
   signal: AbortSignal;
+  /**
+   * Called when the request leaves: at once on a keep-alive connection already
+   * open, or when a new connection is made (after its name lookup and, for
+   * https, its handshake), right before its bytes are written. A transport that
+   * cannot tell (`fetch`) never calls it; the caller keeps its hand-off time.
+   */
+  onSent?: () => void;
 }
 
 export type Transport = (url: string, init: TransportInit) => Promise<TransportResponse>;
@@ -84,12 +91,17 @@ export const nodeTransport: Transport = async (url, init) => {
     };
     signal.addEventListener("abort", onAbort, { once: true });
     request.on("socket", (socket) => {
-      if (!socket.connecting) return;
+      if (!socket.connecting) {
+        init.onSent?.();
+        return;
+      }
       connectTimer = setTimeout(() => {
         request.destroy(Object.assign(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`), { code: "ETIMEDOUT", syscall: "connect" }));
       }, CONNECT_TIMEOUT_MS);
       connectTimer.unref();
       socket.once("connect", () => clearTimeout(connectTimer));
+      // A new connection: the request's bytes go once it is made (for https, once its handshake is done).
+      socket.once(target.protocol === "https:" ? "secureConnect" : "connect", () => init.onSent?.());
     });
     request.on("error", (error) => {
       clearTimeout(connectTimer);

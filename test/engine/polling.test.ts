@@ -147,17 +147,33 @@ for (const factory of storeFactories) {
       expect(await first("job_2")).toBe(5_959);
     });
 
+    it("a probe is placed from the submit's send, as the safe delay it tests was learned; every other first poll from the answer", async () => {
+      const polls = new PollScheduler(store);
+      for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
+      // Each submit answered 240 ms after it left (a busy loop read it late).
+      const first = async (id: string) => polls.firstDelay({ ...job, id }, wide, 240);
+      expect(await first("probe_1")).toBe(5_700 - 240);
+      expect(await first("job_1")).toBe(6_000);
+      // Found done when it left 5.71 s after its send: that is the safe delay now. Placed from the answer it would have
+      // left 5.95 s after the send and lowered nothing.
+      polls.answered("probe_1", false, 5_470, 5_710);
+      for (let index = 2; index < 9; index++) expect(await first(`job_${index}`)).toBe(5_710);
+      // The next probe reaches 1.5 times further, again from the send.
+      expect(await first("probe_2")).toBe(5_710 - 450 - 240);
+    });
+
     it("no probe goes where a job was found pending since probing started: the next probe comes just past it, and probing ends once a job was found pending within 2% of the safe delay", async () => {
       const polls = new PollScheduler(store);
       for (let index = 0; index < 10; index++) polls.record("d", "gen-2-pro", { doneElapsedMs: 6_000, pendingElapsedMs: null });
       const first = async (id: string) => polls.firstDelay({ ...job, id }, wide);
       expect(await first("probe_1")).toBe(5_700);
-      // Planned at 5.7 s, sent late at 5.86 s and found pending: halving the gap would probe at 5.85 s, where the job
-      // would surely be pending too; the next probe comes 0.5% past 5.86 s instead.
-      polls.answered("probe_1", true, 5_860, 5_880);
+      // Planned at 5.7 s, sent late, 5.845 s after its submit left, and found pending: halving the gap would probe at
+      // 5.85 s, barely past where the job was pending; the next probe comes 0.5% past 5.845 s instead (counted from
+      // the send, as probes are placed).
+      polls.answered("probe_1", true, 5_830, 5_845);
       for (let index = 1; index < 8; index++) await first(`early_${index}`);
-      expect(await first("probe_2")).toBe(5_890);
-      polls.answered("probe_2", true, 5_890);
+      expect(await first("probe_2")).toBe(5_875);
+      polls.answered("probe_2", true, 5_875);
       // A job at the safe delay found pending at 6 s: the safe delay goes to 6.06 s.
       expect(await first("job_1")).toBe(6_000);
       polls.answered("job_1", true, 6_000);

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/core/clock.js";
 import { ProviderHttp } from "../../src/providers/http.js";
+import { nodeTransport } from "../../src/providers/node-transport.js";
 
 // When a request left, as the poll scheduler learns it (issue 10): the moment it was handed to the transport, after
 // its rate token, not when its step began. Real HTTP over loopback, the real clock.
@@ -62,5 +63,52 @@ describe("ProviderHttp.lastSentAt", () => {
     expect(receivedAt).toHaveLength(2);
     expect(http.lastSentAt!).toBeGreaterThan(receivedAt[0]!);
     expect(http.lastSentAt!).toBeLessThanOrEqual(receivedAt[1]!);
+  });
+});
+
+describe("ProviderHttp.lastSentAt on a new connection", () => {
+  it("is when the connection was made, not when the request was handed over: a loop held 60 ms before it could read the connection made", async () => {
+    const { url, receivedAt } = await receiver();
+    let handedAt = 0;
+    const http = new ProviderHttp({
+      provider: "d",
+      clock: systemClock,
+      secrets: () => [],
+      urlPolicy: { allowHttp: true, allowPrivate: true },
+      transport: (target, init) => {
+        handedAt = Date.now();
+        const answer = nodeTransport(target, init);
+        // Busy, as an engine saving results is: the connection's completion is read only after this.
+        const until = Date.now() + 60;
+        while (Date.now() < until);
+        return answer;
+      },
+    });
+    // localhost: a fresh agent connection (after a name lookup), never one a test before left open.
+    const response = await http.request({ method: "POST", url: `${url.replace("127.0.0.1", "localhost")}/d/v1/gen-2-pro`, body: { prompt: "a lighthouse" }, retry: "none" });
+    expect(response.status).toBe(200);
+    expect(http.lastSentAt!).toBeGreaterThanOrEqual(handedAt + 60);
+    expect(http.lastSentAt!).toBeLessThanOrEqual(receivedAt[0]!);
+  });
+
+  it("is the hand-off on a keep-alive connection already open", async () => {
+    const { url, receivedAt } = await receiver();
+    const http = new ProviderHttp({ provider: "d", clock: systemClock, secrets: () => [], urlPolicy: { allowHttp: true, allowPrivate: true } });
+    await http.request({ method: "GET", url: `${url}/d-poll/v1/get_result?id=warm`, retry: "none" });
+    let handedAt = 0;
+    const reused = new ProviderHttp({
+      provider: "d",
+      clock: systemClock,
+      secrets: () => [],
+      urlPolicy: { allowHttp: true, allowPrivate: true },
+      transport: (target, init) => {
+        handedAt = Date.now();
+        return nodeTransport(target, init);
+      },
+    });
+    await reused.request({ method: "GET", url: `${url}/d-poll/v1/get_result?id=again`, retry: "none" });
+    expect(receivedAt).toHaveLength(2);
+    expect(reused.lastSentAt!).toBeGreaterThanOrEqual(handedAt);
+    expect(reused.lastSentAt!).toBeLessThanOrEqual(receivedAt[1]!);
   });
 });
