@@ -1,5 +1,6 @@
 import type { Job, JobOutput } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
+import { displayUrl } from "../core/redact.js";
 
 /** The `--json` shape of a job (a contract for scripts; see the README). */
 export interface JobJson {
@@ -28,7 +29,8 @@ export function jobJson(job: Job, outputs: JobOutput[]): JobJson {
     provider_job_id: job.providerJobId,
     outputs: outputs.map((output) => ({
       path: output.path,
-      url: output.url,
+      // Stored without its query (see `captureOutputs`); a row saved before that may still hold a signature.
+      url: displayUrl(output.url),
       content_type: output.contentType,
       bytes: output.bytes,
       sha256: output.sha256,

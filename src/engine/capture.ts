@@ -90,7 +90,9 @@ export async function captureOutputs(context: EngineContext, job: Job, status: E
       saved.push({
         index,
         path,
-        url: output.url,
+        // Where it came from, without its query: a result link's signature lets anyone holding it download the result
+        // again (and a second download is not always free); the saved file is the result.
+        url: safeForDisplay(output.url),
         contentType,
         bytes: response.body.length,
         sha256: createHash("sha256").update(response.body).digest("hex"),

@@ -6,6 +6,7 @@ import type { FaultKind } from "../../src/sandbox/faults.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import { renderPng } from "../../src/sandbox/media/png.js";
 import type { Store } from "../../src/store/store.js";
+import { jobJson } from "../../src/cli/job-json.js";
 import { sha256File } from "../helpers/d-sandbox.js";
 import { storeFactories } from "../helpers/stores.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
@@ -108,6 +109,22 @@ for (const factory of storeFactories) {
       expect(filesIn(outDir)).toEqual(["lighthouse.png", "lighthouse.png.json"]);
       expect(d.jobs[0]!.downloads).toBe(1);
       expect(await store.ledgerTotal()).toBe(30_000);
+    });
+
+    it("D: a saved output keeps where it came from without the link's query (its signature): not in the store, not in the --json shape, so no answer hands out a second download", async () => {
+      const { world } = await dWorld();
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(pro("a lighthouse"), "lighthouse");
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      expect(ended!.state).toBe("succeeded");
+      const served = world.sandbox.requests().find((request) => D_RESULT_PATH.test(request.url))!.url;
+      expect(served).toContain("?");
+      const [output] = await store.outputs(job.id);
+      expect(output!.url).toBe(`${world.sandbox.url}${served.split("?")[0]}?…`);
+      // A row saved before outputs were stored this way is shown the same.
+      expect(jobJson(ended!, [{ ...output!, url: `${world.sandbox.url}${served}` }]).outputs[0]!.url).toBe(output!.url);
     });
 
     it("a ref that is not a safe file name is saved under a safe one ending in a hash of the ref: two such refs never share a file, and none leaves the folder", async () => {
