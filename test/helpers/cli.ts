@@ -3,7 +3,8 @@ import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const entry = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+/** The built command (test/global-setup.ts builds it from src/ before the tests when it is missing or stale). */
+const entry = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 /** tsx by absolute URL, so the CLI runs from any working folder (a bare "tsx" resolves from the cwd). */
 export const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
@@ -19,9 +20,9 @@ export function cliEnvironment(values: Record<string, string>): NodeJS.ProcessEn
   return { PATH: process.env.PATH, HOME: process.env.HOME, ...values };
 }
 
-/** Starts `mediagate ARGS` from the TypeScript sources (always the code under test), bounded by `timeoutMs`. */
+/** Starts `mediagate ARGS` as built from the sources under test (see test/global-setup.ts). */
 export function startCli(args: string[], options: { env: Record<string, string>; cwd?: string }): ChildProcess {
-  return spawn(process.execPath, ["--import", tsxLoader, entry, ...args], {
+  return spawn(process.execPath, [entry, ...args], {
     cwd: options.cwd ?? root,
     env: cliEnvironment(options.env),
     stdio: ["ignore", "pipe", "pipe"],
