@@ -154,13 +154,25 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     const byId = new Map((await store.listJobs({ ids })).map((job) => [job.id, job]));
     await writeJson(ids.map((id) => byId.get(id)!));
   };
+  // Once the waiting is over, what is still gathering is printed at once.
+  let flushing = false;
+  let endGather: () => void = () => undefined;
+  const gather = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (flushing) return resolve();
+      const timer = setTimeout(resolve, ms);
+      endGather = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   const printJson = (jobId: string) => {
     toPrint.push(jobId);
     if (gathering) return;
     gathering = true;
     // One job alone (generate) is printed at once.
     const gatherMs = total > 1 ? PRINT_GATHER_MS : 0;
-    printing = printing.then(() => new Promise((resolve) => setTimeout(resolve, gatherMs))).then(printPending);
+    printing = printing.then(() => gather(gatherMs)).then(printPending);
   };
   // Jobs whose charge the provider settles after the end (B), as they finish.
   const settling: string[] = [];
@@ -210,6 +222,8 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     await engine.stop();
     stopListening();
   }
+  flushing = true;
+  endGather();
   await printing;
   if (options.json) {
     // Settled in the order they settle; any the provider has not settled yet show a null charge.
