@@ -1,12 +1,13 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import type { JobRequest, ProviderAdapter } from "../src/providers/adapter.js";
 import type { NewJob } from "../src/store/store.js";
+import { BUILT_CLI as CLI, staleBuild } from "../test/helpers/built-cli.js";
 
 export interface SandboxChild {
   url: string;
@@ -122,16 +123,12 @@ export function dBenchJobs(
   return benchJobs(adapter, count, (index) => ({ provider: "d", model: "gen-2-pro", input: { prompt: `${options.prompt} ${index}`, width: 256, height: 256, seed: index } }), options);
 }
 
-const CLI = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
-const SOURCES = fileURLToPath(new URL("../src/", import.meta.url));
 const USAGE_REPORT = fileURLToPath(new URL("./usage-report.mjs", import.meta.url));
 
 /** Benchmarks that run the built CLI refuse a dist/ older than src/: it would measure other code than the one under review. */
 export function checkBuiltCli(): void {
-  if (!existsSync(CLI)) throw new Error("dist/cli/main.js is missing: run `npm run build` first");
-  const builtAt = statSync(CLI).mtimeMs;
-  const newer = readdirSync(SOURCES, { recursive: true, encoding: "utf8" }).find((file) => file.endsWith(".ts") && statSync(join(SOURCES, file)).mtimeMs > builtAt);
-  if (newer) throw new Error(`src/${newer} is newer than dist/: run \`npm run build\` first, so the CLI measured is the code in src/`);
+  const stale = staleBuild();
+  if (stale) throw new Error(`${stale}: run \`npm run build\` first, so the CLI measured is the code in src/`);
 }
 
 /** Only the sandbox's D: no MEDIAGATE_* setting of the caller's shell (another store, a budget) leaks into the run. */

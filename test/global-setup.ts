@@ -1,12 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { staleBuild } from "./helpers/built-cli.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const sources = join(root, "src");
-const built = join(root, "dist", "cli", "main.js");
 
 /**
  * The tests run `mediagate` as a user does, from `dist/` (started from the
@@ -15,11 +13,7 @@ const built = join(root, "dist", "cli", "main.js");
  * than any source file (`npm ci` builds it; an edit since makes it stale).
  */
 export default function setup(): void {
-  if (existsSync(built)) {
-    const builtAt = statSync(built).mtimeMs;
-    const newer = readdirSync(sources, { recursive: true, encoding: "utf8" }).some((file) => file.endsWith(".ts") && statSync(join(sources, file)).mtimeMs > builtAt);
-    if (!newer) return;
-  }
+  if (staleBuild() === null) return;
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   try {
     execFileSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json")], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });

@@ -5,6 +5,8 @@ import { IDEMPOTENT_ATTEMPTS } from "../../src/providers/http.js";
 import type { FaultKind } from "../../src/sandbox/faults.js";
 import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import { renderPng } from "../../src/sandbox/media/png.js";
+import type { Job } from "../../src/core/job.js";
+import type { JobRequest } from "../../src/providers/adapter.js";
 import type { Store } from "../../src/store/store.js";
 import { jobJson } from "../../src/cli/job-json.js";
 import { sha256File } from "../helpers/d-sandbox.js";
@@ -37,6 +39,16 @@ for (const factory of storeFactories) {
       return { d, world, outDir: join(world.folder, "out") };
     }
 
+    /** One job run to its end by an engine on the world's virtual clock (started, waited for, stopped). */
+    async function runOne(world: World, request: JobRequest, ref?: string): Promise<{ job: Job; ended: Job | undefined }> {
+      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
+      const job = await enqueue(request, ref);
+      engine.start();
+      const [ended] = (await wait([job.id])).jobs;
+      await engine.stop();
+      return { job, ended };
+    }
+
     /** What the sandbox answered to each download, in order. */
     const downloads = (world: World) => world.sandbox.requests().filter((request) => D_RESULT_PATH.test(request.url)).map((request) => request.statusCode);
     const filesIn = (folder: string) => (existsSync(folder) ? readdirSync(folder).sort() : []);
@@ -55,11 +67,7 @@ for (const factory of storeFactories) {
         // A link lifetime of 0 makes the link dead by the time anyone can read it: the sandbox's own 403 link_expired.
         const { d, world, outDir } = await dWorld(fault ? {} : { sampleTtlMs: 0 });
         if (fault) world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault });
-        const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-        const job = await enqueue(pro("a lighthouse"));
-        engine.start();
-        const [ended] = (await wait([job.id])).jobs;
-        await engine.stop();
+        const { job, ended } = await runOne(world, pro("a lighthouse"));
         expect(ended!.state).toBe("failed");
         expect(ended!.error?.code).toBe("result_expired");
         expect(ended!.error?.message).toMatch(new RegExp(`answered HTTP ${status}$`));
@@ -75,11 +83,7 @@ for (const factory of storeFactories) {
     // (D bills at submit; B's charge is settled later): the ledger never under-reports what was paid.
     it("D: a job whose result link expired is still in the ledger at D's charge (D bills at submit)", async () => {
       const { d, world } = await dWorld({ sampleTtlMs: 0 });
-      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-      const job = await enqueue(pro("paid, never saved"));
-      engine.start();
-      const [ended] = (await wait([job.id])).jobs;
-      await engine.stop();
+      const { job, ended } = await runOne(world, pro("paid, never saved"));
       expect(ended!.error?.code).toBe("result_expired");
       expect(d.chargesMicroUsd[d.jobs[0]!.id]).toBe(30_000);
       expect(ended!.chargeMicroUsd).toBe(30_000);
@@ -89,11 +93,7 @@ for (const factory of storeFactories) {
     it("D: a download answering 503 is retried, reading the job again for a fresh link between attempts, and the job succeeds with its file matching its sha256", async () => {
       const { d, world, outDir } = await dWorld();
       world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS + 1 });
-      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-      const job = await enqueue(pro("a lighthouse"), "lighthouse");
-      engine.start();
-      const [ended] = (await wait([job.id])).jobs;
-      await engine.stop();
+      const { job, ended } = await runOne(world, pro("a lighthouse"), "lighthouse");
       expect(ended!.state).toBe("succeeded");
       expect(ended!.pollFailures).toBe(0);
       expect(downloads(world)).toEqual([...Array(HTTP_ATTEMPTS + 1).fill(503), 200]);
@@ -113,11 +113,7 @@ for (const factory of storeFactories) {
 
     it("D: a saved output keeps where it came from without the link's query (its signature): not in the store, not in the --json shape, so no answer hands out a second download", async () => {
       const { world } = await dWorld();
-      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-      const job = await enqueue(pro("a lighthouse"), "lighthouse");
-      engine.start();
-      const [ended] = (await wait([job.id])).jobs;
-      await engine.stop();
+      const { job, ended } = await runOne(world, pro("a lighthouse"), "lighthouse");
       expect(ended!.state).toBe("succeeded");
       const served = world.sandbox.requests().find((request) => D_RESULT_PATH.test(request.url))!.url;
       expect(served).toContain("?");
@@ -173,11 +169,7 @@ for (const factory of storeFactories) {
     it("D: a download failing on five capture attempts in a row fails the job result_download_failed, each attempt after a fresh read; nothing is saved", async () => {
       const { d, world, outDir } = await dWorld();
       world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 } });
-      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-      const job = await enqueue(pro("a lighthouse"));
-      engine.start();
-      const [ended] = (await wait([job.id])).jobs;
-      await engine.stop();
+      const { job, ended } = await runOne(world, pro("a lighthouse"));
       expect(ended!.state).toBe("failed");
       expect(ended!.error?.code).toBe("result_download_failed");
       expect(ended!.error?.message).toMatch(/answered HTTP 503$/);
@@ -200,11 +192,7 @@ for (const factory of storeFactories) {
       // Four polls in a row fail at the network, the fifth sees Ready; then one capture attempt fails.
       world.sandbox.injectFault({ provider: "d", method: "GET", path: D_POLL_PATH, fault: { kind: "drop" }, times: 4 * HTTP_ATTEMPTS });
       world.sandbox.injectFault({ provider: "d", method: "GET", path: D_RESULT_PATH, fault: { kind: "status", status: 503 }, times: HTTP_ATTEMPTS });
-      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-      const job = await enqueue(pro("a lighthouse"));
-      engine.start();
-      const [ended] = (await wait([job.id])).jobs;
-      await engine.stop();
+      const { job, ended } = await runOne(world, pro("a lighthouse"));
       expect(ended!.state).toBe("succeeded");
       expect(downloads(world)).toEqual([...Array(HTTP_ATTEMPTS).fill(503), 200]);
     });
@@ -216,11 +204,7 @@ for (const factory of storeFactories) {
       const leftovers = ["lighthouse.png.tmp-0123abcd", "lighthouse-2.png.tmp-89abcdef", "lighthouse.png.json.tmp-00ff00ff", ".mediagate-write-check-0123abcd"];
       const others = ["lighthouse-old.png.tmp-0123abcd", "harbour.png.tmp-0123abcd", "lighthouse.png.tmp-keep"];
       for (const name of [...leftovers, ...others]) writeFileSync(join(outDir, name), halfWritten);
-      const { engine, enqueue, wait } = worldEngine(world, store, { virtualTime: true });
-      const job = await enqueue(pro("a lighthouse"), "lighthouse");
-      engine.start();
-      const [ended] = (await wait([job.id])).jobs;
-      await engine.stop();
+      const { job, ended } = await runOne(world, pro("a lighthouse"), "lighthouse");
       expect(ended!.state).toBe("succeeded");
       expect(filesIn(outDir)).toEqual([...others, "lighthouse.png", "lighthouse.png.json"].sort());
       const [output] = await store.outputs(job.id);

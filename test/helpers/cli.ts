@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { BUILT_CLI } from "./built-cli.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 /** The built command (test/global-setup.ts builds it from src/ before the tests when it is missing or stale). */
-const entry = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+const entry = BUILT_CLI;
 /** tsx by absolute URL, so the CLI runs from any working folder (a bare "tsx" resolves from the cwd). */
 export const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/core/clock.js";
-import { ProviderHttp } from "../../src/providers/http.js";
+import { ProviderHttp, type ProviderHttpOptions } from "../../src/providers/http.js";
 import { nodeTransport } from "../../src/providers/node-transport.js";
 
 // When a request left, as the poll scheduler learns it (issue 10): the moment it was handed to the transport, after
@@ -26,14 +26,15 @@ async function receiver(): Promise<{ url: string; receivedAt: number[] }> {
   return { url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`, receivedAt };
 }
 
+/** A D client on the real clock that may send to loopback, with `options` added (a rate wait, a transport, a backoff). */
+function loopbackClient(options: Partial<ProviderHttpOptions> = {}): ProviderHttp {
+  return new ProviderHttp({ provider: "d", clock: systemClock, secrets: () => [], urlPolicy: { allowHttp: true, allowPrivate: true }, ...options });
+}
+
 describe("ProviderHttp.lastSentAt", () => {
   it("is when the request was handed to the transport: after a 60 ms wait for its rate token, and no later than the server saw it", async () => {
     const { url, receivedAt } = await receiver();
-    const http = new ProviderHttp({
-      provider: "d",
-      clock: systemClock,
-      secrets: () => [],
-      urlPolicy: { allowHttp: true, allowPrivate: true },
+    const http = loopbackClient({
       beforeRequest: async () => {
         await new Promise((resolve) => setTimeout(resolve, 60));
       },
@@ -57,7 +58,7 @@ describe("ProviderHttp.lastSentAt", () => {
       response.statusCode = answers++ === 0 ? 503 : 200;
       request.on("end", () => response.end("{}"));
     });
-    const http = new ProviderHttp({ provider: "d", clock: systemClock, secrets: () => [], urlPolicy: { allowHttp: true, allowPrivate: true }, random: () => 1 });
+    const http = loopbackClient({ random: () => 1 });
     const response = await http.request({ method: "GET", url: `${url}/d-poll/v1/get_result?id=x`, retry: "idempotent" });
     expect(response.status).toBe(200);
     expect(receivedAt).toHaveLength(2);
@@ -70,11 +71,7 @@ describe("ProviderHttp.lastSentAt on a new connection", () => {
   it("is when the connection was made, not when the request was handed over: a loop held 60 ms before it could read the connection made", async () => {
     const { url, receivedAt } = await receiver();
     let handedAt = 0;
-    const http = new ProviderHttp({
-      provider: "d",
-      clock: systemClock,
-      secrets: () => [],
-      urlPolicy: { allowHttp: true, allowPrivate: true },
+    const http = loopbackClient({
       transport: (target, init) => {
         handedAt = Date.now();
         const answer = nodeTransport(target, init);
@@ -93,14 +90,10 @@ describe("ProviderHttp.lastSentAt on a new connection", () => {
 
   it("is the hand-off on a keep-alive connection already open", async () => {
     const { url, receivedAt } = await receiver();
-    const http = new ProviderHttp({ provider: "d", clock: systemClock, secrets: () => [], urlPolicy: { allowHttp: true, allowPrivate: true } });
+    const http = loopbackClient();
     await http.request({ method: "GET", url: `${url}/d-poll/v1/get_result?id=warm`, retry: "none" });
     let handedAt = 0;
-    const reused = new ProviderHttp({
-      provider: "d",
-      clock: systemClock,
-      secrets: () => [],
-      urlPolicy: { allowHttp: true, allowPrivate: true },
+    const reused = loopbackClient({
       transport: (target, init) => {
         handedAt = Date.now();
         return nodeTransport(target, init);
