@@ -34,6 +34,22 @@ describe("ids", () => {
     expect(ids.size).toBe(1_000);
   });
 
+  it("ids made one after another in the same millisecond are in the order made, the random part one more each time (a batch's rows are appended to the indexes ending in the id)", () => {
+    const ids = Array.from({ length: 2_000 }, () => newId("job", 1_700_000_000_123));
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(2_000);
+    const tailOf = (id: string) => [...id.slice(-16)].reduce((value, character) => value * 32n + BigInt(CROCKFORD.indexOf(character)), 0n);
+    for (let index = 1; index < ids.length; index++) expect(tailOf(ids[index]!) - tailOf(ids[index - 1]!)).toBe(1n);
+    // A new millisecond starts from a fresh random part.
+    const next = newId("job", 1_700_000_000_124);
+    expect(timeOf(next)).toBe(1_700_000_000_124);
+  });
+
+  it("an earlier time than the last id's is written as given (a test's clock set back), not replaced by the last one", () => {
+    newId("job", 1_700_000_000_500);
+    expect(timeOf(newId("job", 1_700_000_000_000))).toBe(1_700_000_000_000);
+  });
+
   it("property: ids sort in the order of their times", () => {
     fc.assert(
       fc.property(fc.nat({ max: 2 ** 48 - 2 }), fc.integer({ min: 1, max: 2 ** 40 }), (earlier, gap) => {
