@@ -340,6 +340,8 @@ export class KyselyStore implements Store {
     private readonly onClose: () => Promise<void> = async () => db.destroy(),
     /** Other processes told of new work (PostgreSQL's LISTEN/NOTIFY); none for an embedded store. */
     private readonly signals: WorkSignals | null = null,
+    /** Told the SQL of each statement `reusable` compiles, for a driver that prepares them (PostgreSQL's named statements). */
+    private readonly onReusable: ((sql: string) => void) | null = null,
   ) {}
 
   /**
@@ -368,6 +370,7 @@ export class KyselyStore implements Store {
       const places = compiled.parameters.map((value) => (value instanceof Slot ? value.name : null));
       for (const name of named.keys()) if (!places.includes(name)) throw new Error(`statement ${key}: ${name} is not one of its parameters`);
       entry = { compiled, places };
+      this.onReusable?.(compiled.sql);
       if (this.statements.size >= REUSABLE_STATEMENTS) this.statements.delete(this.statements.keys().next().value!);
       this.statements.set(key, entry);
     }
@@ -908,11 +911,12 @@ export class KyselyStore implements Store {
   }
 
   async routedQueued(provider: ProviderId, limit: number, scope: JobScope | null = null, after: { nextAttemptAt: number; id: string } | null = null): Promise<Job[]> {
-    // The predicates of jobs_routed_queue (migration 8), so the partial index serves it.
+    // The predicates of jobs_routed_queue (migration 8), so the partial index serves it: the state written into the
+    // SQL, as the index's own predicate is, so that a plan made for any values (a prepared statement's) can use it too.
     let query = this.db
       .selectFrom("jobs")
       .selectAll()
-      .where("state", "=", "queued")
+      .where("state", "=", sql.lit("queued"))
       .where("route_json", "is not", null)
       .where("provider", "=", provider);
     if (scope) query = query.where((eb) => inScope(eb, scope));

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { KyselyStore, type QueryListener, queryLog } from "./kysely-store.js";
@@ -64,6 +65,7 @@ export async function openPostgresStore(connectionString: string, options: Postg
   // the pool drops the broken connection and opens a new one for the next query.
   pool.on("error", ignoreConnectionError);
   pool.on("connect", (client) => client.on("error", ignoreConnectionError));
+  const prepare = namedStatements(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...queryLog(options.onQuery) });
   try {
     await migrate(db, "postgres");
@@ -72,5 +74,53 @@ export async function openPostgresStore(connectionString: string, options: Postg
     await db.destroy().catch(() => undefined);
     throw error;
   }
-  return new KyselyStore(db, "postgres", async () => db.destroy(), postgresWorkSignals(connectionString, schema, CONNECT_TIMEOUT_MS));
+  return new KyselyStore(db, "postgres", async () => db.destroy(), postgresWorkSignals(connectionString, schema, CONNECT_TIMEOUT_MS), prepare);
+}
+
+/**
+ * A named statement the server could not run as prepared: its tables changed
+ * shape under it (another process migrated the store), or the server it was
+ * prepared on is not the one that got it (a pooler such as PgBouncer in
+ * transaction mode, before its version 1.21).
+ */
+function cannotRunPrepared(error: unknown): boolean {
+  const { code, message } = error as { code?: string; message?: string };
+  return (code === "0A000" && /cached plan must not change result type/.test(message ?? "")) || code === "26000";
+}
+
+/**
+ * The store's hot statements (those `KyselyStore.reusable` compiles once:
+ * a few dozen fixed shapes, run several times a job) sent as named prepared
+ * statements, so that each connection parses and plans them once rather
+ * than on every call. Unnamed, a claim's statement cost PostgreSQL 1.6 ms
+ * to parse and 3.2 ms to bind (plan) for 2.8 ms of execution. Every other
+ * statement (lists of ids of any length, cold paths) stays unnamed. A
+ * connection whose named statement cannot be run (see `cannotRunPrepared`)
+ * stops naming and runs unnamed from then on; the statement that failed is
+ * run again unnamed at once (inside a transaction that fails too, and the
+ * engine retries its step, as for any store error).
+ */
+function namedStatements(pool: pg.Pool): (sql: string) => void {
+  const names = new Map<string, string>();
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    let naming = true;
+    const named = async (name: string, text: string, values: unknown[]) => {
+      try {
+        return await query({ name, text, values });
+      } catch (error) {
+        if (!cannotRunPrepared(error)) throw error;
+        naming = false;
+        return query(text, values);
+      }
+    };
+    // Anything else (a cursor, a callback) goes through as it came, and gets back what pg gives it.
+    (client as { query: unknown }).query = (text: unknown, values?: unknown, ...rest: unknown[]) => {
+      const name = typeof text === "string" && naming && Array.isArray(values) && rest.length === 0 ? names.get(text) : undefined;
+      return name === undefined ? query(text, values, ...rest) : named(name, text as string, values as unknown[]);
+    };
+  });
+  return (sql) => {
+    if (!names.has(sql)) names.set(sql, `mg_${createHash("sha256").update(sql).digest("hex").slice(0, 32)}`);
+  };
 }

@@ -288,7 +288,12 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
     await client.end();
   });
 
-  it("every statement of every hot call is planned on an index even with sequential scans and sorts priced out", async () => {
+  /**
+   * Explains every statement of the hot calls with sequential scans and sorts priced out; `generic` explains the plan
+   * a named statement settles on (planned once for any values: the store prepares its hot statements by name) instead
+   * of one planned for these values.
+   */
+  async function hotPlanProblems(generic: boolean): Promise<{ problems: PlanProblem[]; explained: number }> {
     const calls = await statementsOf(store, (next) => (sink = next));
     const client = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema}` });
     await client.connect();
@@ -299,17 +304,20 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
       // Priced out, not forbidden: a plan that still scans or sorts has no index that would do.
       await client.query("SET enable_seqscan = off");
       await client.query("SET enable_sort = off");
+      if (generic) await client.query("SET plan_cache_mode = force_generic_plan");
       for (const { call, statements } of calls) {
         expect(statements.length, call).toBeGreaterThan(0);
         for (const statement of statements) {
+          // An insert reads nothing, and run again it would only collide with the row it made.
+          const options = `${/^\s*insert/i.test(statement.sql) ? "" : "ANALYZE, "}FORMAT JSON`;
           // A statement that writes is explained inside a transaction that is rolled back.
           await client.query("BEGIN");
           try {
-            const result = await client.query<{ "QUERY PLAN": unknown }>(
-              // An insert reads nothing, and run again it would only collide with the row it made.
-              `EXPLAIN (${/^\s*insert/i.test(statement.sql) ? "" : "ANALYZE, "}FORMAT JSON) ${statement.sql}`,
-              [...statement.parameters],
-            );
+            let result: pg.QueryResult<{ "QUERY PLAN": unknown }>;
+            if (generic) {
+              await client.query(`PREPARE hot AS ${statement.sql}`);
+              result = await client.query(`EXPLAIN (${options}) EXECUTE hot(${statement.parameters.map((value) => literal(client, value)).join(", ")})`);
+            } else result = await client.query(`EXPLAIN (${options}) ${statement.sql}`, [...statement.parameters]);
             explained++;
             const nodes = planNodes(result.rows[0]!["QUERY PLAN"]);
             for (const node of nodes) {
@@ -322,12 +330,25 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
             }
           } finally {
             await client.query("ROLLBACK");
+            // A prepared statement outlives the transaction it was made in.
+            if (generic) await client.query("DEALLOCATE ALL");
           }
         }
       }
     } finally {
       await client.end();
     }
+    return { problems, explained };
+  }
+
+  it("every statement of every hot call is planned on an index even with sequential scans and sorts priced out", async () => {
+    const { problems, explained } = await hotPlanProblems(false);
+    expect(problems).toEqual([]);
+    expect(explained).toBeGreaterThan(HOT_CALLS.length);
+  });
+
+  it("so is the generic plan of each (planned once for any values), which a named statement of the store settles on", async () => {
+    const { problems, explained } = await hotPlanProblems(true);
     expect(problems).toEqual([]);
     expect(explained).toBeGreaterThan(HOT_CALLS.length);
   });
@@ -393,6 +414,14 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
 });
 
 type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
+
+/** A statement's parameter written into SQL (EXECUTE takes its values as expressions). */
+function literal(client: pg.Client, value: unknown): string {
+  if (value === null || value === undefined) return "NULL";
+  if (typeof value === "number" || typeof value === "bigint") return String(value);
+  if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
+  return client.escapeLiteral(String(value));
+}
 
 function planNodes(explained: unknown): PlanNode[] {
   const root = (explained as Array<{ Plan: PlanNode }>)[0]!.Plan;
