@@ -319,6 +319,9 @@ class Slot {
 /** Statement shapes kept compiled; the loop's hot statements have a few dozen. */
 const REUSABLE_STATEMENTS = 256;
 
+/** Lists of ids up to this long are read by a statement kept compiled for their length (a few shapes, run often). */
+const REUSED_ID_LISTS = 16;
+
 /**
  * The Store over Kysely, shared by SQLite and PostgreSQL. The few places
  * where the dialects differ (row locks for the claim and the slot take) are
@@ -964,10 +967,17 @@ export class KyselyStore implements Store {
     const jobId = job.id;
     const filled: string[] = [];
     for (const pool of pools) {
-      const readPool = () => {
-        let poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", pool.key);
-        if (this.dialect === "postgres") poolQuery = poolQuery.forUpdate();
-        return poolQuery.executeTakeFirst();
+      const readPool = async () => {
+        const [found] = await this.reusable(
+          trx,
+          "readPool",
+          (slot) => {
+            const poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", slot<string>("key"));
+            return this.dialect === "postgres" ? poolQuery.forUpdate() : poolQuery;
+          },
+          { key: pool.key },
+        );
+        return found;
       };
       // One statement in the steady state: the pool is written only when it is new or its published capacity changed.
       let row = await readPool();
@@ -989,20 +999,28 @@ export class KyselyStore implements Store {
       }
       if (!row) throw new Error(`slot pool ${pool.key} could not be created`);
       if (Number(row.blocked_until) > now) return { kind: "no_slot", poolKey: pool.key, retryAt: Number(row.blocked_until) } as const;
-      const held = await trx
-        .selectFrom("slot_holds")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("pool_key", "=", pool.key)
-        .executeTakeFirstOrThrow();
+      const [held] = await this.reusable(
+        trx,
+        "slotsHeld",
+        (slot) => trx.selectFrom("slot_holds").select((eb) => eb.fn.countAll<number>().as("n")).where("pool_key", "=", slot<string>("key")),
+        { key: pool.key },
+      );
+      if (!held) throw new Error(`slot pool ${pool.key} could not be counted`);
       if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
       if (Number(held.n) + 1 >= Number(row.learned_capacity)) filled.push(pool.key);
     }
     // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
     const budgetHeld = job.estimateMicroUsd ?? 0;
     if (job.budgetId) {
-      let budgetQuery = trx.selectFrom("budgets").selectAll().where("id", "=", job.budgetId);
-      if (this.dialect === "postgres") budgetQuery = budgetQuery.forUpdate();
-      const budgetRow = await budgetQuery.executeTakeFirst();
+      const [budgetRow] = await this.reusable(
+        trx,
+        "lockBudget",
+        (slot) => {
+          const budgetQuery = trx.selectFrom("budgets").selectAll().where("id", "=", slot<string>("id"));
+          return this.dialect === "postgres" ? budgetQuery.forUpdate() : budgetQuery;
+        },
+        { id: job.budgetId },
+      );
       if (budgetRow) {
         const budget = budgetStatusOf(budgetRow);
         // An unpriced job (run under --allow-unpriced) commits nothing, so it is sent only while the ceiling is not reached.
@@ -1012,7 +1030,12 @@ export class KyselyStore implements Store {
       }
     }
     for (const pool of pools) {
-      await trx.insertInto("slot_holds").values({ pool_key: pool.key, job_id: jobId, acquired_at: now }).execute();
+      await this.reusable(
+        trx,
+        "holdSlot",
+        (slot) => trx.insertInto("slot_holds").values({ pool_key: slot<string>("key"), job_id: slot<string>("jobId"), acquired_at: slot<number>("now") }),
+        { key: pool.key, jobId, now },
+      );
     }
     const columns: Partial<JobsTable> = {
       state: "submitting",
@@ -1043,14 +1066,22 @@ export class KyselyStore implements Store {
         .limit(literalLimit(limit)), { owner, now });
     const ids = due.map((row) => row.id).filter((id) => !busy.has(id));
     if (ids.length === 0) return [];
-    const rows = await this.db
-      .selectFrom("jobs")
-      .selectAll()
-      .where("id", "in", ids)
-      .where("lease_owner", "=", owner)
-      .where("state", "in", ["running", "capturing"])
-      .orderBy("next_attempt_at")
-      .execute();
+    const read = (idAt: (index: number) => string, ownerValue: string) =>
+      this.db
+        .selectFrom("jobs")
+        .selectAll()
+        .where("id", "in", ids.map((_, index) => idAt(index)))
+        .where("lease_owner", "=", ownerValue)
+        .where("state", "in", ["running", "capturing"])
+        .orderBy("next_attempt_at");
+    // A step's few due jobs (the common case) by a statement kept compiled for their count; a long list built afresh.
+    const rows =
+      ids.length <= REUSED_ID_LISTS
+        ? await this.reusable(this.db, `dueOwnedRows:${ids.length}`, (slot) => read((index) => slot<string>(`id${index}`), slot<string>("owner")), {
+            owner,
+            ...Object.fromEntries(ids.map((id, index) => [`id${index}`, id])),
+          })
+        : await read((index) => ids[index]!, owner).execute();
     return rows.map(rowToJob);
   }
 
@@ -1573,11 +1604,16 @@ export class KyselyStore implements Store {
 
   private async commitToBudget(trx: Db, budgetId: string, deltaMicroUsd: number, now: number): Promise<void> {
     if (deltaMicroUsd === 0) return;
-    await trx
-      .updateTable("budgets")
-      .set({ committed_micro_usd: sql<number>`committed_micro_usd + ${deltaMicroUsd}`, updated_at: now })
-      .where("id", "=", budgetId)
-      .execute();
+    await this.reusable(
+      trx,
+      "commitToBudget",
+      (slot) =>
+        trx
+          .updateTable("budgets")
+          .set({ committed_micro_usd: sql<number>`committed_micro_usd + ${slot<number>("delta")}`, updated_at: slot<number>("now") })
+          .where("id", "=", slot<string>("id")),
+      { delta: deltaMicroUsd, now, id: budgetId },
+    );
   }
 
   /** Scalar min/max: SQLite spells them min()/max(), PostgreSQL least()/greatest(). */
