@@ -233,6 +233,9 @@ export interface EnqueueOptions {
 /** Requests checked against the store, and stored, per page (a page of rows is all that is held at once). */
 const ENQUEUE_PAGE = 500;
 
+/** Pages stored at once on PostgreSQL (each on a connection of its own). */
+const PAGES_SIDE_BY_SIDE = 2;
+
 export interface EnqueueResult {
   /** The jobs' ids, in the order of the requests (ids, not rows: a batch of 20,000 is not held whole). */
   jobIds: string[];
@@ -310,8 +313,8 @@ export async function enqueue(
   if (ceiling !== null) await store.setBudget(options.budgetId, ceiling, now);
   const queued: EnqueueResult = { jobIds: [], created: 0, resumed: 0, finished: 0, budget };
   // Every check passed: stored a page at a time, each page in its own transaction, so that no more than a
-  // page of rows is held here. Interrupted between pages, the rest is stored by the next run (refs resume).
-  for (let start = 0; start < prepared.length; start += ENQUEUE_PAGE) {
+  // few pages of rows are held here. Interrupted between pages, the rest is stored by the next run (refs resume).
+  const storePage = async (start: number) => {
     const results = await store.insertJobs(
       prepared.slice(start, start + ENQUEUE_PAGE).map((item) => newJobOf(item, { now, batchId: options.batchId, outDir: options.outDir, budgetId: ceiling !== null ? options.budgetId : null })),
       now,
@@ -324,7 +327,16 @@ export async function enqueue(
       // (its folder, its budget) is tried again now, by this run, which blocks it again if nothing changed.
       await store.updateJob(job.id, { state: job.state }, { outDir: options.outDir, ...(job.blockedCode !== null ? { blockedCode: null, nextAttemptAt: now } : {}) }, now);
     }
-    for (const { job, created } of results) {
+    return results;
+  };
+  // PostgreSQL stores pages side by side on connections of their own (its work, not this process's, is what a page
+  // waits for); SQLite writes one transaction at a time anyway. Counted in the file's order whatever order they end in.
+  const sideBySide = store.dialect === "postgres" ? PAGES_SIDE_BY_SIDE : 1;
+  const starts: number[] = [];
+  for (let start = 0; start < prepared.length; start += ENQUEUE_PAGE) starts.push(start);
+  for (let first = 0; first < starts.length; first += sideBySide) {
+    const pages = await Promise.all(starts.slice(first, first + sideBySide).map(storePage));
+    for (const { job, created } of pages.flat()) {
       queued.jobIds.push(job.id);
       if (created) queued.created++;
       else if (isTerminal(job.state)) queued.finished++;

@@ -414,7 +414,9 @@ export class KyselyStore implements Store {
       const chunkSize = this.dialect === "postgres" ? INSERT_CHUNK_POSTGRES : INSERT_CHUNK;
       for (let start = 0; start < jobs.length; start += chunkSize) {
         const chunk = jobs.slice(start, start + chunkSize);
-        const stored = new Map((await this.jobsWithRefs(trx, chunk.map((job) => job.ref))).map((job) => [job.ref, job]));
+        // PostgreSQL's insert skips a ref stored already (on conflict) and says which it made, so only those refs are read
+        // (below); SQLite's is told beforehand.
+        const stored = new Map(this.dialect === "postgres" ? [] : (await this.jobsWithRefs(trx, chunk.map((job) => job.ref))).map((job) => [job.ref, job]));
         const fresh: NewJob[] = [];
         const pendingRefs = new Set<string>();
         for (const job of chunk) {
@@ -436,7 +438,7 @@ export class KyselyStore implements Store {
             await trx.insertInto("jobs").values(rows).execute();
             await trx.insertInto("job_events").values(events).execute();
           }
-          // A ref stored by another transaction since the look above: its job, as if it had been there.
+          // A ref stored already (PostgreSQL, which did not look first) or by another transaction since the look: its job.
           const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id)).map((job) => job.ref);
           if (taken.length > 0) for (const job of await this.jobsWithRefs(trx, taken)) stored.set(job.ref, job);
           // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
