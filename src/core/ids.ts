@@ -19,12 +19,13 @@ const lastTail = new Uint8Array(TAIL_LENGTH);
  * specification's monotonic factory makes them: an id of the same
  * millisecond as the one made before it adds one to that id's random part.
  * (A time given that is earlier than the last one, a test's clock say,
- * starts afresh from random: the time written is always the time given.) A batch's jobs share one time, and with random tails each
- * index ending in the id (the queue, creation order) took its rows at
- * random places: every page of rows stored touched nearly every page of
- * those indexes, so storing a page cost more the bigger the table
- * (20,000 lines: 3 ms a commit at the start, 47 ms at the end). In order,
- * a page is appended.
+ * starts afresh from random: the time written is always the time given.)
+ *
+ * A batch's jobs share one time, and with random tails each index ending
+ * in the id (the queue, creation order) took its rows at random places:
+ * every page of rows stored touched nearly every page of those indexes, so
+ * storing a page cost more the bigger the table (20,000 lines: 3 ms a
+ * commit at the start, 47 ms at the end). In order, a page is appended.
  */
 export function newId(prefix: string, nowMs: number = Date.now()): string {
   if (nowMs !== lastTime) {

@@ -955,8 +955,7 @@ export class KyselyStore implements Store {
       .where("next_attempt_at", "<=", now);
     if (instead.scope) query = query.where("batch_id", "=", instead.scope.batchId);
     query = query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(NEXT_QUEUED_CANDIDATES));
-    if (this.dialect === "postgres") query = query.forUpdate().skipLocked();
-    for (const row of await query.execute()) {
+    for (const row of await this.locked(query, { skipLocked: true }).execute()) {
       const job = rowToJob(row);
       const pools = instead.poolsOf(job);
       if (pools) return { job, pools };
@@ -973,10 +972,7 @@ export class KyselyStore implements Store {
         const [found] = await this.reusable(
           trx,
           "readPool",
-          (slot) => {
-            const poolQuery = trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", slot<string>("key"));
-            return this.dialect === "postgres" ? poolQuery.forUpdate() : poolQuery;
-          },
+          (slot) => this.locked(trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", slot<string>("key"))),
           { key: pool.key },
         );
         return found;
@@ -1017,10 +1013,7 @@ export class KyselyStore implements Store {
       const [budgetRow] = await this.reusable(
         trx,
         "lockBudget",
-        (slot) => {
-          const budgetQuery = trx.selectFrom("budgets").selectAll().where("id", "=", slot<string>("id"));
-          return this.dialect === "postgres" ? budgetQuery.forUpdate() : budgetQuery;
-        },
+        (slot) => this.locked(trx.selectFrom("budgets").selectAll().where("id", "=", slot<string>("id"))),
         { id: job.budgetId },
       );
       if (budgetRow) {
@@ -1618,6 +1611,17 @@ export class KyselyStore implements Store {
     );
   }
 
+  /**
+   * The rows a read inside a transaction is about to change, locked: on
+   * PostgreSQL by `FOR UPDATE` (`SKIP LOCKED` passes over rows another
+   * engine holds); SQLite's write transaction (begun IMMEDIATE) holds the
+   * whole database already.
+   */
+  private locked<Q extends { forUpdate(): Q; skipLocked(): Q }>(query: Q, options: { skipLocked?: boolean } = {}): Q {
+    if (this.dialect !== "postgres") return query;
+    return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
+  }
+
   /** Scalar min/max: SQLite spells them min()/max(), PostgreSQL least()/greatest(). */
   private least(a: unknown, b: unknown) {
     return this.dialect === "postgres" ? sql<number>`least(${a}, ${b})` : sql<number>`min(${a}, ${b})`;
@@ -1702,13 +1706,18 @@ export class KyselyStore implements Store {
 
   /** The job's row locked, and what a transition needs of it (not its body or answers: it reads back the whole row it writes). */
   private async lockJobState(trx: Db, jobId: string): Promise<LockedState | null> {
-    const [row] = await this.reusable(trx, "lockJobState", (slot) => {
-      const query = trx
-        .selectFrom("jobs")
-        .select(["state", "lease_owner", "slots_held_json", "budget_id", "budget_held_micro_usd", "provider_job_id"])
-        .where("id", "=", slot<string>("id"));
-      return this.dialect === "postgres" ? query.forUpdate() : query;
-    }, { id: jobId });
+    const [row] = await this.reusable(
+      trx,
+      "lockJobState",
+      (slot) =>
+        this.locked(
+          trx
+            .selectFrom("jobs")
+            .select(["state", "lease_owner", "slots_held_json", "budget_id", "budget_held_micro_usd", "provider_job_id"])
+            .where("id", "=", slot<string>("id")),
+        ),
+      { id: jobId },
+    );
     if (!row) return null;
     return {
       state: row.state as JobState,
@@ -1722,14 +1731,9 @@ export class KyselyStore implements Store {
 
   private async lockJob(trx: Db, jobId: string, options: { skipLocked?: boolean } = {}): Promise<Job | null> {
     const skipLocked = Boolean(options.skipLocked);
-    const [row] = await this.reusable(trx, `lockJob:${skipLocked}`, (slot) => {
-      let query = trx.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id"));
-      if (this.dialect === "postgres") {
-        query = query.forUpdate();
-        if (skipLocked) query = query.skipLocked();
-      }
-      return query;
-    }, { id: jobId });
+    const [row] = await this.reusable(trx, `lockJob:${skipLocked}`, (slot) => this.locked(trx.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id")), { skipLocked }), {
+      id: jobId,
+    });
     return row ? rowToJob(row) : null;
   }
 
