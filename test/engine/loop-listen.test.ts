@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ScaledClock } from "../../src/core/clock.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
 import type { Store } from "../../src/store/store.js";
 import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
+import { dropSchema } from "../helpers/stores.js";
 import { until } from "../helpers/until.js";
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -26,10 +26,7 @@ describe.runIf(databaseUrl)("the engine loop listening for work (PostgreSQL, rea
   afterEach(async () => {
     await Promise.all(stores.map((store) => store.close()));
     await world.close();
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await client.end();
+    await dropSchema(databaseUrl!, schema);
   });
 
   const slowEngine = (store: Store) => engineFor(world, store, { clock: new ScaledClock(0.001, Date.now() + 3_600_000) });

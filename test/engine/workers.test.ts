@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { busiestWindow } from "../../bench/harness.js";
 import { ScaledClock } from "../../src/core/clock.js";
@@ -8,6 +7,7 @@ import { openPostgresStore } from "../../src/store/postgres.js";
 import type { Store } from "../../src/store/store.js";
 import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
+import { dropSchema } from "../helpers/stores.js";
 import { waitAndRead } from "../helpers/wait.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
 import { until } from "../helpers/until.js";
@@ -28,10 +28,7 @@ describe.runIf(databaseUrl)("two engines on one PostgreSQL store (real sandbox o
   afterEach(async () => {
     await Promise.all(stores.map((store) => store.close()));
     for (const world of worlds) await world.close();
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await client.end();
+    await dropSchema(databaseUrl!, schema);
   });
 
   it("D: they share the 24 slots through the store: 60 jobs, peak 24 at D, no 429, each submitted once", async () => {

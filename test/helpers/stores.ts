@@ -61,14 +61,22 @@ export function postgresFactory(databaseUrl: string): StoreFactory {
         store,
         async cleanup() {
           await store.close();
-          const client = new pg.Client({ connectionString: databaseUrl });
-          await client.connect();
-          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-          await client.end();
+          await dropSchema(databaseUrl, schema);
         },
       };
     },
   };
+}
+
+/** Drops a test's own schema in the database of `databaseUrl`, with everything in it. */
+export async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
 }
 
 const databaseUrl = process.env.DATABASE_URL;

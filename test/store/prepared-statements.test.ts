@@ -4,7 +4,7 @@ import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { KyselyStore } from "../../src/store/kysely-store.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
-import { newDJob } from "../helpers/stores.js";
+import { dropSchema, newDJob } from "../helpers/stores.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 const OWNER = "mg:host:1:abcdef";
@@ -26,10 +26,7 @@ describe.runIf(databaseUrl)("PostgreSQL: the store's hot statements are prepared
   });
   afterEach(async () => {
     await store.close();
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await client.end();
+    await dropSchema(databaseUrl!, schema);
   });
 
   const prepared = async () =>

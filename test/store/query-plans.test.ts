@@ -9,6 +9,7 @@ import type { KyselyStore } from "../../src/store/kysely-store.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { NewJob, Store } from "../../src/store/store.js";
+import { dropSchema } from "../helpers/stores.js";
 
 /**
  * Issue 10: every query the engine and a waiting command run on each step
@@ -282,10 +283,7 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
   });
   afterAll(async () => {
     await store.close();
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await client.end();
+    await dropSchema(databaseUrl!, schema);
   });
 
   /**
