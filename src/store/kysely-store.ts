@@ -916,12 +916,12 @@ export class KyselyStore implements Store {
   }
 
   async routedQueued(provider: ProviderId, limit: number, scope: JobScope | null = null, after: { nextAttemptAt: number; id: string } | null = null): Promise<Job[]> {
-    // The predicates of jobs_routed_queue (migration 8), so the partial index serves it: the state written into the
-    // SQL, as the index's own predicate is, so that a plan made for any values (a prepared statement's) can use it too.
+    // jobs_routed_queue (migration 14): partial on route_json, so the routed jobs only; one range of it by state and
+    // provider, in due order.
     let query = this.db
       .selectFrom("jobs")
       .selectAll()
-      .where("state", "=", sql.lit("queued"))
+      .where("state", "=", "queued")
       .where("route_json", "is not", null)
       .where("provider", "=", provider);
     if (scope) query = query.where((eb) => inScope(eb, scope));

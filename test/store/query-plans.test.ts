@@ -249,6 +249,22 @@ describe("query plans of the hot path (SQLite)", () => {
     }
   });
 
+  it("no partial index compares a column with a value: a statement that binds that column would be planned again on every run", async () => {
+    // To know whether a partial index can serve a statement, SQLite compares the statement's terms with the index's
+    // predicate; a bound value compared with a constant there (`state = ?` against `state = 'queued'`) marks the
+    // statement to be planned again whenever new values are bound, that is on every run. A predicate made only of
+    // IS NULL and IS NOT NULL tests compares no bound value. (Migration 14: the queue's heads took 600 µs, not 80.)
+    const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
+    try {
+      const indexes = database.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql LIKE '% WHERE %'").all() as Array<{ name: string; sql: string }>;
+      expect(indexes.map((index) => index.name).sort()).toEqual(["jobs_routed_queue", "notifications_batch_due", "notifications_due"]);
+      const comparing = indexes.filter(({ sql }) => !sql.replace(/^.*? WHERE /s, "").split(/\s+AND\s+/i).every((term) => /^"?\w+"?\s+IS\s+(NOT\s+)?NULL;?$/i.test(term.trim())));
+      expect(comparing).toEqual([]);
+    } finally {
+      database.close();
+    }
+  });
+
   it("a /metrics scrape counts the jobs from a covering index: no row of a growing table is read, nothing is sorted", async () => {
     const calls = await statementsOf(store, (next) => (sink = next), SCRAPE_CALLS);
     const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });

@@ -11,6 +11,7 @@ import { migration010 } from "./010_api_tokens.js";
 import { migration011 } from "./011_notifications.js";
 import { migration012 } from "./012_ref_prefix.js";
 import { migration013 } from "./013_notification_batch.js";
+import { migration014 } from "./014_routed_queue_predicate.js";
 
 export interface Migration {
   version: number;
@@ -20,4 +21,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014];
