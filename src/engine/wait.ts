@@ -169,6 +169,12 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
   const tally = new Tally(watched.size);
   const reported = new Set<string>();
   let wake: (() => void) | null = null;
+  /**
+   * Whether the engine going idle makes the wait look at the store before its next look is due. An engine goes idle
+   * many times a second in a busy batch (between waves), and each look read every brief changed in the last seconds;
+   * so once a look made on an idle finds nothing new, idles are let pass until the next look made on time.
+   */
+  let lookOnIdle = true;
 
   const seen = (job: Job, force = false) => {
     const applied = tally.apply(job.id, briefOf(job), force);
@@ -184,7 +190,9 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
   const onJob = (job: Job) => {
     if (watched.has(job.id)) seen(job);
   };
-  const onIdle = () => wake?.();
+  const onIdle = () => {
+    if (lookOnIdle) wake?.();
+  };
   const onAbort = () => wake?.();
   engine.on("job", onJob);
   engine.on("idle", onIdle);
@@ -207,39 +215,42 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
       }
     }
   };
+  /** Resolves true when `ms` passed, false when woken before. */
   const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
+    new Promise<boolean>((resolve) => {
       const napping = new AbortController();
-      const done = () => {
+      const done = (slept: boolean) => {
         napping.abort();
         wake = null;
-        resolve();
+        resolve(slept);
       };
-      clock.sleep(ms, napping.signal).then(done, () => undefined);
-      wake = done;
+      clock.sleep(ms, napping.signal).then(() => done(true), () => undefined);
+      wake = () => done(false);
     });
 
   /**
    * Takes in the jobs whose briefs are news, reading their full rows only for
    * handlers that want them. `force` trusts the store over what is known here.
+   * Returns how many were news.
    */
-  const takeIn = async (briefs: readonly JobBrief[], force = false) => {
+  const takeIn = async (briefs: readonly JobBrief[], force = false): Promise<number> => {
     const news = briefs.filter((brief) => {
       const known = tally.known(brief.id);
       const changed = !known || known.state !== brief.state || known.blockedCode !== brief.blockedCode || known.provider !== brief.provider;
       return watched.has(brief.id) && changed && (force || !known || known.updatedAt <= brief.updatedAt);
     });
-    if (news.length === 0) return;
+    if (news.length === 0) return 0;
     if (!handlers.onChange && !handlers.onTerminal) {
       for (const brief of news) tally.apply(brief.id, brief, force);
       if (tally.open() === 0) wake?.();
-      return;
+      return news.length;
     }
     const ids = news.sort((left, right) => left.updatedAt - right.updatedAt).map((brief) => brief.id);
     for (const page of idPages(ids)) {
       const jobs = await patiently(() => store.listJobs({ ids: page }));
       for (const job of (jobs ?? []).sort((left, right) => left.updatedAt - right.updatedAt)) seen(job, force);
     }
+    return news.length;
   };
 
   let since = 0;
@@ -268,22 +279,28 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
         if (tally.open() === 0) await pause(FOLLOW_EVERY_MS);
         continue;
       }
-      await pause(FOLLOW_EVERY_MS);
+      const onTime = await pause(FOLLOW_EVERY_MS);
       if (handlers.signal?.aborted) break;
       // Changes made by other processes (and by this one: those are known already and cost only their brief).
       const from = since - FOLLOW_OVERLAP_MS;
       let after: JobBrief | null = null;
+      let news = 0;
       for (;;) {
         const cursor: JobBrief | null = after;
         const briefs: JobBrief[] | null = await patiently(() => store.changedBriefs(scope, from, FOLLOW_PAGE, cursor));
         if (!briefs || briefs.length === 0) break;
         for (const brief of briefs) since = Math.max(since, brief.updatedAt);
-        await takeIn(briefs);
+        news += await takeIn(briefs);
         if (briefs.length < FOLLOW_PAGE) break;
         after = briefs[briefs.length - 1]!;
       }
       const halts = await patiently(() => store.halts());
-      if (halts) tally.halted = new Set(halts.map((halt) => halt.provider));
+      if (halts) {
+        const halted = new Set(halts.map((halt) => halt.provider));
+        if (halted.size !== tally.halted.size || [...halted].some((provider) => !tally.halted.has(provider))) news++;
+        tally.halted = halted;
+      }
+      lookOnIdle = onTime || news > 0;
       if (clock.now() - confirmedAt >= CONFIRM_EVERY_MS) {
         confirmedAt = clock.now();
         const open = await patiently(() => store.openCounts(scope));

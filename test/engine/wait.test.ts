@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/core/config.js";
 import { type Clock, ScaledClock } from "../../src/core/clock.js";
 import type { Job } from "../../src/core/job.js";
@@ -265,6 +265,35 @@ for (const factory of storeFactories) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       aborting.abort();
       expect((await aborted).counts).toMatchObject({ total: 1, done: 0, queued: 1 });
+    });
+
+    it("on a clock that never moves: an engine idle again and again makes the wait look at the store until a look finds nothing new, then not until a look on time (a busy batch goes idle many times a second)", async () => {
+      const jobs = [queuedJob(0, "batch_n"), queuedJob(1, "batch_n"), queuedJob(2, "batch_n")];
+      await store.insertJobs(jobs, 1_000);
+      const engine = idleEngine(store);
+      const looks = vi.spyOn(store, "changedBriefs");
+      const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
+      const waiting = waitAndRead(engine, store, jobs.map((job) => job.id), { scope: { batchId: "batch_n" }, clock: stoppedClock });
+      await settle();
+      // A change made elsewhere: the idle's look finds it, so the next idle looks again.
+      await cancel(store, jobs[0]!.id, 2_000);
+      engine.emit("idle");
+      await settle();
+      expect(looks).toHaveBeenCalledTimes(1);
+      engine.emit("idle");
+      await settle();
+      expect(looks).toHaveBeenCalledTimes(2);
+      // That look found nothing new: idles no longer make the wait look.
+      for (let idle = 0; idle < 5; idle++) {
+        engine.emit("idle");
+        await settle();
+      }
+      expect(looks).toHaveBeenCalledTimes(2);
+      // An engine event still counts at once, and ends the wait.
+      engine.emit("job", (await cancel(store, jobs[1]!.id, 2_100))!);
+      engine.emit("job", (await cancel(store, jobs[2]!.id, 2_200))!);
+      expect((await waiting).counts).toMatchObject({ total: 3, done: 3 });
+      looks.mockRestore();
     });
 
     it("on a clock that never moves: a provider halted before the wait starts leaves its queued jobs blocked, and the wait ends at once; counts keep running, queued and halted apart", async () => {
