@@ -14,6 +14,11 @@ export interface SandboxChild {
   stats<T>(): Promise<T>;
   /** The sandbox's virtual time now (for an engine clock that runs in step with it). */
   now(): Promise<number>;
+  /**
+   * When each POST to `provider` arrived (real time), of those that arrived at or after virtual time `since`: a
+   * small answer, for a loop that asks often (`stats` sends the whole request log, which loads the machine it measures).
+   */
+  postsSince(provider: string, since: number): Promise<number[]>;
   stop(): Promise<void>;
 }
 
@@ -41,6 +46,12 @@ export async function startSandboxChild(options: unknown): Promise<SandboxChild>
       return new Promise<number>((resolve) => {
         child.once("message", (message: { type: string; now: number }) => resolve(message.now));
         child.send({ type: "now" });
+      });
+    },
+    postsSince(provider: string, since: number) {
+      return new Promise<number[]>((resolve) => {
+        child.once("message", (message: { type: string; posts: number[] }) => resolve(message.posts));
+        child.send({ type: "posts", provider, since });
       });
     },
     async stop() {

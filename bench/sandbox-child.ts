@@ -3,6 +3,9 @@
  * measured alone. Talks to the parent over the IPC channel:
  *   parent → {type: "stats"}      child → {type: "stats", stats}
  *   parent → {type: "now"}        child → {type: "now", now} (virtual time)
+ *   parent → {type: "posts", provider, since}
+ *                                 child → {type: "posts", posts} (real arrival times of that
+ *                                 provider's POSTs since virtual time `since`)
  *   parent → {type: "stop"}       child exits
  * Options come as one JSON argument: {timeScale, seed?, d?, c?, a?, e?, b?, f?,
  * faults?} with each emulator's options (only the emulators named are
@@ -57,7 +60,11 @@ function stats() {
   };
 }
 
-process.on("message", (message: { type: string }) => {
+process.on("message", (message: { type: string; provider?: string; since?: number }) => {
+  if (message.type === "posts") {
+    const posts = sandbox.requests({ provider: message.provider, since: message.since }).filter((request) => request.method === "POST");
+    process.send?.({ type: "posts", posts: posts.map((request) => request.realAt) });
+  }
   if (message.type === "stats") process.send?.({ type: "stats", stats: stats() });
   if (message.type === "now") process.send?.({ type: "now", now: sandbox.clock.now() });
   if (message.type === "stop") void sandbox.stop().then(() => process.exit(0));
