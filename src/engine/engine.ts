@@ -519,7 +519,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       const grantedAt = this.clock.now();
       if (submitting && !noted) {
         noted = true;
-        const ours = await this.store.updateJob(job.id, { state: "submitting", leaseOwner: this.owner }, { submitSentAt: grantedAt }, this.clock.now());
+        const ours = await this.store.markSubmitSent(job.id, this.owner, grantedAt);
         // Another engine has the job now (this one's lease lapsed): it must not be sent from here.
         if (!ours) throw new Error(`job ${job.id} is no longer this engine's to submit`);
         const late = this.clock.now() - grantedAt;
@@ -764,9 +764,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     // The queue is read a small page at a time, and only while claims succeed: a provider whose slots are
     // all taken costs one page per tick, however long its queue (the heads of the other providers' queues
     // are in every page).
+    // A page holds about as many jobs as slots were freed since the last read, and one more: each job read is a whole
+    // row (its request among 44 columns), and one read beyond what can be claimed is read again by the next tick.
     let after: { nextAttemptAt: number; id: string } | null = null;
     const freed = this.releasesAtQueueRead === null ? QUEUE_PAGE : this.store.slotReleases - this.releasesAtQueueRead;
-    const pageSize = Math.min(QUEUE_PAGE, Math.max(4, freed + 2));
+    const pageSize = Math.min(QUEUE_PAGE, Math.max(2, freed + 1));
     let queueRead = false;
     for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.inFlight.size < this.maxInFlight; page++) {
       this.releasesAtQueueRead = this.store.slotReleases;

@@ -189,6 +189,17 @@ const INTEGER_JOB_COLUMNS: ReadonlySet<string> = new Set([
 /** Due jobs locked at once when a claim's job was taken first: the first one the engine accepts is claimed instead. */
 const NEXT_QUEUED_CANDIDATES = 4;
 
+/**
+ * What a claim decides on (its state, its budget and estimate, its attempts so far): read and locked first, where the
+ * whole row (44 columns, the request among them) would be read only to be read again, changed, by the claim's update.
+ */
+const CLAIMABLE_COLUMNS = ["id", "state", "attempts", "budget_id", "estimate_micro_usd"] as const;
+type Claimable = Pick<Job, "id" | "state" | "attempts" | "budgetId" | "estimateMicroUsd">;
+
+function claimableOf(row: Pick<JobsTable, (typeof CLAIMABLE_COLUMNS)[number]>): Claimable {
+  return { id: row.id, state: row.state as Job["state"], attempts: toNumber(row.attempts), budgetId: row.budget_id, estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd) };
+}
+
 /** One line of a job's event log. */
 function eventRow(jobId: string, at: number, fromState: JobState | null, toState: JobState, reason: string, detail?: unknown) {
   return { job_id: jobId, at, from_state: fromState, to_state: toState, reason, detail_json: detail === undefined ? null : JSON.stringify(detail) };
@@ -766,6 +777,23 @@ export class KyselyStore implements Store {
     return row ? rowToJob(row) : null;
   }
 
+  async markSubmitSent(jobId: string, owner: string, at: number): Promise<boolean> {
+    const rows = await this.reusable(
+      this.db,
+      "markSubmitSent",
+      (slot) =>
+        this.db
+          .updateTable("jobs")
+          .set({ submit_sent_at: slot<number>("at"), updated_at: slot<number>("at") })
+          .where("id", "=", slot<string>("id"))
+          .where("state", "=", "submitting")
+          .where("lease_owner", "=", slot<string>("owner"))
+          .returning("id"),
+      { id: jobId, owner, at },
+    );
+    return rows.length > 0;
+  }
+
   /**
    * Sets `columns` on the job when it meets `expect` (any state and lease
    * when it is null), returning the row as it is after; undefined when it
@@ -932,8 +960,14 @@ export class KyselyStore implements Store {
 
   async claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
     return this.db.transaction().execute(async (trx) => {
-      const job = await this.lockJob(trx, jobId, { skipLocked: true });
-      if (job && job.state === "queued") return this.claimLocked(trx, job, owner, pools, now, leaseMs);
+      // What the decision needs, not the whole row: the claimed job comes back whole from its update.
+      const [job] = await this.reusable(
+        trx,
+        "lockClaimable",
+        (slot) => this.locked(trx.selectFrom("jobs").select(CLAIMABLE_COLUMNS).where("id", "=", slot<string>("id")), { skipLocked: true }),
+        { id: jobId },
+      );
+      if (job && job.state === "queued") return this.claimLocked(trx, claimableOf(job), owner, pools, now, leaseMs);
       const next = instead ? await this.lockNextQueued(trx, instead, now) : null;
       if (!next) return { kind: "gone" } as const;
       const claim = await this.claimLocked(trx, next.job, owner, next.pools, now, leaseMs);
@@ -964,7 +998,7 @@ export class KyselyStore implements Store {
   }
 
   /** claimForSubmit's decision for a queued job locked in `trx`. */
-  private async claimLocked(trx: Db, job: Job, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
+  private async claimLocked(trx: Db, job: Claimable, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
     const jobId = job.id;
     const filled: string[] = [];
     for (const pool of pools) {
@@ -1727,14 +1761,6 @@ export class KyselyStore implements Store {
       budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
       providerJobId: row.provider_job_id,
     };
-  }
-
-  private async lockJob(trx: Db, jobId: string, options: { skipLocked?: boolean } = {}): Promise<Job | null> {
-    const skipLocked = Boolean(options.skipLocked);
-    const [row] = await this.reusable(trx, `lockJob:${skipLocked}`, (slot) => this.locked(trx.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id")), { skipLocked }), {
-      id: jobId,
-    });
-    return row ? rowToJob(row) : null;
   }
 
   private async appendEvent(

@@ -319,6 +319,11 @@ export interface Store {
   ): Promise<Job | null>;
   /** Changes fields without a state change (poll bookkeeping, reasons). Null when the expectation failed. */
   updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null>;
+  /**
+   * Notes that the submit of a job `owner` holds in `submitting` leaves now (`submitSentAt`), reading nothing back;
+   * false when the job is no longer that owner's to send.
+   */
+  markSubmitSent(jobId: string, owner: string, at: number): Promise<boolean>;
 
   /** Every job in `scope`, briefly: where a waiting command starts from (read once). */
   jobBriefs(scope: JobScope): Promise<JobBrief[]>;

@@ -43,6 +43,21 @@ for (const factory of storeFactories) {
       expect((await store.transition("job_a", { state: "submitting", leaseOwner: "owner-1" }, "running", {}, "x", 3_000))?.state).toBe("running");
     });
 
+    it("a submit is noted as leaving only for the owner that holds the job in submitting (the claim read what it decides on, and the claimed job comes back whole)", async () => {
+      await store.insertJobs([newJob("a", { estimateMicroUsd: 40_000 }), newJob("b")], 1_000);
+      const claim = await store.claimForSubmit("job_a", "owner-1", [], 2_000, 30_000);
+      expect(claim).toMatchObject({ kind: "claimed", job: { id: "job_a", state: "submitting", attempts: 1, estimateMicroUsd: 40_000, leaseOwner: "owner-1", submitSentAt: null } });
+      expect(claim.kind === "claimed" && claim.job.body).toEqual(newJob("a").body);
+      expect(await store.markSubmitSent("job_a", "owner-2", 2_500)).toBe(false);
+      expect(await store.markSubmitSent("job_b", "owner-1", 2_500)).toBe(false);
+      expect((await store.getJob("job_a"))!.submitSentAt).toBeNull();
+      expect(await store.markSubmitSent("job_a", "owner-1", 2_600)).toBe(true);
+      expect(await store.getJob("job_a")).toMatchObject({ state: "submitting", submitSentAt: 2_600, updatedAt: 2_600 });
+      await store.transition("job_a", { state: "submitting", leaseOwner: "owner-1" }, "running", {}, "accepted", 3_000);
+      expect(await store.markSubmitSent("job_a", "owner-1", 3_500)).toBe(false);
+      expect((await store.getJob("job_a"))!.submitSentAt).toBe(2_600);
+    });
+
     it("slots: a job takes all its pools or none, and a terminal transition frees them", async () => {
       await store.insertJobs([newJob("a"), newJob("b"), newJob("c")], 1_000);
       const pools = [{ key: "d:account", capacity: 2 }, { key: "d:gen-ctx-max", capacity: 1 }];
