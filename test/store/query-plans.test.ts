@@ -253,7 +253,7 @@ describe("query plans of the hot path (SQLite)", () => {
     // To know whether a partial index can serve a statement, SQLite compares the statement's terms with the index's
     // predicate; a bound value compared with a constant there (`state = ?` against `state = 'queued'`) marks the
     // statement to be planned again whenever new values are bound, that is on every run. A predicate made only of
-    // IS NULL and IS NOT NULL tests compares no bound value. (Migration 14: the queue's heads took 600 µs, not 80.)
+    // IS NULL and IS NOT NULL tests compares no bound value. (Migration 14: the queue's heads took 576 µs a call, 176 µs after.)
     const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
     try {
       const indexes = database.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql LIKE '% WHERE %'").all() as Array<{ name: string; sql: string }>;

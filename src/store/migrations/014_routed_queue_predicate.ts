@@ -9,8 +9,9 @@
  * compared by its bound value: the statement is then planned again each time
  * new values are bound, that is on every run. Every hot statement on `jobs`
  * binds a state (the queue's heads, a step's due jobs, every transition), so
- * each run was parsed and planned again: the six-branch read of the queue's
- * heads took 600 µs instead of 80, a one-row lookup 22 µs instead of 3.
+ * each run was parsed and planned again: in a 200-job batch the six-branch
+ * read of the queue's heads took 576 µs a call, 176 µs after this change; a
+ * one-row lookup by state and provider 22.5 µs, 2.6 µs after.
  *
  * With `route_json IS NOT NULL` alone as the predicate, no bound value is
  * compared with a constant, and the state leads the key: a halted provider's
