@@ -56,6 +56,10 @@ for (const factory of storeFactories) {
       await store.transition("job_a", { state: "submitting", leaseOwner: "owner-1" }, "running", {}, "accepted", 3_000);
       expect(await store.markSubmitSent("job_a", "owner-1", 3_500)).toBe(false);
       expect((await store.getJob("job_a"))!.submitSentAt).toBe(2_600);
+      // A job sent back to the queue and claimed again counts its second attempt.
+      await store.claimForSubmit("job_b", "owner-1", [], 4_000, 30_000);
+      await store.transition("job_b", { state: "submitting", leaseOwner: "owner-1" }, "queued", { leaseOwner: null, leaseExpiresAt: null }, "not sent", 4_100);
+      expect(await store.claimForSubmit("job_b", "owner-1", [], 4_200, 30_000)).toMatchObject({ kind: "claimed", job: { attempts: 2 } });
     });
 
     it("slots: a job takes all its pools or none, and a terminal transition frees them", async () => {
