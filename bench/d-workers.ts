@@ -21,7 +21,7 @@
  * Needs DATABASE_URL and `npm run build`.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -114,7 +114,9 @@ function processCpuMs(pid: number): number {
 
 function startWorker(store: string, env: NodeJS.ProcessEnv, cwd: string, index: number): Worker {
   const usageFile = join(cwd, `usage-${index}.json`);
-  const child = spawn(process.execPath, ["--import", USAGE_REPORT, CLI, "--store", store, "worker"], { cwd, env: { ...env, BENCH_USAGE_FILE: usageFile }, stdio: ["ignore", "ignore", "pipe"] });
+  // BENCH_CLI_NODE_FLAGS: flags for each worker's node, as for the CLI runs of the other benches (a CPU profile).
+  const nodeFlags = process.env.BENCH_CLI_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeFlags, "--import", USAGE_REPORT, CLI, "--store", store, "worker"], { cwd, env: { ...env, BENCH_USAGE_FILE: usageFile }, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   let started: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (started = resolve));
@@ -200,6 +202,8 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const backlog = await sandbox.stats<SandboxStats>();
     backlog.requests = backlog.requests.slice(warmRequests);
     const sandboxCpu = backlog.cpuMs - sandboxCpuBefore;
+    // BENCH_DUMP: D's log of the backlog and its jobs, for per-wave analysis (as in d-scale).
+    if (process.env.BENCH_DUMP) writeFileSync(`${process.env.BENCH_DUMP}.${workers}`, JSON.stringify(backlog));
     // The backlog's workers stop here (their claims and database work are the backlog's); fresh ones,
     // idle before the first sample, take the latency samples.
     const stopped = await Promise.all(running.map((worker) => worker.stop()));

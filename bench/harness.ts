@@ -69,12 +69,72 @@ export function tempFolder(): { path: string; remove(): void } {
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-/** Replaces (or appends) the section of bench/RESULTS.md between this benchmark's markers. */
+/** The machine's CPU time in ticks since boot (Linux /proc/stat's first line); null where there is none. */
+interface CpuTicks {
+  at: number;
+  total: number;
+  steal: number;
+}
+
+function cpuTicks(): CpuTicks | null {
+  if (!existsSync("/proc/stat")) return null;
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+  const counted = fields.slice(0, 8);
+  return { at: Date.now(), total: counted.reduce((sum, value) => sum + value, 0), steal: counted[7] ?? 0 };
+}
+
+/** How often the host's steal time is sampled while a benchmark runs, and the window its worst share is given for. */
+const STEAL_SAMPLE_MS = 5_000;
+const STEAL_WINDOW_SAMPLES = 2;
+
+/**
+ * The host's steal time while one benchmark runs: on a virtual machine the host can take a share of the CPU, and a
+ * benchmark run while it took a fifth of it measures the host, not the code (it happened here: 22–50% for minutes).
+ * Each section of RESULTS.md says what its run lost, over the whole run and in its worst ten seconds.
+ */
+let stealWatch: { samples: CpuTicks[]; timer: NodeJS.Timeout } | null = null;
+
+/** Starts watching the host's steal time for the benchmark about to run (bench/run.ts calls it before each). */
+export function watchStealTime(): void {
+  if (stealWatch) clearInterval(stealWatch.timer);
+  const first = cpuTicks();
+  if (!first) {
+    stealWatch = null;
+    return;
+  }
+  const samples = [first];
+  const timer = setInterval(() => {
+    const sample = cpuTicks();
+    if (sample) samples.push(sample);
+  }, STEAL_SAMPLE_MS);
+  timer.unref();
+  stealWatch = { samples, timer };
+}
+
+/** The steal line of a section: the share of the machine's CPU time the host took since `watchStealTime`. */
+export function stealTimeLine(): string | null {
+  if (!stealWatch) return null;
+  const last = cpuTicks();
+  if (!last) return null;
+  const samples = [...stealWatch.samples, last];
+  const share = (from: CpuTicks, to: CpuTicks) => (to.total > from.total ? (to.steal - from.steal) / (to.total - from.total) : 0);
+  let worst = 0;
+  for (let index = STEAL_WINDOW_SAMPLES; index < samples.length; index++) worst = Math.max(worst, share(samples[index - STEAL_WINDOW_SAMPLES]!, samples[index]!));
+  const whole = share(samples[0]!, last);
+  const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+  const worstText = samples.length > STEAL_WINDOW_SAMPLES ? `, ${percent(worst)} in its worst ${(STEAL_SAMPLE_MS * STEAL_WINDOW_SAMPLES) / 1000} s` : "";
+  const warning = Math.max(whole, worst) > 0.05 ? " More than 5%: these figures measure the host as much as the code; run again." : "";
+  return `Host steal time during this run (from /proc/stat): ${percent(whole)} of the machine's CPU time${worstText}.${warning}`;
+}
+
+/** Replaces (or appends) the section of bench/RESULTS.md between this benchmark's markers, with the run's steal time. */
 export function recordResult(name: string, markdown: string): void {
   const file = fileURLToPath(new URL("./RESULTS.md", import.meta.url));
   const begin = `<!-- ${name}:begin -->`;
   const end = `<!-- ${name}:end -->`;
-  const block = `${begin}\n${markdown.trim()}\n${end}`;
+  const steal = stealTimeLine();
+  const block = `${begin}\n${markdown.trim()}${steal ? `\n\n${steal}` : ""}\n${end}`;
   const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n\nEach section is rewritten by its benchmark (`npm run bench -- NAME`).\n";
   const pattern = new RegExp(`${begin}[\\s\\S]*?${end}`);
   writeFileSync(file, pattern.test(current) ? current.replace(pattern, block) : `${current.trimEnd()}\n\n${block}\n`);

@@ -10,6 +10,7 @@ import { runDPeer } from "./d-peer.js";
 import { runDScale } from "./d-scale.js";
 import { runDWorkers, runDWorkersRaised } from "./d-workers.js";
 import { runEQuota } from "./e-quota.js";
+import { watchStealTime } from "./harness.js";
 import { runSoak } from "./soak.js";
 
 const benchmarks: Record<string, () => Promise<void>> = {
@@ -33,5 +34,6 @@ for (const name of names) {
     process.exit(2);
   }
   process.stderr.write(`running ${name}…\n`);
+  watchStealTime();
   await run();
 }
