@@ -1058,13 +1058,17 @@ export class KyselyStore implements Store {
         await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
       }
     }
-    for (const pool of pools) {
-      await this.reusable(
-        trx,
-        "holdSlot",
-        (slot) => trx.insertInto("slot_holds").values({ pool_key: slot<string>("key"), job_id: slot<string>("jobId"), acquired_at: slot<number>("now") }),
-        { key: pool.key, jobId, now },
-      );
+    // PostgreSQL writes the holds in the statement that moves the job (one round trip fewer, while the pool's row is
+    // locked); SQLite, one statement at a time.
+    if (this.dialect !== "postgres") {
+      for (const pool of pools) {
+        await this.reusable(
+          trx,
+          "holdSlot",
+          (slot) => trx.insertInto("slot_holds").values({ pool_key: slot<string>("key"), job_id: slot<string>("jobId"), acquired_at: slot<number>("now") }),
+          { key: pool.key, jobId, now },
+        );
+      }
     }
     const columns: Partial<JobsTable> = {
       state: "submitting",
@@ -1078,7 +1082,8 @@ export class KyselyStore implements Store {
       updated_at: now,
     };
     const event = eventRow(jobId, now, "queued", "submitting", `claimed by ${owner}`, { attempt: job.attempts + 1, slots: pools.map((pool) => pool.key) });
-    return { kind: "claimed", job: rowToJob(await this.changeLockedWithEvent(trx, jobId, columns, event)), filled } as const;
+    const holds = pools.map((pool) => pool.key);
+    return { kind: "claimed", job: rowToJob(await this.changeLockedWithEvent(trx, jobId, columns, event, holds)), filled } as const;
   }
 
   async dueOwned(owner: string, now: number, limit: number, busy: { has(id: string): boolean } = new Set<string>()): Promise<Job[]> {
@@ -1676,10 +1681,14 @@ export class KyselyStore implements Store {
    * it is after. One round trip on PostgreSQL, where each statement is one
    * (SQLite runs in-process).
    */
-  private async changeLockedWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>): Promise<JobsTable> {
+  /**
+   * Sets `columns` on a job locked in `trx` and appends `event`. On PostgreSQL, `holds` (slot pools' keys) are held for
+   * the job in the same statement, at the event's time; SQLite's caller inserts them itself.
+   */
+  private async changeLockedWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>, holds: readonly string[] = []): Promise<JobsTable> {
     let updated: JobsTable | undefined;
     if (this.dialect === "postgres") {
-      updated = await this.updatedRowWithEvent(trx, jobId, columns, event);
+      updated = await this.updatedRowWithEvent(trx, jobId, columns, event, holds);
     } else {
       updated = await this.updatedRow(trx, jobId, columns, null);
       if (updated) await this.appendEventRow(trx, event);
@@ -1701,13 +1710,15 @@ export class KyselyStore implements Store {
   }
 
   /**
-   * PostgreSQL: sets `columns` on the job and appends `event` in one
-   * statement (a data-modifying WITH), returning the row as it is after.
+   * PostgreSQL: sets `columns` on the job, appends `event` and holds the
+   * slots of `holds` for it in one statement (a data-modifying WITH),
+   * returning the row as it is after.
    */
-  private async updatedRowWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>): Promise<JobsTable | undefined> {
+  private async updatedRowWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>, holds: readonly string[] = []): Promise<JobsTable | undefined> {
     const { names, set, values } = columnSlots(columns);
-    const [row] = await this.reusable(trx, `updateJobWithEvent:${names.join(",")}`, (slot) =>
-      trx
+    const holdKeys = Object.fromEntries(holds.map((key, index) => [`hold${index}`, key]));
+    const [row] = await this.reusable(trx, `updateJobWithEvent:${names.join(",")}:${holds.length}`, (slot) => {
+      const changed = trx
         .with("updated", (db) =>
           db
             .updateTable("jobs")
@@ -1731,10 +1742,18 @@ export class KyselyStore implements Store {
                   sql<string | null>`cast(${slot<string | null>("detail_json")} as text)`.as("detail_json"),
                 ]),
             ),
+        );
+      if (holds.length === 0) return changed.selectFrom("updated").selectAll();
+      return changed
+        .with("held", (db) =>
+          db
+            .insertInto("slot_holds")
+            .values(holds.map((_, index) => ({ pool_key: slot<string>(`hold${index}`), job_id: slot<string>("id"), acquired_at: slot<number>("at") }))),
         )
         .selectFrom("updated")
-        .selectAll(),
-    { id: jobId, ...values, at: event.at, from_state: event.from_state, to_state: event.to_state, reason: event.reason, detail_json: event.detail_json });
+        .selectAll();
+    },
+    { id: jobId, ...values, ...holdKeys, at: event.at, from_state: event.from_state, to_state: event.to_state, reason: event.reason, detail_json: event.detail_json });
     return row as JobsTable | undefined;
   }
 

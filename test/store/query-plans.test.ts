@@ -322,8 +322,10 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
       for (const { call, statements } of calls) {
         expect(statements.length, call).toBeGreaterThan(0);
         for (const statement of statements) {
-          // An insert reads nothing, and run again it would only collide with the row it made.
-          const options = `${/^\s*insert/i.test(statement.sql) ? "" : "ANALYZE, "}FORMAT JSON`;
+          // An insert reads nothing, and run again it would only collide with the row it made; so would a statement that
+          // holds a slot beside its update (the claim's), whose plan is explained without running it.
+          const collides = /^\s*insert/i.test(statement.sql) || /insert into "slot_holds"/i.test(statement.sql);
+          const options = `${collides ? "" : "ANALYZE, "}FORMAT JSON`;
           // A statement that writes is explained inside a transaction that is rolled back.
           await client.query("BEGIN");
           try {
