@@ -1058,18 +1058,7 @@ export class KyselyStore implements Store {
         await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
       }
     }
-    // PostgreSQL writes the holds in the statement that moves the job (one round trip fewer, while the pool's row is
-    // locked); SQLite, one statement at a time.
-    if (this.dialect !== "postgres") {
-      for (const pool of pools) {
-        await this.reusable(
-          trx,
-          "holdSlot",
-          (slot) => trx.insertInto("slot_holds").values({ pool_key: slot<string>("key"), job_id: slot<string>("jobId"), acquired_at: slot<number>("now") }),
-          { key: pool.key, jobId, now },
-        );
-      }
-    }
+    const holds = pools.map((pool) => pool.key);
     const columns: Partial<JobsTable> = {
       state: "submitting",
       reason: null,
@@ -1077,12 +1066,11 @@ export class KyselyStore implements Store {
       attempts: job.attempts + 1,
       lease_owner: owner,
       lease_expires_at: now + leaseMs,
-      slots_held_json: JSON.stringify(pools.map((pool) => pool.key)),
+      slots_held_json: JSON.stringify(holds),
       ...(job.budgetId ? { budget_held_micro_usd: budgetHeld } : {}),
       updated_at: now,
     };
-    const event = eventRow(jobId, now, "queued", "submitting", `claimed by ${owner}`, { attempt: job.attempts + 1, slots: pools.map((pool) => pool.key) });
-    const holds = pools.map((pool) => pool.key);
+    const event = eventRow(jobId, now, "queued", "submitting", `claimed by ${owner}`, { attempt: job.attempts + 1, slots: holds });
     return { kind: "claimed", job: rowToJob(await this.changeLockedWithEvent(trx, jobId, columns, event, holds)), filled } as const;
   }
 
@@ -1677,19 +1665,24 @@ export class KyselyStore implements Store {
   }
 
   /**
-   * Sets `columns` on a job locked in `trx` and appends its event; the row as
-   * it is after. One round trip on PostgreSQL, where each statement is one
-   * (SQLite runs in-process).
-   */
-  /**
-   * Sets `columns` on a job locked in `trx` and appends `event`. On PostgreSQL, `holds` (slot pools' keys) are held for
-   * the job in the same statement, at the event's time; SQLite's caller inserts them itself.
+   * Sets `columns` on a job locked in `trx`, appends its event and holds the
+   * slots of the pools keyed in `holds` for it, at the event's time; the row
+   * as it is after. One round trip on PostgreSQL, where each statement is one
+   * (SQLite runs in-process, a statement at a time).
    */
   private async changeLockedWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>, holds: readonly string[] = []): Promise<JobsTable> {
     let updated: JobsTable | undefined;
     if (this.dialect === "postgres") {
       updated = await this.updatedRowWithEvent(trx, jobId, columns, event, holds);
     } else {
+      for (const key of holds) {
+        await this.reusable(
+          trx,
+          "holdSlot",
+          (slot) => trx.insertInto("slot_holds").values({ pool_key: slot<string>("key"), job_id: slot<string>("jobId"), acquired_at: slot<number>("now") }),
+          { key, jobId, now: event.at },
+        );
+      }
       updated = await this.updatedRow(trx, jobId, columns, null);
       if (updated) await this.appendEventRow(trx, event);
     }
