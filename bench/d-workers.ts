@@ -28,7 +28,7 @@ import pg from "pg";
 import { loadConfig } from "../src/core/config.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openPostgresStore } from "../src/store/postgres.js";
-import { checkBuiltCli, cliEnvironment, dBenchJobs, recordResult, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
+import { benchNodeFlags, checkBuiltCli, cliEnvironment, dBenchJobs, recordResult, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
 
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2,4").split(",").map(Number);
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_200);
@@ -114,9 +114,7 @@ function processCpuMs(pid: number): number {
 
 function startWorker(store: string, env: NodeJS.ProcessEnv, cwd: string, index: number): Worker {
   const usageFile = join(cwd, `usage-${index}.json`);
-  // BENCH_CLI_NODE_FLAGS: flags for each worker's node, as for the CLI runs of the other benches (a CPU profile).
-  const nodeFlags = process.env.BENCH_CLI_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeFlags, "--import", USAGE_REPORT, CLI, "--store", store, "worker"], { cwd, env: { ...env, BENCH_USAGE_FILE: usageFile }, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...benchNodeFlags(), "--import", USAGE_REPORT, CLI, "--store", store, "worker"], { cwd, env: { ...env, BENCH_USAGE_FILE: usageFile }, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   let started: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (started = resolve));

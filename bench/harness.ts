@@ -71,7 +71,6 @@ export function tempFolder(): { path: string; remove(): void } {
 
 /** The machine's CPU time in ticks since boot (Linux /proc/stat's first line); null where there is none. */
 interface CpuTicks {
-  at: number;
   total: number;
   steal: number;
 }
@@ -81,7 +80,7 @@ function cpuTicks(): CpuTicks | null {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal (guest time is counted in user already).
   const counted = fields.slice(0, 8);
-  return { at: Date.now(), total: counted.reduce((sum, value) => sum + value, 0), steal: counted[7] ?? 0 };
+  return { total: counted.reduce((sum, value) => sum + value, 0), steal: counted[7] ?? 0 };
 }
 
 /** How often the host's steal time is sampled while a benchmark runs, and the window its worst share is given for. */
@@ -113,7 +112,7 @@ export function watchStealTime(): void {
 }
 
 /** The steal line of a section: the share of the machine's CPU time the host took since `watchStealTime`. */
-export function stealTimeLine(): string | null {
+function stealTimeLine(): string | null {
   if (!stealWatch) return null;
   const last = cpuTicks();
   if (!last) return null;
@@ -126,6 +125,11 @@ export function stealTimeLine(): string | null {
   const worstText = samples.length > STEAL_WINDOW_SAMPLES ? `, ${percent(worst)} in its worst ${(STEAL_SAMPLE_MS * STEAL_WINDOW_SAMPLES) / 1000} s` : "";
   const warning = Math.max(whole, worst) > 0.05 ? " More than 5%: these figures measure the host as much as the code; run again." : "";
   return `Host steal time during this run (from /proc/stat): ${percent(whole)} of the machine's CPU time${worstText}.${warning}`;
+}
+
+/** BENCH_CLI_NODE_FLAGS: flags for the node of each measured CLI process (V8's heap settings, a CPU profile). */
+export function benchNodeFlags(): string[] {
+  return process.env.BENCH_CLI_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
 }
 
 /** Replaces (or appends) the section of bench/RESULTS.md between this benchmark's markers, with the run's steal time. */
@@ -221,9 +225,7 @@ export interface CliExit {
 export function runCli(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; deadlineMs: number }): Promise<CliExit> {
   const usageFile = join(options.cwd, `.usage-${process.pid}-${Date.now()}.json`);
   return new Promise((resolve, reject) => {
-    // BENCH_CLI_NODE_FLAGS: flags for the measured process's node (trying V8's heap settings).
-    const nodeFlags = process.env.BENCH_CLI_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
-    const child = spawn(process.execPath, [...nodeFlags, "--import", USAGE_REPORT, CLI, ...args], {
+    const child = spawn(process.execPath, [...benchNodeFlags(), "--import", USAGE_REPORT, CLI, ...args], {
       cwd: options.cwd,
       env: { ...options.env, BENCH_USAGE_FILE: usageFile },
       stdio: ["ignore", "pipe", "pipe"],
