@@ -66,7 +66,11 @@ export class ScaledClock implements Clock {
     this.offsetMs += ms;
   }
 
-  sleep(ms: number, signal?: AbortSignal, options?: SleepOptions): Promise<void> {
-    return realSleep(ms / this.scale, signal, options);
+  async sleep(ms: number, signal?: AbortSignal, options?: SleepOptions): Promise<void> {
+    const until = this.now() + ms;
+    await realSleep(ms / this.scale, signal, options);
+    // Date.now() counts whole milliseconds, and a timer can end before the last one it waited for has ticked over: at a
+    // scale of 1,000 that left a 2,000 ms sleep with 1,000 ms of this clock passed. It sleeps on until its time is reached.
+    for (let left = until - this.now(); left > 0; left = until - this.now()) await realSleep(left / this.scale, signal, options);
   }
 }

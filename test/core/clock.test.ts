@@ -98,6 +98,21 @@ describe("the scaled clock (the sandbox's fast virtual time)", () => {
     expect(await settled(sleep)).toBe("resolved");
   });
 
+  it("a scaled sleep ends only once its clock's time has passed, even when its timer ends before the wall clock's millisecond ticks over", async () => {
+    // At a scale of 1,000 a real millisecond is 1,000 of the clock's: a timer that fired while Date.now() still read
+    // the millisecond before left a 2,000 ms sleep with 1,000 ms passed (the sandbox's clock test saw it in CI).
+    const clock = new ScaledClock(1_000, 0);
+    const before = clock.now();
+    const sleep = clock.sleep(2_000);
+    vi.setSystemTime(Date.now() - 1);
+    vi.advanceTimersByTime(2);
+    expect(clock.now() - before).toBe(1_000);
+    expect(await settled(sleep)).toBe("pending");
+    vi.advanceTimersByTime(1);
+    expect(await settled(sleep)).toBe("resolved");
+    expect(clock.now() - before).toBeGreaterThanOrEqual(2_000);
+  });
+
   it("a scaled sleep can be aborted like a real one", async () => {
     const controller = new AbortController();
     const sleep = new ScaledClock(100, 0).sleep(60_000, controller.signal);
