@@ -56,7 +56,9 @@ async function apply(trx: Transaction<Database>, migration: (typeof MIGRATIONS)[
   // First statement: the version row (for SQLite, it takes the write lock before anything is read).
   await trx.insertInto("schema_migrations").values({ version: migration.version, name: migration.name, applied_at: now }).execute();
   const script = dialect === "sqlite" ? migration.sqlite : migration.postgres;
-  for (const statement of script.split(";").map((part) => part.trim()).filter(Boolean)) {
+  // A script is statements split at each semicolon; a list is its statements as they are (a function's body holds semicolons).
+  const statements = typeof script === "string" ? script.split(";") : script;
+  for (const statement of statements.map((part) => part.trim()).filter(Boolean)) {
     await sql.raw(statement).execute(trx);
   }
 }

@@ -323,26 +323,32 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
         expect(statements.length, call).toBeGreaterThan(0);
         for (const statement of statements) {
           // An insert reads nothing, and run again it would only collide with the row it made; so would a statement that
-          // holds a slot beside its update (the claim's), whose plan is explained without running it.
+          // holds a slot beside its update, whose plan is explained without running it.
           const collides = /^\s*insert/i.test(statement.sql) || /insert into "slot_holds"/i.test(statement.sql);
           const options = `${collides ? "" : "ANALYZE, "}FORMAT JSON`;
           // A statement that writes is explained inside a transaction that is rolled back.
           await client.query("BEGIN");
           try {
-            let result: pg.QueryResult<{ "QUERY PLAN": unknown }>;
-            if (generic) {
+            let plans: unknown[];
+            if (/^select mediagate_claim\(/i.test(statement.sql)) {
+              plans = await nestedPlans(client, statement, generic);
+              // The function's statements (lock the job, lock and count the pool, hold, update, event) were each explained.
+              expect(plans.length, call).toBeGreaterThanOrEqual(6);
+            } else if (generic) {
               await client.query(`PREPARE hot AS ${statement.sql}`);
-              result = await client.query(`EXPLAIN (${options}) EXECUTE hot(${statement.parameters.map((value) => literal(client, value)).join(", ")})`);
-            } else result = await client.query(`EXPLAIN (${options}) ${statement.sql}`, [...statement.parameters]);
-            explained++;
-            const nodes = planNodes(result.rows[0]!["QUERY PLAN"]);
-            for (const node of nodes) {
-              const scanned = node["Node Type"] === "Seq Scan" && BIG_TABLES.includes(String(node["Relation Name"]));
-              const sorted = node["Node Type"] === "Sort" && !boundedSort(statement.sql);
-              // An index that finds the rows only to throw most of them away (the finished jobs, say) is a scan by another name.
-              const thrownAway = Number(node["Rows Removed by Filter"] ?? 0) + Number(node["Rows Removed by Index Recheck"] ?? 0);
-              const discarded = thrownAway > MAX_DISCARDED && thrownAway > Number(node["Actual Rows"] ?? 0);
-              if (scanned || sorted || discarded) problems.push({ call, statement: statement.sql, plan: nodes.map((item) => `${item["Node Type"]}${item["Relation Name"] ? ` on ${item["Relation Name"]}` : ""}${item["Index Name"] ? ` using ${item["Index Name"]}` : ""}${item["Rows Removed by Filter"] ? ` (${item["Rows Removed by Filter"]} discarded)` : ""}`).join(" > ") });
+              plans = [(await client.query(`EXPLAIN (${options}) EXECUTE hot(${statement.parameters.map((value) => literal(client, value)).join(", ")})`)).rows[0]!["QUERY PLAN"]];
+            } else plans = [(await client.query(`EXPLAIN (${options}) ${statement.sql}`, [...statement.parameters])).rows[0]!["QUERY PLAN"]];
+            for (const plan of plans) {
+              explained++;
+              const nodes = planNodes(plan);
+              for (const node of nodes) {
+                const scanned = node["Node Type"] === "Seq Scan" && BIG_TABLES.includes(String(node["Relation Name"]));
+                const sorted = node["Node Type"] === "Sort" && !boundedSort(statement.sql);
+                // An index that finds the rows only to throw most of them away (the finished jobs, say) is a scan by another name.
+                const thrownAway = Number(node["Rows Removed by Filter"] ?? 0) + Number(node["Rows Removed by Index Recheck"] ?? 0);
+                const discarded = thrownAway > MAX_DISCARDED && thrownAway > Number(node["Actual Rows"] ?? 0);
+                if (scanned || sorted || discarded) problems.push({ call, statement: statement.sql, plan: nodes.map((item) => `${item["Node Type"]}${item["Relation Name"] ? ` on ${item["Relation Name"]}` : ""}${item["Index Name"] ? ` using ${item["Index Name"]}` : ""}${item["Rows Removed by Filter"] ? ` (${item["Rows Removed by Filter"]} discarded)` : ""}`).join(" > ") });
+              }
             }
           } finally {
             await client.query("ROLLBACK");
@@ -431,11 +437,45 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
 
 type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
 
+/**
+ * The plans of the statements a call of migration 15's `mediagate_claim` runs inside it, as PostgreSQL's
+ * auto_explain reports them (analysed, each nested statement, sent to this client as LOG messages), with the job
+ * asked for put back as it was before the store claimed it, so that the call takes every step of a claim again.
+ * Run inside the caller's transaction, which rolls it all back. `generic`: each statement's generic plan (PL/pgSQL
+ * keeps its statements prepared, as the store does its own).
+ */
+async function nestedPlans(client: pg.Client, statement: { sql: string; parameters: readonly unknown[] }, generic: boolean): Promise<unknown[]> {
+  const jobId = statement.parameters[0] as string;
+  await client.query("UPDATE jobs SET state = 'queued', lease_owner = NULL, attempts = 0 WHERE id = $1", [jobId]);
+  await client.query("DELETE FROM slot_holds WHERE job_id = $1", [jobId]);
+  await client.query("LOAD 'auto_explain'");
+  for (const setting of ["auto_explain.log_min_duration = 0", "auto_explain.log_nested_statements = on", "auto_explain.log_analyze = on", "auto_explain.log_format = json", "auto_explain.log_level = log", "client_min_messages = log"]) {
+    await client.query(`SET LOCAL ${setting}`);
+  }
+  if (generic) await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
+  const plans: unknown[] = [];
+  const onNotice = (notice: { message?: string }) => {
+    const at = notice.message?.indexOf("{") ?? -1;
+    const plan = at >= 0 ? (JSON.parse(notice.message!.slice(at)) as { Plan: PlanNode; "Query Text"?: string }) : null;
+    // The call's own plan (a Result) is reported last; the nested statements' before it.
+    if (plan && !/mediagate_claim\(/.test(plan["Query Text"] ?? "")) plans.push([plan]);
+  };
+  client.on("notice", onNotice);
+  try {
+    const [answer] = (await client.query<{ claim: { kind: string } }>(statement.sql, [...statement.parameters])).rows;
+    expect(answer!.claim.kind).toBe("claimed");
+  } finally {
+    client.off("notice", onNotice);
+  }
+  return plans;
+}
+
 /** A statement's parameter written into SQL (EXECUTE takes its values as expressions). */
 function literal(client: pg.Client, value: unknown): string {
   if (value === null || value === undefined) return "NULL";
   if (typeof value === "number" || typeof value === "bigint") return String(value);
   if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
+  if (Array.isArray(value)) return value.length === 0 ? "'{}'" : `ARRAY[${value.map((item) => literal(client, item)).join(", ")}]`;
   return client.escapeLiteral(String(value));
 }
 

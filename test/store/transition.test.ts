@@ -119,9 +119,10 @@ for (const { name, open } of storeFactories) {
           await change();
           return statements.slice(start);
         };
-        // A claim's change and its event are one statement too (its transaction locks the job and the pool first).
+        // A claim is one statement too, its locks, holds and event included (migration 15's mediagate_claim), with no transaction around it.
         const claim = await count(() => store.claimForSubmit("job_a", "me", POOL, 1_000, 30_000));
-        expect(claim.filter((text) => /insert into "job_events"/i.test(text))).toEqual([expect.stringMatching(/^with "updated" as \(update "jobs"/i)]);
+        expect(claim).toEqual([expect.stringMatching(/^select mediagate_claim\(/i)]);
+        expect(await store.events("job_a")).toMatchObject([{ toState: "queued" }, { toState: "submitting", reason: "claimed by me", detail: { attempt: 1, slots: [POOL[0]!.key] } }]);
         expect(await count(() => store.transition("job_a", { state: "submitting", leaseOwner: "me" }, "running", {}, "accepted", 2_000))).toHaveLength(1);
         expect(await count(() => store.transition("job_a", { state: "running" }, "capturing", {}, "done", 3_000))).toHaveLength(1);
         expect(await count(() => store.transition("job_a", { state: "capturing" }, "succeeded", {}, "saved", 4_000, undefined, { outputs: [output(0), output(1)], ledger: { microUsd: 1, source: "x" } }))).toHaveLength(1);

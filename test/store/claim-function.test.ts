@@ -1,0 +1,212 @@
+import { randomBytes } from "node:crypto";
+import fc from "fast-check";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClaimResult, SlotPoolRequest, Store } from "../../src/store/store.js";
+import { openPostgresStore } from "../../src/store/postgres.js";
+import { dropSchema, newDJob } from "../helpers/stores.js";
+
+/**
+ * Migration 15: on PostgreSQL a claim of the job asked for is one call of
+ * `mediagate_claim`, while a claim of another job in its place (`instead`)
+ * is still the store's own statements (`claimLocked`), as on SQLite. Two
+ * implementations of the store's most money-critical decision must not
+ * drift: here each case is set up twice, side by side, one copy claimed
+ * through the function and the other through `instead`, and every answer
+ * and every row the two claims wrote is compared. Then claims at once, from
+ * three stores (three engines' connection pools) on one schema, for slots
+ * and for a budget: none given out twice.
+ */
+
+const databaseUrl = process.env.DATABASE_URL;
+
+interface PoolCase {
+  /** The pool's row before the claim, or none (the claim creates it). */
+  row: { configured: number; learned: number; blockedUntil: number } | null;
+  /** Slots already held by other jobs. */
+  held: number;
+  /** The capacity the claim asks with (it may differ from the row's: a published capacity changed). */
+  capacity: number;
+}
+
+interface ClaimCase {
+  state: "queued" | "submitting" | "succeeded";
+  attempts: number;
+  estimate: number | null;
+  budget: { ceiling: number; committed: number } | "missing" | null;
+  notifyUrl: string | null;
+  /** The store's notification policy: terminal changes only, or every change (MEDIAGATE_NOTIFY_EVENTS=all). */
+  events: "terminal" | "all";
+  defaultUrl: string | null;
+  pools: PoolCase[];
+}
+
+const NOW = 50_000;
+
+const poolCase: fc.Arbitrary<PoolCase> = fc.record({
+  row: fc.option(
+    fc.record({ configured: fc.integer({ min: 0, max: 4 }), learned: fc.integer({ min: 0, max: 4 }), blockedUntil: fc.constantFrom(0, NOW - 1, NOW, NOW + 5_000) }).map((row) => ({ ...row, learned: Math.min(row.learned, row.configured) })),
+    { nil: null },
+  ),
+  held: fc.integer({ min: 0, max: 4 }),
+  capacity: fc.integer({ min: 0, max: 4 }),
+});
+
+const claimCase: fc.Arbitrary<ClaimCase> = fc.record({
+  state: fc.constantFrom("queued", "queued", "queued", "submitting", "succeeded"),
+  attempts: fc.integer({ min: 0, max: 3 }),
+  estimate: fc.option(fc.integer({ min: 0, max: 60_000 }), { nil: null }),
+  budget: fc.oneof(
+    fc.constant(null),
+    fc.constant("missing" as const),
+    fc.record({ ceiling: fc.integer({ min: 0, max: 100_000 }), committed: fc.integer({ min: 0, max: 100_000 }) }),
+  ),
+  notifyUrl: fc.constantFrom(null, "https://hooks.example/job"),
+  events: fc.constantFrom("terminal", "all"),
+  defaultUrl: fc.constantFrom(null, "https://hooks.example/default"),
+  pools: fc.array(poolCase, { maxLength: 3 }),
+});
+
+describe.runIf(databaseUrl)("a claim on PostgreSQL: mediagate_claim and the store's own statements decide alike", () => {
+  const schema = `mg_claim_${randomBytes(6).toString("hex")}`;
+  let store: Store;
+  let client: pg.Client;
+  let cases = 0;
+
+  beforeAll(async () => {
+    store = await openPostgresStore(databaseUrl!, { schema, maxConnections: 4 });
+    client = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema}` });
+    await client.connect();
+  });
+  afterAll(async () => {
+    await client?.end();
+    await store?.close();
+    await dropSchema(databaseUrl!, schema);
+  });
+
+  /** One copy of `c`, its ids suffixed with `tag`: the job `job_<tag>` in a batch of its own, its pools, their holders, its budget. */
+  async function setUp(c: ClaimCase, tag: string): Promise<{ jobId: string; pools: SlotPoolRequest[] }> {
+    const batchId = `batch_${tag}`;
+    const budgetId = c.budget === null ? null : `budget_${tag}`;
+    if (c.budget !== null && c.budget !== "missing") {
+      await store.setBudget(budgetId!, c.budget.ceiling, 1);
+      await client.query("UPDATE budgets SET committed_micro_usd = $1 WHERE id = $2", [c.budget.committed, budgetId]);
+    }
+    const pools = c.pools.map((pool, index) => ({ key: `pool_${tag}_${index}`, capacity: pool.capacity }));
+    const holders = c.pools.flatMap((pool, index) => Array.from({ length: pool.held }, (_, held) => ({ ref: `holder_${tag}_${index}_${held}`, pool: pools[index]!.key })));
+    await store.insertJobs(
+      [
+        newDJob(tag, { batchId, budgetId, estimateMicroUsd: c.estimate, notifyUrl: c.notifyUrl }),
+        ...holders.map((holder) => newDJob(holder.ref, { batchId: `holders_${tag}`, estimateMicroUsd: null })),
+      ],
+      NOW - 10_000,
+    );
+    await client.query("UPDATE jobs SET state = $1, attempts = $2 WHERE id = $3", [c.state, c.attempts, `job_${tag}`]);
+    for (const [index, pool] of c.pools.entries()) {
+      if (pool.row) {
+        await client.query("INSERT INTO slot_pools (pool_key, configured_capacity, learned_capacity, blocked_until, updated_at) VALUES ($1, $2, $3, $4, 1)", [pools[index]!.key, pool.row.configured, pool.row.learned, pool.row.blockedUntil]);
+      }
+    }
+    for (const holder of holders) await client.query("INSERT INTO slot_holds (pool_key, job_id, acquired_at) VALUES ($1, $2, 1)", [holder.pool, `job_${holder.ref}`]);
+    return { jobId: `job_${tag}`, pools };
+  }
+
+  /** What a copy's claim left behind, its ids written back to the case's own (`tag` → `T`). */
+  async function written(tag: string, jobId: string): Promise<unknown> {
+    const rows = async (text: string, values: unknown[]) => (await client.query(text, values)).rows;
+    const state = {
+      job: await rows("SELECT * FROM jobs WHERE id = $1", [jobId]),
+      events: await rows("SELECT at, from_state, to_state, reason, detail_json FROM job_events WHERE job_id = $1 ORDER BY id", [jobId]),
+      holds: await rows("SELECT pool_key, acquired_at FROM slot_holds WHERE job_id = $1 ORDER BY pool_key", [jobId]),
+      pools: await rows("SELECT * FROM slot_pools WHERE pool_key LIKE $1 ORDER BY pool_key", [`pool\\_${tag}\\_%`]),
+      budgets: await rows("SELECT id, ceiling_micro_usd, committed_micro_usd, updated_at FROM budgets WHERE id = $1", [`budget_${tag}`]),
+      notifications: await rows("SELECT job_id, batch_id, event_type, url, attempts, created_at, next_attempt_at FROM notifications WHERE job_id = $1", [jobId]),
+    };
+    return JSON.parse(JSON.stringify(state).replaceAll(tag, "T"));
+  }
+
+  function answer(result: ClaimResult, tag: string): unknown {
+    const { instead: _instead, ...rest } = result as ClaimResult & { instead?: boolean };
+    return JSON.parse(JSON.stringify(rest).replaceAll(tag, "T"));
+  }
+
+  it("every case, set up twice: the answer, the job, its event, holds, pools, budget and notification are the same either way", async () => {
+    await fc.assert(
+      fc.asyncProperty(claimCase, async (c) => {
+        const run = cases++;
+        const [viaFunction, viaStatements] = [`f${run}`, `s${run}`];
+        const one = await setUp(c, viaFunction);
+        const other = await setUp(c, viaStatements);
+        store.setNotificationPolicy({ events: c.events, defaultUrl: c.defaultUrl });
+        // The job asked for: mediagate_claim. A job that is not there, with this copy's batch instead: the statements.
+        const byFunction = await store.claimForSubmit(one.jobId, "engine-1", one.pools, NOW, 30_000);
+        const byStatements = await store.claimForSubmit(`job_absent_${run}`, "engine-1", [], NOW, 30_000, { provider: "d", scope: { batchId: `batch_${viaStatements}` }, poolsOf: () => other.pools });
+        expect(answer(byFunction, viaFunction)).toEqual(answer(byStatements, viaStatements));
+        expect(await written(viaFunction, one.jobId)).toEqual(await written(viaStatements, other.jobId));
+        // The job handed back is the job as stored.
+        if (byFunction.kind === "claimed") expect(byFunction.job).toEqual(await store.getJob(one.jobId));
+      }),
+      { numRuns: 150, seed: 20261127 },
+    );
+  });
+
+  it("cases the draw may miss, by name: each answer kind is reached", async () => {
+    const kinds = new Set<string>();
+    const base: ClaimCase = { state: "queued", attempts: 0, estimate: 30_000, budget: null, notifyUrl: null, events: "terminal", defaultUrl: null, pools: [] };
+    const named: ClaimCase[] = [
+      base,
+      { ...base, state: "succeeded" },
+      { ...base, pools: [{ row: { configured: 2, learned: 2, blockedUntil: NOW + 1 }, held: 0, capacity: 2 }] },
+      { ...base, pools: [{ row: null, held: 1, capacity: 1 }] },
+      { ...base, budget: { ceiling: 50_000, committed: 30_000 } },
+      { ...base, estimate: null, budget: { ceiling: 50_000, committed: 50_000 } },
+      { ...base, pools: [{ row: { configured: 4, learned: 3, blockedUntil: 0 }, held: 1, capacity: 2 }], events: "all", defaultUrl: "https://hooks.example/default" },
+    ];
+    for (const [index, c] of named.entries()) {
+      const one = await setUp(c, `n${index}`);
+      const result = await store.claimForSubmit(one.jobId, "engine-1", one.pools, NOW, 30_000);
+      kinds.add(result.kind);
+    }
+    expect([...kinds].sort()).toEqual(["claimed", "gone", "no_slot", "over_budget"]);
+  });
+});
+
+describe.runIf(databaseUrl)("claims at once on PostgreSQL, from three stores on one schema (three engines)", () => {
+  const schema = `mg_claim_race_${randomBytes(6).toString("hex")}`;
+  let stores: Store[] = [];
+
+  beforeAll(async () => {
+    for (let index = 0; index < 3; index++) stores.push(await openPostgresStore(databaseUrl!, { schema, maxConnections: 6 }));
+  });
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    stores = [];
+    await dropSchema(databaseUrl!, schema);
+  });
+
+  it("sixty claims at once for a pool of 7 slots: 7 are claimed, each job once, and the pool holds 7", async () => {
+    const pool = [{ key: "race:slots", capacity: 7 }];
+    const refs = Array.from({ length: 60 }, (_, index) => `slot_${index}`);
+    await stores[0]!.insertJobs(refs.map((ref) => newDJob(ref, { batchId: "batch_slots" })), 1);
+    const results = await Promise.all(refs.map((ref, index) => stores[index % 3]!.claimForSubmit(`job_${ref}`, `engine-${index % 3}`, pool, 2, 30_000)));
+    const claimed = results.filter((result) => result.kind === "claimed");
+    expect(claimed).toHaveLength(7);
+    expect(results.filter((result) => result.kind === "no_slot")).toHaveLength(53);
+    expect(new Set(claimed.map((result) => result.job.id)).size).toBe(7);
+    // The last claim filled it: exactly one answer says so.
+    expect(claimed.filter((result) => result.filled.includes("race:slots"))).toHaveLength(1);
+    expect((await stores[1]!.claimForSubmit("job_slot_0", "late", pool, 3, 30_000)).kind).toMatch(/^(gone|no_slot)$/);
+    const submitting = await stores[2]!.listJobs({ states: ["submitting"] });
+    expect(submitting.map((job) => job.id).sort()).toEqual(claimed.map((result) => result.job.id).sort());
+  });
+
+  it("thirty claims at once under one budget of 100,000 for 30,000 each: 3 are claimed and 90,000 committed", async () => {
+    await stores[0]!.setBudget("budget_race", 100_000, 1);
+    const refs = Array.from({ length: 30 }, (_, index) => `budget_${index}`);
+    await stores[0]!.insertJobs(refs.map((ref) => newDJob(ref, { batchId: "batch_budget", budgetId: "budget_race" })), 1);
+    const results = await Promise.all(refs.map((ref, index) => stores[index % 3]!.claimForSubmit(`job_${ref}`, `engine-${index % 3}`, [], 2, 30_000)));
+    expect(results.filter((result) => result.kind === "claimed")).toHaveLength(3);
+    expect(results.filter((result) => result.kind === "over_budget")).toHaveLength(27);
+    expect((await stores[1]!.budget("budget_race"))!.committedMicroUsd).toBe(90_000);
+  });
+});
