@@ -1064,7 +1064,11 @@ export class KyselyStore implements Store {
     }
   }
 
-  /** claimForSubmit's decision for a queued job locked in `trx`. */
+  /**
+   * claimForSubmit's decision for a queued job locked in `trx`. PostgreSQL makes the same decision for the job asked
+   * for in migration 15's `mediagate_claim`: a change to one is made to the other (a new migration replacing the
+   * function), and test/store/claim-function.test.ts compares the two case by case.
+   */
   private async claimLocked(trx: Db, job: Claimable, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
     const jobId = job.id;
     const filled: string[] = [];
