@@ -17,7 +17,9 @@
  * so no provider cap binds and the run measures what coordination costs:
  * jobs per second, CPU per job in the workers, PostgreSQL and the sandbox.
  *
- * BENCH_WORKERS (default 1,2,4), BENCH_JOBS (1200), BENCH_LATENCY_SAMPLES (20), BENCH_SLOTS (24).
+ * BENCH_WORKERS (default 1,2,4), BENCH_JOBS (1200), BENCH_LATENCY_SAMPLES (20), BENCH_SLOTS (24),
+ * BENCH_ROUNDS (default 1; 3 for d-workers-raised): each worker count run that many times, the counts alternated
+ * round by round, every run in the table and the CPU ratio taken within each round, then its median.
  * Needs DATABASE_URL and `npm run build`.
  */
 import { spawn } from "node:child_process";
@@ -275,6 +277,38 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
   }
 }
 
+/**
+ * The workers' CPU per job at each count ÷ at the fewest, within each round, and the median of the rounds' ratios
+ * (target ≤ 1.2 at 4 workers); and span ÷ bound by worker count, its median over the rounds.
+ */
+function ratioLines(rows: Array<Row & { round: number }>): string[] {
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  };
+  const fewest = Math.min(...WORKER_COUNTS);
+  const rounds = [...new Set(rows.map((row) => row.round))];
+  const lines: string[] = [];
+  for (const workers of WORKER_COUNTS) {
+    const spans = rows.filter((row) => row.workers === workers).map((row) => row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS));
+    // With the cap raised no cap binds, so the bound says nothing there (the table keeps the figure).
+    const spanText = RAISED ? "" : `span ÷ bound ${spans.map((value) => value.toFixed(3)).join(", ")}${spans.length > 1 ? ` (median ${median(spans).toFixed(3)})` : ""}`;
+    if (workers === fewest) {
+      if (spanText) lines.push(`- ${workers} worker(s): ${spanText}`);
+      continue;
+    }
+    const ratios = rounds.flatMap((round) => {
+      const base = rows.find((row) => row.round === round && row.workers === fewest);
+      const here = rows.find((row) => row.round === round && row.workers === workers);
+      return base && here ? [here.cpuMsPerJob / base.cpuMsPerJob] : [];
+    });
+    const ratioText = `engine CPU per job ÷ at ${fewest}: ${ratios.map((value) => value.toFixed(2)).join(", ")}${ratios.length > 1 ? ` (median ${median(ratios).toFixed(2)})` : ""}${RAISED ? " (target ≤ 1.2 at 4)" : ""}`;
+    lines.push(`- ${workers} worker(s): ${[spanText, ratioText].filter(Boolean).join("; ")}`);
+  }
+  return lines;
+}
+
 /** `d-workers-raised`: the same with D's cap raised to BENCH_SLOTS (default 400) on both sides. */
 export async function runDWorkersRaised(): Promise<void> {
   await runDWorkers(Number(process.env.BENCH_SLOTS ?? 400));
@@ -285,12 +319,17 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
   RAISED = slots !== D_PUBLISHED_SLOTS;
   if (!process.env.DATABASE_URL) throw new Error("d-workers needs DATABASE_URL (PostgreSQL)");
   checkBuiltCli();
-  const rows: Row[] = [];
-  for (const workers of WORKER_COUNTS) {
-    process.stderr.write(`d-workers: ${workers} worker(s)…\n`);
-    const row = await runOne(workers);
-    process.stderr.write(`  ${JSON.stringify(row)}\n`);
-    rows.push(row);
+  // On 2 cores shared by every process, one run of a worker count reads up to a third apart from the next: the ratio
+  // that decides the target is taken between runs made side by side (one round), and its median over the rounds.
+  const rounds = Number(process.env.BENCH_ROUNDS ?? (RAISED ? 3 : 1));
+  const rows: Array<Row & { round: number }> = [];
+  for (let round = 1; round <= rounds; round++) {
+    for (const workers of WORKER_COUNTS) {
+      process.stderr.write(`d-workers: round ${round} of ${rounds}, ${workers} worker(s)…\n`);
+      const row = await runOne(workers);
+      process.stderr.write(`  ${JSON.stringify(row)}\n`);
+      rows.push({ ...row, round });
+    }
   }
   const title = RAISED
     ? `## D on several workers, no provider cap binding: D raised to ${SLOTS} slots (MEDIAGATE_D_CONCURRENCY), 1, 2 and 4 \`mediagate worker\` processes on one PostgreSQL store (issue 10)`
@@ -300,12 +339,14 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
     ``,
     `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, ${WARMUP_JOBS > 0 ? `then ${WARMUP_JOBS} D jobs per worker queued and run as a warm-up (not measured: each worker's hot code compiled; the claims column counts them), ` : ""}then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the backlog workers' whole lives (start-up, backlog, stop) per job beside it; claims and PostgreSQL's transactions and rows written (pg_stat_database) are the backlog workers'. Start latency: as many fresh workers, idle, then ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit; each sample is announced to every idle worker, and those that find it taken count a claim lost.`,
     ``,
-    `| workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms), claims lost meanwhile | PostgreSQL transactions / rows written per job |`,
-    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
+    `| round | workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms), claims lost meanwhile | PostgreSQL transactions / rows written per job |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.workers} | ${row.succeeded} / ${WARMUP_JOBS * row.workers + JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms, ${row.latencyClaimsLost} | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
+        `| ${row.round} | ${row.workers} | ${row.succeeded} / ${WARMUP_JOBS * row.workers + JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms, ${row.latencyClaimsLost} | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
     ),
+    ``,
+    ...ratioLines(rows),
   ];
   const markdown = lines.join("\n");
   process.stdout.write(`${markdown}\n`);
