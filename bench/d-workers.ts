@@ -279,7 +279,7 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
 
 /**
  * The workers' CPU per job at each count ÷ at the fewest, within each round, and the median of the rounds' ratios
- * (target ≤ 1.2 at 4 workers); and span ÷ bound by worker count, its median over the rounds.
+ * (target ≤ 1.2 at 4 workers); and, where D's cap binds, span ÷ bound by worker count with its median over the rounds.
  */
 function ratioLines(rows: Array<Row & { round: number }>): string[] {
   const median = (values: number[]) => {
