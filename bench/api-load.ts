@@ -17,7 +17,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { checkBuiltCli, cliEnvironment, recordResult, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
+import { checkBuiltCli, cliEnvironment, quantile, recordResult, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
 
 const CLIENTS = Number(process.env.BENCH_API_CLIENTS ?? 200);
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 60);
@@ -41,11 +41,6 @@ interface Row {
   jobsSucceeded: number;
   serverCpuMsPerRequest: number;
   serverPeakRssMb: number;
-}
-
-function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
 async function startServe(env: NodeJS.ProcessEnv, cwd: string): Promise<{ url: string; stop(): Promise<{ cpuMs: number; maxRssMb: number } | null> }> {

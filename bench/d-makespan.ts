@@ -10,7 +10,7 @@ import { Engine } from "../src/engine/engine.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 import { waitAndRead } from "../test/helpers/wait.js";
-import { dBenchJobs, recordResult, startSandboxChild, tempFolder } from "./harness.js";
+import { dBenchJobs, quantile, recordResult, startSandboxChild, tempFolder } from "./harness.js";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 200);
 const RENDER_MS = Number(process.env.BENCH_RENDER_MS ?? 6_000);
@@ -60,7 +60,7 @@ export async function runDMakespan(): Promise<void> {
       .filter((lag): lag is number => lag !== null);
     const meanLagMs = detectionLags.reduce((sum, lag) => sum + lag, 0) / Math.max(1, detectionLags.length);
     const sortedLags = [...detectionLags].sort((left, right) => left - right);
-    const lagAt = (q: number) => sortedLags[Math.min(sortedLags.length - 1, Math.floor(q * sortedLags.length))] ?? 0;
+    const lagAt = (q: number) => (sortedLags.length > 0 ? quantile(sortedLags, q) : 0);
     const captureMs = outcome.jobs
       .filter((job) => job.finishedAt !== null && job.providerDoneAt !== null)
       .map((job) => job.finishedAt! - job.providerDoneAt!);

@@ -30,7 +30,7 @@ import pg from "pg";
 import { loadConfig } from "../src/core/config.js";
 import { createProviderRegistry } from "../src/providers/registry.js";
 import { openPostgresStore } from "../src/store/postgres.js";
-import { benchNodeFlags, checkBuiltCli, cliEnvironment, dBenchJobs, recordResult, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
+import { benchNodeFlags, checkBuiltCli, cliEnvironment, dBenchJobs, median, quantile, recordResult, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
 
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2,4").split(",").map(Number);
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_200);
@@ -158,10 +158,6 @@ function postgresCpuMs(): number {
   return total;
 }
 
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-}
-
 function runOne(workers: number): Promise<Row> {
   return withDatabase((databaseUrl) => runOnDatabase(workers, new URL(databaseUrl)));
 }
@@ -282,11 +278,6 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
  * (target ≤ 1.2 at 4 workers); and, where D's cap binds, span ÷ bound by worker count with its median over the rounds.
  */
 function ratioLines(rows: Array<Row & { round: number }>): string[] {
-  const median = (values: number[]) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const middle = Math.floor(sorted.length / 2);
-    return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-  };
   const fewest = Math.min(...WORKER_COUNTS);
   const rounds = [...new Set(rows.map((row) => row.round))];
   const lines: string[] = [];

@@ -160,6 +160,20 @@ export function mean(values: number[]): number {
   return values.length ? values.reduce((sum, value) => sum + value, 0) / values.length : 0;
 }
 
+/** The value at `q` (0–1) of `sorted` (ascending), nearest rank; NaN for none. */
+export function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+/** The middle value of `values` (the mean of the two middle ones for an even count); NaN for none. */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 /** `count` jobs of `request(index)`, validated and priced by the adapter, as the store takes them. */
 export async function benchJobs(
   adapter: ProviderAdapter,
