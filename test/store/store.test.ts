@@ -62,6 +62,18 @@ for (const factory of storeFactories) {
       expect(await store.claimForSubmit("job_b", "owner-1", [], 4_200, 30_000)).toMatchObject({ kind: "claimed", job: { attempts: 2 } });
     });
 
+    it("slots: a pool's published capacity can change (C's tier): a claim records the new one, and the learned capacity never exceeds it", async () => {
+      await store.insertJobs(["a", "b", "c", "d", "e", "f"].map((ref) => newJob(ref)), 1_000);
+      const essential = [{ key: "c:account", capacity: 15 }];
+      for (const ref of ["a", "b", "c", "d"]) expect((await store.claimForSubmit(`job_${ref}`, "o", essential, 2_000, 30_000)).kind).toBe("claimed");
+      // Down to the free tier's 3 with 4 held: learned capacity falls with it, and no slot is given.
+      expect(await store.claimForSubmit("job_e", "o", [{ key: "c:account", capacity: 3 }], 3_000, 30_000)).toEqual({ kind: "no_slot", poolKey: "c:account", retryAt: null });
+      expect((await store.poolStatus()).find((pool) => pool.key === "c:account")).toMatchObject({ configuredCapacity: 3, learnedCapacity: 3, held: 4 });
+      // Back up to 20: the published capacity is recorded; the learned one is not raised by the claim (recovery raises it).
+      expect(await store.claimForSubmit("job_e", "o", [{ key: "c:account", capacity: 20 }], 4_000, 30_000)).toEqual({ kind: "no_slot", poolKey: "c:account", retryAt: null });
+      expect((await store.poolStatus()).find((pool) => pool.key === "c:account")).toMatchObject({ configuredCapacity: 20, learnedCapacity: 3, held: 4 });
+    });
+
     it("slots: a job takes all its pools or none, and a terminal transition frees them", async () => {
       await store.insertJobs([newJob("a"), newJob("b"), newJob("c")], 1_000);
       const pools = [{ key: "d:account", capacity: 2 }, { key: "d:gen-ctx-max", capacity: 1 }];
