@@ -578,8 +578,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       })
       .finally(() => {
         this.endedThisTick.add(job.id);
-        this.inFlight.delete(job.id);
-        this.submitting.delete(job.id);
+        // A step spawned for the job after this one (see the claim in `tick`) is the job's now.
+        if (this.inFlight.get(job.id) === task) {
+          this.inFlight.delete(job.id);
+          this.submitting.delete(job.id);
+        }
         // A freed slot, or room for a step the last tick had none for, can start queued work: a full look.
         // Otherwise the step only moved its job's next due time, and the loop measures its nap again.
         if (failed || this.tickCut || this.store.slotReleases !== releasesAtStart) this.wakeLoop();
@@ -800,7 +803,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           heldBack.add(job.provider);
           continue;
         }
-        const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs, this.claimInstead(job.provider, unavailable));
+        const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs, this.claimInstead(job, unavailable));
         const refusedInstead = (claim.kind === "no_slot" || claim.kind === "over_budget") && claim.instead === true;
         if (claim.kind === "gone") this.countersFor(job.provider).claimsLost++;
         if (refusedInstead) {
@@ -822,7 +825,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
             for (const key of claim.filled) this.fullPools.add(key);
           }
           this.emit("job", claim.job);
-          this.spawn(claim.job, () => submitJob(this.context, claim.job), true);
+          // Claimed in place of a job taken first, it may be one whose step here has just put it back in the queue
+          // (the store chose it, not this engine): it is sent once that step has ended.
+          const ending = this.inFlight.get(claim.job.id);
+          this.spawn(claim.job, async () => {
+            await ending?.catch(() => undefined);
+            await submitJob(this.context, claim.job);
+          }, true);
         } else if (claim.kind === "over_budget") {
           const { budget } = claim;
           const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
@@ -912,12 +921,14 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    * same provider's queue (in this engine's batch, if it has one), if this engine would send it now.
    * A command that follows only its own few jobs claims nothing else.
    */
-  private claimInstead(provider: ProviderId, unavailable: Map<ProviderId, string | null>): ClaimInstead | undefined {
+  private claimInstead(asked: Job, unavailable: Map<ProviderId, string | null>): ClaimInstead | undefined {
+    const { provider } = asked;
     if (this.scope && "jobIds" in this.scope) return undefined;
     if (unavailable.get(provider)) return undefined;
     return {
       provider,
       scope: this.scope,
+      sameAs: { model: asked.model, operation: asked.operation },
       poolsOf: (candidate) => {
         if (this.busy(candidate.id)) return null;
         const pools = limitsOf(this.context, candidate).slotPools;

@@ -197,6 +197,10 @@ export interface ProviderAdapter {
   validate(request: JobRequest): ValidatedRequest;
   /** The context is given when the estimate comes from the provider (B's quote). */
   estimate(request: ValidatedRequest, context?: CallContext): Promise<Estimate>;
+  /**
+   * Its slot pools depend on the request's model and operation only: a store claiming a job in place of one another
+   * engine took first gives it the pools of the job asked for when the two share them (`ClaimInstead.sameAs`).
+   */
   limits(request: ValidatedRequest): ProviderLimits;
   /** Sends the submit. Throws ProviderError (with retryable/backpressure/haltsProvider) or OutcomeUnknownError. */
   submit(request: ValidatedRequest, context: CallContext): Promise<Submitted>;

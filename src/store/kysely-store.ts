@@ -186,12 +186,13 @@ const INTEGER_JOB_COLUMNS: ReadonlySet<string> = new Set([
   "budget_held_micro_usd",
 ]);
 
-/** What migration 15's `mediagate_claim` answers (its rows as `to_jsonb` writes them). */
-type ClaimAnswer =
+/** What `mediagate_claim_or_next` (migrations 15 and 16) answers (its rows as `to_jsonb` writes them). */
+type ClaimAnswer = { instead?: boolean } & (
   | { kind: "gone" }
   | { kind: "no_slot"; pool_key: string; retry_at: number | null }
   | { kind: "over_budget"; budget: { id: string; ceiling_micro_usd: number; committed_micro_usd: number } }
-  | { kind: "claimed"; job: JobsTable; filled: string[] };
+  | { kind: "claimed"; job: JobsTable; filled: string[] }
+);
 
 /** Due jobs locked at once when a claim's job was taken first: the first one the engine accepts is claimed instead. */
 const NEXT_QUEUED_CANDIDATES = 4;
@@ -967,10 +968,20 @@ export class KyselyStore implements Store {
 
   async claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
     if (this.dialect === "postgres") {
-      const claim = await this.claimInOneStatement(jobId, owner, pools, now, leaseMs);
-      // Taken first: the engine chooses the job to claim in its place (poolsOf), so that claim is made here, in a transaction.
+      const claim = await this.claimInOneStatement(jobId, owner, pools, now, leaseMs, instead);
+      // Taken first, with no job of its model free in its place: the statements offer the queue's others (poolsOf).
       if (claim.kind !== "gone" || !instead) return claim;
     }
+    return this.claimByStatements(jobId, owner, pools, now, leaseMs, instead);
+  }
+
+  /**
+   * The claim as the store's own statements in one transaction: SQLite's,
+   * where a statement costs no round trip. On PostgreSQL `mediagate_claim_or_next`
+   * makes the same decision in one call; `test/store/claim-function.test.ts`
+   * runs both there, case by case, and compares what each wrote.
+   */
+  async claimByStatements(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
     return this.db.transaction().execute(async (trx) => {
       // What the decision needs, not the whole row: the claimed job comes back whole from its update.
       const [job] = await this.reusable(
@@ -993,15 +1004,7 @@ export class KyselyStore implements Store {
    * the others), and the first of them that `poolsOf` accepts.
    */
   private async lockNextQueued(trx: Db, instead: ClaimInstead, now: number): Promise<{ job: Job; pools: SlotPoolRequest[] } | null> {
-    let query = trx
-      .selectFrom("jobs")
-      .selectAll()
-      .where("state", "=", "queued")
-      .where("provider", "=", instead.provider)
-      .where("next_attempt_at", "<=", now);
-    if (instead.scope) query = query.where("batch_id", "=", instead.scope.batchId);
-    query = query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(NEXT_QUEUED_CANDIDATES));
-    for (const row of await this.locked(query, { skipLocked: true }).execute()) {
+    for (const row of await this.locked(this.nextQueued(trx, instead, now), { skipLocked: true }).execute()) {
       const job = rowToJob(row);
       const pools = instead.poolsOf(job);
       if (pools) return { job, pools };
@@ -1009,11 +1012,20 @@ export class KyselyStore implements Store {
     return null;
   }
 
+  /** The first due jobs of `instead`'s queue (its provider's, in its batch). */
+  private nextQueued(db: Db, instead: ClaimInstead, now: number) {
+    let query = db.selectFrom("jobs").selectAll().where("state", "=", "queued").where("provider", "=", instead.provider).where("next_attempt_at", "<=", now);
+    if (instead.scope) query = query.where("batch_id", "=", instead.scope.batchId);
+    return query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(NEXT_QUEUED_CANDIDATES));
+  }
+
   /**
-   * PostgreSQL: claimLocked's decision for the job asked for, its locks taken in the same order, in one round trip
-   * (migration 15's `mediagate_claim`) where the statements one by one were six.
+   * PostgreSQL: claimLocked's decision in one round trip where the statements one by one were six
+   * (`mediagate_claim_or_next`, migrations 15 and 16), its locks taken in the same order. With `instead` and its
+   * `sameAs`, a job taken first is replaced in the same call by the queue's next free job of that model and operation,
+   * as the statements' `lockNextQueued` would choose it (see migration 16).
    */
-  private async claimInOneStatement(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
+  private async claimInOneStatement(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
     const holds = pools.map((pool) => pool.key);
     const notifyType = owedNotificationType(this.notificationPolicy, "queued", "submitting");
     const [row] = await this.reusable<{ claim: ClaimAnswer }>(
@@ -1022,7 +1034,12 @@ export class KyselyStore implements Store {
       (slot) => {
         const text = (name: string) => sql`cast(${slot(name)} as text)`;
         const bigint = (name: string) => sql`cast(${slot(name)} as bigint)`;
-        const statement = sql`select mediagate_claim(${sql.join([
+        const statement = sql`select mediagate_claim_or_next(${sql.join([
+          text("next_provider"),
+          text("next_model"),
+          text("next_operation"),
+          text("next_batch_id"),
+          sql`cast(${slot("next_scan")} as integer)`,
           text("id"),
           text("owner"),
           sql`cast(${slot("keys")} as text[])`,
@@ -1038,6 +1055,11 @@ export class KyselyStore implements Store {
         return { compile: () => statement.compile(this.db) } as Compilable<never>;
       },
       {
+        next_provider: instead?.sameAs ? instead.provider : null,
+        next_model: instead?.sameAs?.model ?? null,
+        next_operation: instead?.sameAs?.operation ?? null,
+        next_batch_id: instead?.scope?.batchId ?? null,
+        next_scan: NEXT_QUEUED_CANDIDATES,
         id: jobId,
         owner,
         keys: holds,
@@ -1052,15 +1074,16 @@ export class KyselyStore implements Store {
       },
     );
     const answer = row!.claim;
+    const inPlace = answer.instead ? { instead: true } : {};
     switch (answer.kind) {
       case "gone":
         return { kind: "gone" };
       case "no_slot":
-        return { kind: "no_slot", poolKey: answer.pool_key, retryAt: answer.retry_at === null ? null : Number(answer.retry_at) };
+        return { kind: "no_slot", poolKey: answer.pool_key, retryAt: answer.retry_at === null ? null : Number(answer.retry_at), ...inPlace };
       case "over_budget":
-        return { kind: "over_budget", budget: budgetStatusOf(answer.budget) };
+        return { kind: "over_budget", budget: budgetStatusOf(answer.budget), ...inPlace };
       case "claimed":
-        return { kind: "claimed", job: rowToJob(answer.job), filled: answer.filled };
+        return { kind: "claimed", job: rowToJob(answer.job), filled: answer.filled, ...inPlace };
     }
   }
 

@@ -153,6 +153,13 @@ export interface ClaimInstead {
   scope: { batchId: string } | null;
   /** The slot pools a candidate needs, or null when this engine would not send it now (busy, provider unavailable, pool known full). */
   poolsOf(job: Job): SlotPoolRequest[] | null;
+  /**
+   * The model and operation of the job asked for. A job of the same provider, model and operation needs the same
+   * slot pools (`ProviderAdapter.limits`), so a store may claim one in its place with the pools given for it, in the
+   * same decision (PostgreSQL). A candidate claimed so may be one this engine is still working on (a submit that put
+   * it back in the queue): its claim is the engine's to follow.
+   */
+  sameAs?: { model: string; operation: string | null };
 }
 
 /** What following a job needs: its state, provider and why it is blocked, without its body or outputs. */

@@ -50,3 +50,32 @@ describe("MEDIAGATE_<P>_CONCURRENCY: an account's concurrent tasks when they dif
     }
   });
 });
+
+describe("a provider's slot pools depend on the request's model and operation only", () => {
+  // A store that finds the job asked for taken by another engine claims the queue's next job of the same model and
+  // operation in its place, with the pools the engine gave for the first (ClaimInstead.sameAs, migration 16).
+  const requests = [
+    { provider: "a", model: "vidgen-2-0-250601", operation: null },
+    { provider: "b", model: "vendorx/video-2.5", operation: "text-to-video" },
+    { provider: "c", model: "v6", operation: null },
+    { provider: "d", model: "gen-2-pro", operation: null },
+    { provider: "d", model: "gen-ctx-max", operation: null },
+    { provider: "e", model: "v3", operation: null },
+    { provider: "f", model: "img-v2", operation: null },
+  ] as const;
+  const bodies = [
+    { body: { prompt: "x" }, facts: {} },
+    { body: { prompt: "a much longer prompt", width: 2048, height: 512, resolution: "1080p", duration: 10, duration_s: 10, seed: 7 }, facts: { megapixels: 1, seconds: 10 } },
+  ];
+
+  it("the same for two requests of one model and operation whatever their bodies, on every provider", () => {
+    const providers = registry({});
+    for (const { provider, model, operation } of requests) {
+      const adapter = providers.get(provider)!.adapter!;
+      const [one, other] = bodies.map(({ body, facts }) =>
+        adapter.limits({ provider, model, operation, body, facts, warnings: [] } as unknown as Parameters<typeof adapter.limits>[0]).slotPools,
+      );
+      expect(other, `${provider} ${model}`).toEqual(one);
+    }
+  });
+});

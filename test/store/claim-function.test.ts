@@ -3,19 +3,22 @@ import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClaimResult, SlotPoolRequest, Store } from "../../src/store/store.js";
+import type { KyselyStore } from "../../src/store/kysely-store.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
 import { dropSchema, newDJob } from "../helpers/stores.js";
 
 /**
- * Migration 15: on PostgreSQL a claim of the job asked for is one call of
- * `mediagate_claim`, while a claim of another job in its place (`instead`)
- * is still the store's own statements (`claimLocked`), as on SQLite. Two
- * implementations of the store's most money-critical decision must not
- * drift: here each case is set up twice, side by side, one copy claimed
- * through the function and the other through `instead`, and every answer
- * and every row the two claims wrote is compared. Then claims at once, from
- * three stores (three engines' connection pools) on one schema, for slots
- * and for a budget: none given out twice.
+ * Migrations 15 and 16: on PostgreSQL a claim is one call of
+ * `mediagate_claim_or_next` (with, in place of a job taken first, the next
+ * free job of its model),
+ * while SQLite makes the same decision with the store's own statements
+ * (`claimByStatements`, `claimLocked`). Two implementations of the store's
+ * most money-critical decision must not drift: here each case is set up
+ * twice, side by side, one copy claimed through the function and the other
+ * through the statements on the same PostgreSQL, and every answer and every
+ * row the two claims wrote is compared. Then claims at once, from three
+ * stores (three engines' connection pools) on one schema, for slots, for a
+ * budget and in place of jobs taken first: none given out twice.
  */
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -67,9 +70,9 @@ const claimCase: fc.Arbitrary<ClaimCase> = fc.record({
   pools: fc.array(poolCase, { maxLength: 3 }),
 });
 
-describe.runIf(databaseUrl)("a claim on PostgreSQL: mediagate_claim and the store's own statements decide alike", () => {
+describe.runIf(databaseUrl)("a claim on PostgreSQL: mediagate_claim_or_next and the store's own statements decide alike", () => {
   const schema = `mg_claim_${randomBytes(6).toString("hex")}`;
-  let store: Store;
+  let store: KyselyStore;
   let client: pg.Client;
   let cases = 0;
 
@@ -130,24 +133,89 @@ describe.runIf(databaseUrl)("a claim on PostgreSQL: mediagate_claim and the stor
     return JSON.parse(JSON.stringify(rest).replaceAll(tag, "T"));
   }
 
+  /**
+   * Sets `c` up twice, claims one copy through the function (`claim`) and the other through the statements, asked
+   * for a job that is not there and given that copy's batch instead (as the SQLite store claims in place of a job
+   * taken first): the answers, and every row each claim wrote, must be the same. Returns the function's answer.
+   */
+  async function claimedAlike(c: ClaimCase, claim: (copy: { jobId: string; pools: SlotPoolRequest[] }, tag: string) => Promise<ClaimResult>): Promise<ClaimResult> {
+    const run = cases++;
+    const [viaFunction, viaStatements] = [`f${run}`, `s${run}`];
+    const one = await setUp(c, viaFunction);
+    const other = await setUp(c, viaStatements);
+    store.setNotificationPolicy({ events: c.events, defaultUrl: c.defaultUrl });
+    const byFunction = await claim(one, viaFunction);
+    const byStatements = await store.claimByStatements(`job_absent_${viaStatements}`, "engine-1", [], NOW, 30_000, { provider: "d", scope: { batchId: `batch_${viaStatements}` }, poolsOf: () => other.pools });
+    expect(answer(byFunction, viaFunction)).toEqual(answer(byStatements, viaStatements));
+    expect(await written(viaFunction, one.jobId)).toEqual(await written(viaStatements, other.jobId));
+    // The job handed back is the job as stored.
+    if (byFunction.kind === "claimed") expect(byFunction.job).toEqual(await store.getJob(one.jobId));
+    return byFunction;
+  }
+
   it("every case, set up twice: the answer, the job, its event, holds, pools, budget and notification are the same either way", async () => {
     await fc.assert(
       fc.asyncProperty(claimCase, async (c) => {
-        const run = cases++;
-        const [viaFunction, viaStatements] = [`f${run}`, `s${run}`];
-        const one = await setUp(c, viaFunction);
-        const other = await setUp(c, viaStatements);
-        store.setNotificationPolicy({ events: c.events, defaultUrl: c.defaultUrl });
-        // The job asked for: mediagate_claim. A job that is not there, with this copy's batch instead: the statements.
-        const byFunction = await store.claimForSubmit(one.jobId, "engine-1", one.pools, NOW, 30_000);
-        const byStatements = await store.claimForSubmit(`job_absent_${run}`, "engine-1", [], NOW, 30_000, { provider: "d", scope: { batchId: `batch_${viaStatements}` }, poolsOf: () => other.pools });
-        expect(answer(byFunction, viaFunction)).toEqual(answer(byStatements, viaStatements));
-        expect(await written(viaFunction, one.jobId)).toEqual(await written(viaStatements, other.jobId));
-        // The job handed back is the job as stored.
-        if (byFunction.kind === "claimed") expect(byFunction.job).toEqual(await store.getJob(one.jobId));
+        // The job asked for, through mediagate_claim_or_next.
+        await claimedAlike(c, (copy) => store.claimForSubmit(copy.jobId, "engine-1", copy.pools, NOW, 30_000));
       }),
       { numRuns: 150, seed: 20261127 },
     );
+  });
+
+  it("every case again, the function's copy claimed in place of a job taken first (the next of its model): the same answer and rows, said to be in its place", async () => {
+    const sameAs = { model: "gen-2-pro", operation: null };
+    await fc.assert(
+      fc.asyncProperty(claimCase, async (c) => {
+        const byFunction = await claimedAlike(c, (copy, tag) =>
+          store.claimForSubmit(`job_absent_${tag}`, "engine-1", copy.pools, NOW, 30_000, { provider: "d", scope: { batchId: `batch_${tag}` }, poolsOf: () => null, sameAs }),
+        );
+        expect("instead" in byFunction && byFunction.instead).toBe(byFunction.kind !== "gone");
+      }),
+      { numRuns: 60, seed: 20261128 },
+    );
+  });
+
+  it("in place of a job taken first, the function claims the queue's first due job of the same model and operation that no other engine is claiming: not another model's, batch's, one not yet due or one locked", async () => {
+    const pools = [{ key: "pool_next", capacity: 5 }];
+    await store.insertJobs(
+      [
+        newDJob("next_taken", { batchId: "batch_next" }),
+        newDJob("next_ctx", { batchId: "batch_next", model: "gen-ctx-max" }),
+        newDJob("next_edit", { batchId: "batch_next", operation: "edit" }),
+        newDJob("next_locked", { batchId: "batch_next" }),
+        newDJob("next_free", { batchId: "batch_next" }),
+        newDJob("next_later", { batchId: "batch_next" }),
+        newDJob("next_elsewhere", { batchId: "batch_other" }),
+      ],
+      NOW - 10_000,
+    );
+    // Queue order: taken, ctx, edit, locked, free, later (due only after NOW); the other batch's job is due first of all.
+    for (const [index, ref] of ["next_taken", "next_ctx", "next_edit", "next_locked", "next_free"].entries()) {
+      await client.query("UPDATE jobs SET next_attempt_at = $1 WHERE id = $2", [NOW - 5_000 + index, `job_${ref}`]);
+    }
+    await client.query("UPDATE jobs SET next_attempt_at = $1 WHERE id = 'job_next_later'", [NOW + 1]);
+    await client.query("UPDATE jobs SET next_attempt_at = $1 WHERE id = 'job_next_elsewhere'", [NOW - 9_000]);
+    await client.query("UPDATE jobs SET state = 'submitting' WHERE id = 'job_next_taken'");
+    const instead = { provider: "d" as const, scope: { batchId: "batch_next" }, poolsOf: () => null, sameAs: { model: "gen-2-pro", operation: null } };
+    const locker = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema}` });
+    await locker.connect();
+    try {
+      // Another engine is mid-claim on job_next_locked.
+      await locker.query("BEGIN");
+      await locker.query("SELECT id FROM jobs WHERE id = 'job_next_locked' FOR UPDATE");
+      const claim = await store.claimForSubmit("job_next_taken", "engine-1", pools, NOW, 30_000, instead);
+      expect(claim).toMatchObject({ kind: "claimed", instead: true, job: { id: "job_next_free", state: "submitting", attempts: 1, slotsHeld: ["pool_next"] } });
+      // Nothing of that model left free among the first due: gone (the store's statements then offer the others).
+      expect(await store.claimForSubmit("job_next_taken", "engine-1", pools, NOW, 30_000, { ...instead, sameAs: { model: "gen-2-max", operation: null } })).toEqual({ kind: "gone" });
+      await locker.query("ROLLBACK");
+    } finally {
+      await locker.end();
+    }
+    // A pool with no slot left refuses the job in its place as such, and it stays queued.
+    await client.query("UPDATE slot_pools SET learned_capacity = 1 WHERE pool_key = 'pool_next'");
+    expect(await store.claimForSubmit("job_next_taken", "engine-1", pools, NOW, 30_000, instead)).toEqual({ kind: "no_slot", poolKey: "pool_next", retryAt: null, instead: true });
+    expect((await store.getJob("job_next_locked"))!.state).toBe("queued");
   });
 
   it("cases the draw may miss, by name: each answer kind is reached", async () => {
@@ -198,6 +266,36 @@ describe.runIf(databaseUrl)("claims at once on PostgreSQL, from three stores on 
     expect((await stores[1]!.claimForSubmit("job_slot_0", "late", pool, 3, 30_000)).kind).toMatch(/^(gone|no_slot)$/);
     const submitting = await stores[2]!.listJobs({ states: ["submitting"] });
     expect(submitting.map((job) => job.id).sort()).toEqual(claimed.map((result) => result.job.id).sort());
+  });
+
+  it("sixty claims at once, each asking for one of the queue's first three jobs with the batch's others instead, for a pool of 10 slots: no job claimed twice, the pool never past 10, and claims in place of a job taken first", async () => {
+    const pool = [{ key: "race:instead", capacity: 10 }];
+    const refs = Array.from({ length: 30 }, (_, index) => `instead_${String(index).padStart(2, "0")}`);
+    await stores[0]!.insertJobs(refs.map((ref) => newDJob(ref, { batchId: "batch_instead" })), 1);
+    const instead = { provider: "d" as const, scope: { batchId: "batch_instead" }, poolsOf: () => pool, sameAs: { model: "gen-2-pro", operation: null } };
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, index) => stores[index % 3]!.claimForSubmit(`job_${refs[index % 3]!}`, `engine-${index % 3}`, pool, 2, 30_000, instead)),
+    );
+    // Each answer is a claim, a full pool, or a job taken first with each job read in its place taken too (a claim
+    // running at once holds its row): then the engine reads the queue again.
+    expect(results.every((result) => ["claimed", "no_slot", "gone"].includes(result.kind))).toBe(true);
+    const claimed = results.filter((result) => result.kind === "claimed");
+    expect(claimed.length).toBeGreaterThan(3);
+    expect(claimed.filter((result) => result.instead).length).toBeGreaterThan(0);
+    // One engine after them, claiming in place of the first job until the pool is full: 10 in all, never more.
+    for (let more = 0; more < 10; more++) {
+      const next = await stores[more % 3]!.claimForSubmit(`job_${refs[0]!}`, "late", pool, 3, 30_000, instead);
+      if (next.kind !== "claimed") {
+        expect(next).toEqual({ kind: "no_slot", poolKey: "race:instead", retryAt: null, instead: true });
+        break;
+      }
+      claimed.push(next);
+    }
+    expect(claimed).toHaveLength(10);
+    expect(new Set(claimed.map((result) => result.job.id)).size).toBe(10);
+    const submitting = (await stores[2]!.listJobs({ states: ["submitting"] })).filter((job) => job.batchId === "batch_instead");
+    expect(submitting.map((job) => job.id).sort()).toEqual(claimed.map((result) => result.job.id).sort());
+    expect(submitting.every((job) => job.attempts === 1 && job.slotsHeld.length === 1)).toBe(true);
   });
 
   it("thirty claims at once under one budget of 100,000 for 30,000 each: 3 are claimed and 90,000 committed", async () => {

@@ -25,7 +25,8 @@ const NOW = 10_000_000;
 /** Rows a plan node may read and throw away beyond those it keeps: far fewer than the 400 finished jobs or the 3,500 queued. */
 const MAX_DISCARDED = 50;
 const OWNER = "mg:host:1:abcdef";
-const D_POOL = [{ key: "d:account", capacity: 24 }];
+// Room for the claims each run of the hot calls makes beside the 20 jobs holding a slot (the plans are read twice).
+const D_POOL = [{ key: "d:account", capacity: 64 }];
 
 /** Tables that grow with the jobs (or the requests); the others hold one row per provider, pool or budget. */
 const BIG_TABLES = ["jobs", "job_events", "outputs", "ledger", "rate_events", "webhook_deliveries", "slot_holds", "notifications"];
@@ -101,7 +102,11 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
   { name: "claimForSubmit", run: (store) => store.claimForSubmit("job_q02000", OWNER, D_POOL, NOW, 600_000) },
   {
     name: "claimForSubmit of a job taken first: the next due one instead",
-    run: (store) => store.claimForSubmit("job_q00000", OWNER, D_POOL, NOW, 600_000, { provider: "d", scope: { batchId: "batch_big" }, poolsOf: () => D_POOL }),
+    run: (store) => store.claimForSubmit("job_q00000", OWNER, D_POOL, NOW, 600_000, { provider: "d", scope: { batchId: "batch_big" }, poolsOf: () => D_POOL, sameAs: { model: "gen-2-pro", operation: null } }),
+  },
+  {
+    name: "claimForSubmit of a job taken first, none of its model free: the statements offer the others",
+    run: (store) => store.claimForSubmit("job_q00000", OWNER, D_POOL, NOW, 600_000, { provider: "d", scope: { batchId: "batch_big" }, poolsOf: () => D_POOL, sameAs: { model: "no-such-model", operation: null } }),
   },
   { name: "dueOwned", run: (store) => store.dueOwned(OWNER, NOW, 256) },
   { name: "nextDueAt, an engine that delivers notifications", run: (store) => store.nextDueAt(OWNER, [], NOW, null, true, true) },
@@ -330,10 +335,14 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
           await client.query("BEGIN");
           try {
             let plans: unknown[];
-            if (/^select mediagate_claim\(/i.test(statement.sql)) {
-              plans = await nestedPlans(client, statement, generic);
-              // The function's statements (lock the job, lock and count the pool, hold, update, event) were each explained.
-              expect(plans.length, call).toBeGreaterThanOrEqual(6);
+            if (/^select mediagate_claim_or_next\(/i.test(statement.sql)) {
+              // The job asked for is put back and claimed again; one taken first is not, and the job in its place is
+              // claimed, or none of its model is free (the statements then offer the others).
+              const noneFree = /none of its model free/.test(call);
+              plans = await nestedPlans(client, statement, generic, !/taken first/.test(call), noneFree ? "gone" : "claimed");
+              // The function's statements (lock the job, the queue in its place, lock and count the pool, hold, update,
+              // event) were each explained.
+              expect(plans.length, call).toBeGreaterThanOrEqual(noneFree ? 2 : 6);
             } else if (generic) {
               await client.query(`PREPARE hot AS ${statement.sql}`);
               plans = [(await client.query(`EXPLAIN (${options}) EXECUTE hot(${statement.parameters.map((value) => literal(client, value)).join(", ")})`)).rows[0]!["QUERY PLAN"]];
@@ -438,16 +447,20 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
 type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
 
 /**
- * The plans of the statements a call of migration 15's `mediagate_claim` runs inside it, as PostgreSQL's
- * auto_explain reports them (analysed, each nested statement, sent to this client as LOG messages), with the job
- * asked for put back as it was before the store claimed it, so that the call takes every step of a claim again.
+ * The plans of the statements a call of `mediagate_claim_or_next` (migrations 15 and 16) runs inside it, as
+ * PostgreSQL's auto_explain reports them (analysed, each nested statement, sent to this client as LOG messages), with
+ * the jobs asked for put back as they were before the store claimed one, so that the call takes every step of a claim
+ * again.
  * Run inside the caller's transaction, which rolls it all back. `generic`: each statement's generic plan (PL/pgSQL
  * keeps its statements prepared, as the store does its own).
  */
-async function nestedPlans(client: pg.Client, statement: { sql: string; parameters: readonly unknown[] }, generic: boolean): Promise<unknown[]> {
-  const jobId = statement.parameters[0] as string;
-  await client.query("UPDATE jobs SET state = 'queued', lease_owner = NULL, attempts = 0 WHERE id = $1", [jobId]);
-  await client.query("DELETE FROM slot_holds WHERE job_id = $1", [jobId]);
+async function nestedPlans(client: pg.Client, statement: { sql: string; parameters: readonly unknown[] }, generic: boolean, putBack: boolean, answered: "claimed" | "gone"): Promise<unknown[]> {
+  // The function's parameters: the five of the job in place of one taken first, then the job asked for.
+  const jobId = statement.parameters[5] as string;
+  if (putBack) {
+    await client.query("UPDATE jobs SET state = 'queued', lease_owner = NULL, attempts = 0 WHERE id = $1", [jobId]);
+    await client.query("DELETE FROM slot_holds WHERE job_id = $1", [jobId]);
+  }
   await client.query("LOAD 'auto_explain'");
   for (const setting of ["auto_explain.log_min_duration = 0", "auto_explain.log_nested_statements = on", "auto_explain.log_analyze = on", "auto_explain.log_format = json", "auto_explain.log_level = log", "client_min_messages = log"]) {
     await client.query(`SET LOCAL ${setting}`);
@@ -458,12 +471,12 @@ async function nestedPlans(client: pg.Client, statement: { sql: string; paramete
     const at = notice.message?.indexOf("{") ?? -1;
     const plan = at >= 0 ? (JSON.parse(notice.message!.slice(at)) as { Plan: PlanNode; "Query Text"?: string }) : null;
     // The call's own plan (a Result) is reported last; the nested statements' before it.
-    if (plan && !/mediagate_claim\(/.test(plan["Query Text"] ?? "")) plans.push([plan]);
+    if (plan && !/mediagate_claim_or_next\(/.test(plan["Query Text"] ?? "")) plans.push([plan]);
   };
   client.on("notice", onNotice);
   try {
     const [answer] = (await client.query<{ claim: { kind: string } }>(statement.sql, [...statement.parameters])).rows;
-    expect(answer!.claim.kind).toBe("claimed");
+    expect(answer!.claim.kind).toBe(answered);
   } finally {
     client.off("notice", onNotice);
   }

@@ -119,9 +119,9 @@ for (const { name, open } of storeFactories) {
           await change();
           return statements.slice(start);
         };
-        // A claim is one statement too, its locks, holds and event included (migration 15's mediagate_claim), with no transaction around it.
+        // A claim is one statement too, its locks, holds and event included (mediagate_claim_or_next, migrations 15 and 16), with no transaction around it.
         const claim = await count(() => store.claimForSubmit("job_a", "me", POOL, 1_000, 30_000));
-        expect(claim).toEqual([expect.stringMatching(/^select mediagate_claim\(/i)]);
+        expect(claim).toEqual([expect.stringMatching(/^select mediagate_claim_or_next\(/i)]);
         expect(await store.events("job_a")).toMatchObject([{ toState: "queued" }, { toState: "submitting", reason: "claimed by me", detail: { attempt: 1, slots: [POOL[0]!.key] } }]);
         expect(await count(() => store.transition("job_a", { state: "submitting", leaseOwner: "me" }, "running", {}, "accepted", 2_000))).toHaveLength(1);
         expect(await count(() => store.transition("job_a", { state: "running" }, "capturing", {}, "done", 3_000))).toHaveLength(1);

@@ -27,7 +27,7 @@
  * store's claim tests run on both stores, and a test compares the two
  * decisions on PostgreSQL case by case.
  */
-const claimFunction = `
+export const claimFunction = `
 CREATE FUNCTION mediagate_claim(
   p_job_id TEXT, p_owner TEXT, p_pool_keys TEXT[], p_pool_capacities INTEGER[], p_now BIGINT, p_lease_ms BIGINT,
   p_holds_json TEXT, p_reason TEXT, p_notify_type TEXT, p_notify_id TEXT, p_notify_default_url TEXT

@@ -13,6 +13,7 @@ import { migration012 } from "./012_ref_prefix.js";
 import { migration013 } from "./013_notification_batch.js";
 import { migration014 } from "./014_routed_queue_predicate.js";
 import { migration015 } from "./015_claim_function.js";
+import { migration016 } from "./016_claim_or_next_function.js";
 
 export interface Migration {
   version: number;
@@ -23,4 +24,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015, migration016];
