@@ -15,18 +15,25 @@
  *
  * BENCH_SIZES (default 200,2000,20000), BENCH_STORES (sqlite,postgres),
  * BENCH_RENDER_MS (500), BENCH_DUMP (a file: the sandbox's request log and
- * D's jobs of the last run, for per-wave analysis). Needs `npm run build` first.
+ * D's jobs of the last run, for per-wave analysis), BENCH_ROUNDS (default 1:
+ * each store and size run that many times, the stores and sizes alternated
+ * round by round, every run in the table and the median of each's span ÷
+ * bound and engine CPU under it; at 200 one run of unchanged code read
+ * anywhere from 1.06 to 1.15 on one machine in one hour). Needs `npm run
+ * build` first.
  */
 import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { checkBuiltCli, cliEnvironment, dBatchFile, recordResult, runCli, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
+import { checkBuiltCli, cliEnvironment, dBatchFile, median, recordResult, runCli, startSandboxChild, tempFolder, withDatabase } from "./harness.js";
 
 const SIZES = (process.env.BENCH_SIZES ?? "200,2000,20000").split(",").map(Number);
 const STORES = (process.env.BENCH_STORES ?? "sqlite,postgres").split(",").filter((kind) => kind !== "postgres" || process.env.DATABASE_URL);
 const RENDER_MS = Number(process.env.BENCH_RENDER_MS ?? 500);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const SLOTS = 24;
 
 interface Row {
+  round: number;
   store: string;
   jobs: number;
   succeeded: number;
@@ -77,7 +84,7 @@ function pollingOf(stats: SandboxStats): { firstPollsPendingShare: number; meanD
   return { firstPollsPendingShare: seen ? pendingFirst / seen : Number.NaN, meanDetectionLagMs: seen ? lagSum / seen : Number.NaN };
 }
 
-async function runOne(kind: string, jobs: number): Promise<Row> {
+async function runOne(kind: string, jobs: number, round: number): Promise<Row> {
   const folder = tempFolder();
   const sandbox = await startSandboxChild({ timeScale: 1, d: { renderTimeMs: RENDER_MS } });
   try {
@@ -109,6 +116,7 @@ async function runOne(kind: string, jobs: number): Promise<Row> {
     const last = Math.max(...requests.map((request) => request.realAt));
     const succeeded = run.exit.stdout.split("\n").filter((line) => line.includes('"state":"succeeded"')).length;
     return {
+      round,
       store: kind,
       jobs,
       succeeded,
@@ -135,12 +143,14 @@ async function runOne(kind: string, jobs: number): Promise<Row> {
 export async function runDScale(): Promise<void> {
   checkBuiltCli();
   const rows: Row[] = [];
-  for (const kind of STORES) {
-    for (const size of SIZES) {
-      process.stderr.write(`d-scale: ${kind}, ${size} jobs…\n`);
-      const row = await runOne(kind, size);
-      process.stderr.write(`  ${JSON.stringify(row)}\n`);
-      rows.push(row);
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const kind of STORES) {
+      for (const size of SIZES) {
+        process.stderr.write(`d-scale: round ${round} of ${ROUNDS}, ${kind}, ${size} jobs…\n`);
+        const row = await runOne(kind, size, round);
+        process.stderr.write(`  ${JSON.stringify(row)}\n`);
+        rows.push(row);
+      }
     }
   }
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -153,19 +163,26 @@ export async function runDScale(): Promise<void> {
     `process's is its whole life (start-up and validation too). Makespan is D's first request to its last (the last download);`,
     `wall is the command's start to its exit, validation its start to D's first request.`,
     ``,
-    `| store | jobs | succeeded | makespan (D's span) | bound ceil(N/24)×T | span ÷ bound (≤ 1.05) | wall ÷ bound | validation (< 3 s) | engine CPU per job, from D's first request (≤ 10 ms) | process CPU per job, whole life | peak RSS (< 150 MB at 20,000) / JS heap | store bytes per job | D requests per job (incl. downloads) | first polls found pending | mean Ready → detection | peak at D | 429s |`,
-    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
+    `| round | store | jobs | succeeded | makespan (D's span) | bound ceil(N/24)×T | span ÷ bound (≤ 1.05) | wall ÷ bound | validation (< 3 s) | engine CPU per job, from D's first request (≤ 10 ms) | process CPU per job, whole life | peak RSS (< 150 MB at 20,000) / JS heap | store bytes per job | D requests per job (incl. downloads) | first polls found pending | mean Ready → detection | peak at D | 429s |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.store} | ${row.jobs} | ${row.succeeded} | ${seconds(row.spanMs)} | ${seconds(row.boundMs)} | ${(row.spanMs / row.boundMs).toFixed(3)} | ${(row.wallMs / row.boundMs).toFixed(3)} | ${seconds(row.validationMs)} | ${row.engineCpuMsPerJob.toFixed(2)} ms | ${row.cpuMsPerJob.toFixed(2)} ms | ${row.peakRssMb.toFixed(0)} / ${row.peakHeapMb.toFixed(0)} MB | ${row.storeBytesPerJob.toFixed(0)} | ${row.requestsPerJob.toFixed(2)} | ${(row.firstPollsPendingShare * 100).toFixed(1)}% | ${row.meanDetectionLagMs.toFixed(1)} ms | ${row.peakActive} | ${row.rejected429} |`,
+        `| ${row.round} | ${row.store} | ${row.jobs} | ${row.succeeded} | ${seconds(row.spanMs)} | ${seconds(row.boundMs)} | ${(row.spanMs / row.boundMs).toFixed(3)} | ${(row.wallMs / row.boundMs).toFixed(3)} | ${seconds(row.validationMs)} | ${row.engineCpuMsPerJob.toFixed(2)} ms | ${row.cpuMsPerJob.toFixed(2)} ms | ${row.peakRssMb.toFixed(0)} / ${row.peakHeapMb.toFixed(0)} MB | ${row.storeBytesPerJob.toFixed(0)} | ${row.requestsPerJob.toFixed(2)} | ${(row.firstPollsPendingShare * 100).toFixed(1)}% | ${row.meanDetectionLagMs.toFixed(1)} ms | ${row.peakActive} | ${row.rejected429} |`,
     ),
     ``,
   ];
   for (const kind of STORES) {
-    const ofStore = rows.filter((row) => row.store === kind);
-    if (ofStore.length >= 2) {
-      const ratio = (of: (row: Row) => number) => (of(ofStore.at(-1)!) / of(ofStore[0]!)).toFixed(2);
-      lines.push(`- ${kind}: CPU per job at ${ofStore.at(-1)!.jobs} ÷ at ${ofStore[0]!.jobs}: engine ${ratio((row) => row.engineCpuMsPerJob)}, process ${ratio((row) => row.cpuMsPerJob)} (target ≤ 1.3)`);
+    // Medians over the rounds (the one run's figures with one round).
+    const of = (size: number, measure: (row: Row) => number) => median(rows.filter((row) => row.store === kind && row.jobs === size).map(measure));
+    if (ROUNDS > 1) {
+      for (const size of SIZES) {
+        lines.push(`- ${kind}, ${size} jobs, median of ${ROUNDS}: span ÷ bound ${of(size, (row) => row.spanMs / row.boundMs).toFixed(3)}, engine CPU per job ${of(size, (row) => row.engineCpuMsPerJob).toFixed(2)} ms`);
+      }
+    }
+    if (SIZES.length >= 2) {
+      const [first, last] = [SIZES[0]!, SIZES.at(-1)!];
+      const ratio = (measure: (row: Row) => number) => (of(last, measure) / of(first, measure)).toFixed(2);
+      lines.push(`- ${kind}: CPU per job at ${last} ÷ at ${first}${ROUNDS > 1 ? " (medians)" : ""}: engine ${ratio((row) => row.engineCpuMsPerJob)}, process ${ratio((row) => row.cpuMsPerJob)} (target ≤ 1.3)`);
     }
   }
   const markdown = lines.join("\n");
