@@ -20,6 +20,9 @@
  * BENCH_WORKERS (default 1,2,4), BENCH_JOBS (1200), BENCH_LATENCY_SAMPLES (20), BENCH_SLOTS (24),
  * BENCH_ROUNDS (default 1; 3 for d-workers-raised): each worker count run that many times, the counts alternated
  * round by round, every run in the table and the CPU ratio taken within each round, then its median.
+ * BENCH_APART (d-workers-raised only, default on; 0 skips): each round also runs 2 and 4 workers apart, each on a
+ * database of its own, as the control for what coordination costs. BENCH_LATENCY_GAP_MS (300): the workers' idle time
+ * before each start-latency sample.
  * Needs DATABASE_URL and `npm run build`.
  */
 import { spawn } from "node:child_process";
@@ -35,6 +38,8 @@ import { benchNodeFlags, checkBuiltCli, cliEnvironment, dBenchJobs, median, quan
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? "1,2,4").split(",").map(Number);
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_200);
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20);
+/** The workers' idle time before each latency sample (BENCH_LATENCY_GAP_MS, default 300). */
+const LATENCY_GAP_MS = Number(process.env.BENCH_LATENCY_GAP_MS ?? 300);
 /**
  * Jobs per worker the started workers run before the measured backlog (BENCH_WARMUP_JOBS, default 0; four
  * workers run four times as many): V8 compiles each process's hot code once, as it runs, so four fresh workers pay
@@ -46,11 +51,19 @@ const D_PUBLISHED_SLOTS = 24;
 /** D's cap in this run (set by the entry point): the published 24, or raised. */
 let SLOTS = D_PUBLISHED_SLOTS;
 let RAISED = false;
+/** Whether each round also runs the control: as many workers, each on a database of its own (BENCH_APART; d-workers-raised only). */
+let APART = false;
 const CLI = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
 const USAGE_REPORT = fileURLToPath(new URL("./usage-report.mjs", import.meta.url));
 
 interface Row {
   workers: number;
+  /**
+   * The control: each worker on a database of its own with its share of the jobs (same PostgreSQL server, same
+   * sandbox, same processes), so nothing is coordinated; the CPU it takes beside the run on one store is what
+   * coordination costs, and what it takes beside one worker is what the machine's sharing costs.
+   */
+  apart: boolean;
   succeeded: number;
   spanMs: number;
   jobsPerSecond: number;
@@ -158,14 +171,31 @@ function postgresCpuMs(): number {
   return total;
 }
 
-function runOne(workers: number): Promise<Row> {
-  return withDatabase((databaseUrl) => runOnDatabase(workers, new URL(databaseUrl)));
+function runOne(workers: number, apart: boolean): Promise<Row> {
+  return withDatabases(apart ? workers : 1, (addresses) => runOnDatabases(workers, addresses.map((address) => new URL(address))));
 }
 
-async function runOnDatabase(workers: number, address: URL): Promise<Row> {
+/** `count` fresh databases, each dropped after `run`. */
+function withDatabases<T>(count: number, run: (addresses: string[]) => Promise<T>, made: string[] = []): Promise<T> {
+  if (made.length === count) return run(made);
+  return withDatabase((address) => withDatabases(count, run, [...made, address]));
+}
+
+/** `items` dealt in turn to `count` hands. */
+function dealt<T>(items: T[], count: number): T[][] {
+  return Array.from({ length: count }, (_, hand) => items.filter((_item, index) => index % count === hand));
+}
+
+/**
+ * One run: `workers` workers, on one store when `addresses` holds one database, or each on its own (the control,
+ * `apart`) when it holds one per worker; the jobs dealt to the stores in turn.
+ */
+async function runOnDatabases(workers: number, addresses: URL[]): Promise<Row> {
   const folder = tempFolder();
   const sandbox = await startSandboxChild({ timeScale: 1, d: { renderTimeMs: RENDER_MS, concurrencyLimit: SLOTS } });
-  const store = await openPostgresStore(address.toString(), { maxConnections: 2 });
+  const stores = await Promise.all(addresses.map((address) => openPostgresStore(address.toString(), { maxConnections: 2 })));
+  const store = stores[0]!;
+  const readers: pg.Client[] = [];
   try {
     const env = { ...cliEnvironment(sandbox.url, join(folder.path, "out")), ...(RAISED ? { MEDIAGATE_D_CONCURRENCY: String(SLOTS) } : {}) };
     const config = loadConfig({ env: env as Record<string, string>, cwd: folder.path });
@@ -174,24 +204,37 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const backlogJobs = await dBenchJobs(adapter, JOBS, options);
     // The workers start first and go idle, so their start-up is not counted in the backlog's CPU; the
     // backlog then arrives as a batch queued elsewhere does (one insert, announced to listening workers).
-    const running = Array.from({ length: workers }, (_, index) => startWorker(address.toString(), env, folder.path, index));
+    const running = Array.from({ length: workers }, (_, index) => startWorker(addresses[index % addresses.length]!.toString(), env, folder.path, index));
     await Promise.all(running.map((worker) => worker.ready));
     // The backlog's end is read by this process every 200 ms (the bench's own look, not the workers').
-    const reader = new pg.Client({ connectionString: address.toString() });
-    await reader.connect();
-    const unfinished = async () => Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state not in ('succeeded','failed','cancelled','expired','unknown_submission')")).rows[0]!.n);
+    for (const each of addresses) {
+      const reader = new pg.Client({ connectionString: each.toString() });
+      await reader.connect();
+      readers.push(reader);
+    }
+    const counted = async (sql: string) => (await Promise.all(readers.map(async (each) => Number((await each.query<{ n: string }>(sql)).rows[0]!.n)))).reduce((sum, n) => sum + n, 0);
+    const unfinished = () => counted("select count(*) as n from jobs where state not in ('succeeded','failed','cancelled','expired','unknown_submission')");
+    const allWork = async (): Promise<DatabaseWork> => {
+      const works = await Promise.all(readers.map(databaseWork));
+      return { transactions: works.reduce((sum, work) => sum + work.transactions, 0), rowsWritten: works.reduce((sum, work) => sum + work.rowsWritten, 0) };
+    };
+    // Jobs queued in one insert per store, the stores' shares dealt in turn.
+    const queue = async (jobs: Awaited<ReturnType<typeof dBenchJobs>>) => {
+      const at = Date.now();
+      await Promise.all(dealt(jobs, stores.length).map((share, index) => stores[index]!.insertJobs(share, at)));
+    };
     const warmUpJobs = WARMUP_JOBS * running.length;
     const deadline = Date.now() + 120_000 + (warmUpJobs + JOBS) * 100;
     if (warmUpJobs > 0) {
-      await store.insertJobs(await dBenchJobs(adapter, warmUpJobs, { ...options, idPrefix: "job_u_", refPrefix: "u-", prompt: "warm-up image" }), Date.now());
+      await queue(await dBenchJobs(adapter, warmUpJobs, { ...options, idPrefix: "job_u_", refPrefix: "u-", prompt: "warm-up image" }));
       while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const warmRequests = (await sandbox.stats<SandboxStats>()).requests.length;
     const idleCpu = running.map((worker) => worker.cpuMs());
     const postgresCpuBefore = postgresCpuMs();
     const sandboxCpuBefore = (await sandbox.stats<SandboxStats>()).cpuMs;
-    const workBefore = await databaseWork(reader);
-    await store.insertJobs(backlogJobs, Date.now());
+    const workBefore = await allWork();
+    await queue(backlogJobs);
     while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     const backlogCpu = running.map((worker, index) => worker.cpuMs() - idleCpu[index]!);
     const postgresCpu = postgresCpuMs() - postgresCpuBefore;
@@ -203,14 +246,15 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     // The backlog's workers stop here (their claims and database work are the backlog's); fresh ones,
     // idle before the first sample, take the latency samples.
     const stopped = await Promise.all(running.map((worker) => worker.stop()));
-    const workAfter = await databaseWork(reader);
-    const sampling = Array.from({ length: workers }, (_, index) => startWorker(address.toString(), env, folder.path, workers + index));
+    const workAfter = await allWork();
+    // Start latency on the first store (apart, only its own worker listens there).
+    const sampling = Array.from({ length: workers }, (_, index) => startWorker(addresses[index % addresses.length]!.toString(), env, folder.path, workers + index));
     await Promise.all(sampling.map((worker) => worker.ready));
     // Start latency: one job at a time, each after the last was submitted.
     const latencies: number[] = [];
     const more = await dBenchJobs(adapter, LATENCY_SAMPLES, { ...options, idPrefix: "job_l_", refPrefix: "l-", prompt: "latency image" });
     for (const job of more) {
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
       // Asked every 5 ms for the POSTs since the insert only (the whole log, each time, took a core from the workers).
       const since = await sandbox.now();
       const queuedAt = Date.now();
@@ -231,8 +275,7 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     process.stderr.write(`  start latencies in order, ms (the first is a fresh worker's first job): ${latencies.join(" ")}\n`);
     while ((await unfinished()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     const sampled = await Promise.all(sampling.map((worker) => worker.stop()));
-    const succeeded = Number((await reader.query<{ n: string }>("select count(*) as n from jobs where state = 'succeeded'")).rows[0]!.n);
-    await reader.end();
+    const succeeded = await counted("select count(*) as n from jobs where state = 'succeeded'");
     const requests = backlog.requests.filter((request) => request.provider === "d");
     const posts = requests.filter((request) => request.method === "POST" && request.url.startsWith("/d/v1/"));
     const downloads = requests.filter((request) => request.url.startsWith("/d-results/"));
@@ -245,6 +288,7 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
     const sortedLatencies = [...latencies].sort((left, right) => left - right);
     return {
       workers,
+      apart: addresses.length > 1,
       succeeded,
       spanMs,
       jobsPerSecond: JOBS / (spanMs / 1000),
@@ -267,7 +311,8 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
       rowsWrittenPerJob: (workAfter.rowsWritten - workBefore.rowsWritten) / JOBS,
     };
   } finally {
-    await store.close();
+    for (const reader of readers) await reader.end().catch(() => undefined);
+    for (const each of stores) await each.close();
     await sandbox.stop();
     folder.remove();
   }
@@ -277,10 +322,19 @@ async function runOnDatabase(workers: number, address: URL): Promise<Row> {
  * The workers' CPU per job at each count ÷ at the fewest, within each round, and the median of the rounds' ratios
  * (target ≤ 1.2 at 4 workers); and, where D's cap binds, span ÷ bound by worker count with its median over the rounds.
  */
-function ratioLines(rows: Array<Row & { round: number }>): string[] {
+function ratioLines(all: Array<Row & { round: number }>): string[] {
+  const rows = all.filter((row) => !row.apart);
   const fewest = Math.min(...WORKER_COUNTS);
   const rounds = [...new Set(rows.map((row) => row.round))];
   const lines: string[] = [];
+  const ratiosOf = (over: (round: number) => Row | undefined, of: (round: number) => Row | undefined) =>
+    rounds.flatMap((round) => {
+      const base = over(round);
+      const here = of(round);
+      return base && here ? [here.cpuMsPerJob / base.cpuMsPerJob] : [];
+    });
+  const listed = (ratios: number[]) => `${ratios.map((value) => value.toFixed(2)).join(", ")}${ratios.length > 1 ? ` (median ${median(ratios).toFixed(2)})` : ""}`;
+  const find = (round: number, workers: number, apart: boolean) => all.find((row) => row.round === round && row.workers === workers && row.apart === apart);
   for (const workers of WORKER_COUNTS) {
     const spans = rows.filter((row) => row.workers === workers).map((row) => row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS));
     // With the cap raised no cap binds, so the bound says nothing there (the table keeps the figure).
@@ -289,13 +343,15 @@ function ratioLines(rows: Array<Row & { round: number }>): string[] {
       if (spanText) lines.push(`- ${workers} worker(s): ${spanText}`);
       continue;
     }
-    const ratios = rounds.flatMap((round) => {
-      const base = rows.find((row) => row.round === round && row.workers === fewest);
-      const here = rows.find((row) => row.round === round && row.workers === workers);
-      return base && here ? [here.cpuMsPerJob / base.cpuMsPerJob] : [];
-    });
-    const ratioText = `engine CPU per job ÷ at ${fewest}: ${ratios.map((value) => value.toFixed(2)).join(", ")}${ratios.length > 1 ? ` (median ${median(ratios).toFixed(2)})` : ""}${RAISED ? " (target ≤ 1.2 at 4)" : ""}`;
+    const ratios = ratiosOf((round) => find(round, fewest, false), (round) => find(round, workers, false));
+    const ratioText = `engine CPU per job ÷ at ${fewest}: ${listed(ratios)}${RAISED ? " (target ≤ 1.2 at 4)" : ""}`;
     lines.push(`- ${workers} worker(s): ${[spanText, ratioText].filter(Boolean).join("; ")}`);
+    const machine = ratiosOf((round) => find(round, fewest, false), (round) => find(round, workers, true));
+    const coordination = ratiosOf((round) => find(round, workers, true), (round) => find(round, workers, false));
+    if (machine.length > 0) {
+      lines.push(`  - ${workers} workers apart (each on its own database, nothing coordinated), CPU per job ÷ 1 worker: ${listed(machine)}`);
+      lines.push(`  - coordination, ${workers} workers on one store ÷ ${workers} apart: ${listed(coordination)}`);
+    }
   }
   return lines;
 }
@@ -308,6 +364,8 @@ export async function runDWorkersRaised(): Promise<void> {
 export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PUBLISHED_SLOTS)): Promise<void> {
   SLOTS = slots;
   RAISED = slots !== D_PUBLISHED_SLOTS;
+  // Apart, each store would take D's whole cap: only where no cap binds is the control the same work.
+  APART = RAISED && process.env.BENCH_APART !== "0";
   if (!process.env.DATABASE_URL) throw new Error("d-workers needs DATABASE_URL (PostgreSQL)");
   checkBuiltCli();
   // On 2 cores shared by every process, one run of a worker count reads up to a third apart from the next: the ratio
@@ -316,10 +374,12 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
   const rows: Array<Row & { round: number }> = [];
   for (let round = 1; round <= rounds; round++) {
     for (const workers of WORKER_COUNTS) {
-      process.stderr.write(`d-workers: round ${round} of ${rounds}, ${workers} worker(s)…\n`);
-      const row = await runOne(workers);
-      process.stderr.write(`  ${JSON.stringify(row)}\n`);
-      rows.push({ ...row, round });
+      for (const apart of APART && workers > Math.min(...WORKER_COUNTS) ? [false, true] : [false]) {
+        process.stderr.write(`d-workers: round ${round} of ${rounds}, ${workers} worker(s)${apart ? " apart" : ""}…\n`);
+        const row = await runOne(workers, apart);
+        process.stderr.write(`  ${JSON.stringify(row)}\n`);
+        rows.push({ ...row, round });
+      }
     }
   }
   const title = RAISED
@@ -328,13 +388,13 @@ export async function runDWorkers(slots = Number(process.env.BENCH_SLOTS ?? D_PU
   const lines = [
     title,
     ``,
-    `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, ${WARMUP_JOBS > 0 ? `then ${WARMUP_JOBS} D jobs per worker queued and run as a warm-up (not measured: each worker's hot code compiled; the claims column counts them), ` : ""}then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the backlog workers' whole lives (start-up, backlog, stop) per job beside it; claims and PostgreSQL's transactions and rows written (pg_stat_database) are the backlog workers'. Start latency: as many fresh workers, idle, then ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit; each sample is announced to every idle worker, and those that find it taken count a claim lost.`,
+    `Run ${new Date().toISOString()} on ${process.version}; the workers started and idle, ${WARMUP_JOBS > 0 ? `then ${WARMUP_JOBS} D jobs per worker queued and run as a warm-up (not measured: each worker's hot code compiled; the claims column counts them), ` : ""}then ${JOBS} D jobs queued through the store in one insert; sandbox D in a child process, ${RAISED ? `its cap raised to ${SLOTS} slots and the workers told so` : `its real ${SLOTS}-slot cap`}, render T = ${RENDER_MS} ms. All processes (workers, PostgreSQL, sandbox, this bench) share the machine's cores. CPU over the backlog, from all workers idle to its last job finished, per job: each worker process's own (from /proc), PostgreSQL's processes' (live and ended backends), the sandbox's process's; the backlog workers' whole lives (start-up, backlog, stop) per job beside it; claims and PostgreSQL's transactions and rows written (pg_stat_database) are the backlog workers'. Start latency: as many fresh workers, idle, then ${LATENCY_SAMPLES} jobs queued from this process one at a time, from the insert to D receiving the submit; each sample is announced to every idle worker, and those that find it taken count a claim lost.${APART ? ` Each round also runs the control, marked apart: as many workers, each on a database of its own on the same PostgreSQL server with the jobs dealt to the databases in turn, the same sandbox, nothing coordinated (no shared rows, no claims to lose, no notices of other workers' jobs); its start latency is the first database's, where one worker listens.` : ""}`,
     ``,
     `| round | workers | succeeded | jobs/s | span ÷ bound${RAISED ? "" : " (≤ 1.05)"} | peak at D (≤ ${SLOTS}) | 429s | submits per job | downloads per job (most of one result) | CPU per job, all workers (whole lives) | CPU per job by worker | PostgreSQL CPU per job | sandbox CPU per job | claims won / lost to another worker (< 5%) | start latency p50 / p99 (≤ 100 ms), claims lost meanwhile | PostgreSQL transactions / rows written per job |`,
     `|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map(
       (row) =>
-        `| ${row.round} | ${row.workers} | ${row.succeeded} / ${WARMUP_JOBS * row.workers + JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms, ${row.latencyClaimsLost} | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
+        `| ${row.round} | ${row.workers}${row.apart ? " apart" : ""} | ${row.succeeded} / ${WARMUP_JOBS * row.workers + JOBS + LATENCY_SAMPLES} | ${row.jobsPerSecond.toFixed(1)} | ${(row.spanMs / (Math.ceil(JOBS / SLOTS) * RENDER_MS)).toFixed(3)} | ${row.peakActive} | ${row.rejected429} | ${row.submitsPerJob.toFixed(3)} | ${row.downloadsPerJob.toFixed(3)} (${row.mostDownloadsOfOneResult}) | ${row.cpuMsPerJob.toFixed(2)} ms (${row.lifetimeCpuMsPerJob.toFixed(2)} ms) | ${row.cpuMsPerJobByWorker.map((ms) => ms.toFixed(2)).join(" / ")} ms | ${row.postgresCpuMsPerJob.toFixed(2)} ms | ${row.sandboxCpuMsPerJob.toFixed(2)} ms | ${row.claimsWon} / ${row.claimsLost} (${((100 * row.claimsLost) / Math.max(1, row.claimsWon + row.claimsLost)).toFixed(1)}%) | ${row.latencyP50Ms.toFixed(0)} / ${row.latencyP99Ms.toFixed(0)} ms, ${row.latencyClaimsLost} | ${row.transactionsPerJob.toFixed(1)} / ${row.rowsWrittenPerJob.toFixed(1)} |`,
     ),
     ``,
     ...ratioLines(rows),
