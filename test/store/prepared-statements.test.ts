@@ -1,13 +1,19 @@
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { KyselyStore } from "../../src/store/kysely-store.js";
 import { openPostgresStore } from "../../src/store/postgres.js";
+import { tsxLoader } from "../helpers/cli.js";
 import { dropSchema, newDJob } from "../helpers/stores.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 const OWNER = "mg:host:1:abcdef";
+const idleStoreMain = fileURLToPath(new URL("../helpers/idle-store-main.ts", import.meta.url));
+/** pg's pool closes a connection idle this long unless told otherwise. */
+const PG_DEFAULT_IDLE_TIMEOUT_MS = 10_000;
 
 /**
  * Issue 10, "statements prepared once": on SQLite the driver keeps each
@@ -63,4 +69,32 @@ describe.runIf(databaseUrl)("PostgreSQL: the store's hot statements are prepared
     expect((await store.getJob("job_one"))?.ref).toBe("one");
     expect((await store.getJob("job_two"))?.ref).toBe("two");
   });
+  it("an idle connection is kept with its named statements: a job queued after the store idled past pg's default 10 s finds them ready", async () => {
+    await store.getJob("job_one");
+    const before = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid;
+    await new Promise((resolve) => setTimeout(resolve, PG_DEFAULT_IDLE_TIMEOUT_MS + 1_000));
+    const after = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid;
+    // The same session: not closed and opened again (which cost a job queued to an idle worker 16 ms at its start).
+    expect(after).toBe(before);
+    expect((await prepared()).some((statement) => /^select \* from "jobs" where "id" = \$1$/.test(statement.statement))).toBe(true);
+  }, 30_000);
+
+  it("a process that opened a store and never closed it still ends by itself once the store is idle", async () => {
+    const child = spawn(process.execPath, ["--import", tsxLoader, idleStoreMain, schema], { env: { ...process.env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    let killer: NodeJS.Timeout | undefined;
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout!.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      // Ended well before pg's default idle timeout would have let it go (and never, with kept connections held open).
+      killer ??= setTimeout(() => child.kill("SIGKILL"), PG_DEFAULT_IDLE_TIMEOUT_MS - 2_000);
+    });
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("exit", (...ended) => resolve(ended)));
+    clearTimeout(killer);
+    expect(stderr).toBe("");
+    expect(stdout).toBe("read\n");
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
+  }, 60_000);
 });
