@@ -90,7 +90,7 @@ export class Mediagate {
       ...(options.configFile ? { configFile: options.configFile } : {}),
     });
     const providers = createProviderRegistry(config);
-    const store = await openStore(config.store);
+    const store = await openStore(config.store, { poolSize: config.storePoolSize });
     store.setNotificationPolicy(notificationPolicyOf(config));
     const secrets = () => [...configSecrets(config), ...[...providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? [])];
     const engine = new Engine({

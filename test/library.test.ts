@@ -255,3 +255,36 @@ describe.runIf(databaseUrl)("closing the library while its store is away (real P
     }
   }, 60_000);
 });
+
+describe.runIf(databaseUrl)("the Mediagate library: MEDIAGATE_STORE_POOL_SIZE", () => {
+  it("with MEDIAGATE_STORE_POOL_SIZE=1 the library's engine runs 12 D jobs at once on one connection to its PostgreSQL store", async () => {
+    const world = await startDWorld({ renderTimeMs: 150 });
+    const pgStore = await cliPostgresStore(databaseUrl!);
+    const watcher = new pg.Client({ connectionString: databaseUrl });
+    await watcher.connect();
+    let most = 0;
+    let running = true;
+    const watching = (async () => {
+      while (running) {
+        const { rows } = await watcher.query<{ n: string }>("select count(*) as n from pg_stat_activity where application_name = $1", [pgStore.applicationName]);
+        most = Math.max(most, Number(rows[0]!.n));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_STORE: pgStore.address, MEDIAGATE_STORE_POOL_SIZE: "1" } });
+    try {
+      const jobs = await Promise.all(Array.from({ length: 12 }, (_, index) => gate.submit(pro(`pool ${index}`), { ref: `pool-${index}` })));
+      const done = await Promise.all(jobs.map((job) => gate.wait(job.id)));
+      expect(done.map((job) => job.state)).toEqual(Array(12).fill("succeeded"));
+    } finally {
+      await gate.close();
+      running = false;
+      await watching;
+      await watcher.end();
+      await pgStore.cleanup();
+      await world.close();
+    }
+    expect(most).toBe(1);
+  }, 60_000);
+});
+

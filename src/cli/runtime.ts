@@ -47,7 +47,7 @@ export function createRuntime(options: GlobalOptions, extra: ConfigValues = {}, 
     async store() {
       // Every process that moves jobs (an API's cancel too) writes the notifications they owe by the same rule.
       if (!store) {
-        const opened = await openStore(config.store);
+        const opened = await openStore(config.store, { poolSize: config.storePoolSize });
         opened.setNotificationPolicy(notificationPolicyOf(config));
         store ??= opened;
       }

@@ -13,6 +13,7 @@ import { displayUrl } from "./redact.js";
  */
 export const CONFIG_VARIABLES = [
   "MEDIAGATE_STORE",
+  "MEDIAGATE_STORE_POOL_SIZE",
   "MEDIAGATE_OUTPUT_DIR",
   "MEDIAGATE_PUBLIC_URL",
   "MEDIAGATE_BUDGET_USD",
@@ -65,6 +66,8 @@ export type ConfigValues = Partial<Record<ConfigVariable, string>>;
 export interface MediagateConfig {
   values: ConfigValues;
   store: string;
+  /** The most connections this process opens to a PostgreSQL store (MEDIAGATE_STORE_POOL_SIZE); SQLite has one. */
+  storePoolSize: number;
   outputDir: string;
   publicUrl: string | null;
   budgetMicroUsd: number | null;
@@ -78,6 +81,11 @@ export interface MediagateConfig {
   /** `terminal` (default): a job's end is notified; `all`: every change of its state. */
   notifyEvents: "terminal" | "all";
 }
+
+/** MEDIAGATE_STORE_POOL_SIZE unset: each process opens up to this many connections to a PostgreSQL store. */
+export const DEFAULT_STORE_POOL_SIZE = 10;
+/** The most MEDIAGATE_STORE_POOL_SIZE may be: far past what one process can keep busy, and past PostgreSQL's default of 100 connections in all. */
+const MAX_STORE_POOL_SIZE = 1_000;
 
 /** MEDIAGATE_FALLBACK_AFTER_S unset: a minute of outage moves a routed job on. */
 export const DEFAULT_FALLBACK_AFTER_MS = 60_000;
@@ -153,6 +161,16 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
     }
     fallbackAfterMs = Math.round(seconds * 1000);
   }
+  let storePoolSize = DEFAULT_STORE_POOL_SIZE;
+  if (values.MEDIAGATE_STORE_POOL_SIZE !== undefined) {
+    storePoolSize = Number(values.MEDIAGATE_STORE_POOL_SIZE);
+    if (!/^\d+$/.test(values.MEDIAGATE_STORE_POOL_SIZE) || storePoolSize < 1 || storePoolSize > MAX_STORE_POOL_SIZE) {
+      throw new ConfigError(
+        "MEDIAGATE_STORE_POOL_SIZE",
+        `MEDIAGATE_STORE_POOL_SIZE must be a whole number of connections from 1 to ${MAX_STORE_POOL_SIZE} (default ${DEFAULT_STORE_POOL_SIZE}), got "${values.MEDIAGATE_STORE_POOL_SIZE}"`,
+      );
+    }
+  }
   for (const name of PROVIDER_ADDRESS_VARIABLES) {
     const value = values[name];
     if (value !== undefined) checkProviderAddress(name, value);
@@ -175,6 +193,7 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
   return {
     values,
     store: values.MEDIAGATE_STORE ?? "sqlite:./mediagate.db",
+    storePoolSize,
     outputDir: outputLocation(cwd, values.MEDIAGATE_OUTPUT_DIR ?? "./mediagate-output"),
     publicUrl,
     budgetMicroUsd,

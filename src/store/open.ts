@@ -11,12 +11,12 @@ import type { Store } from "./store.js";
  * sent): a ConfigError `store_unreachable` in one sentence naming the
  * setting, the address with its password masked, and what failed.
  */
-export async function openStore(location: string): Promise<Store> {
+export async function openStore(location: string, options: { poolSize?: number } = {}): Promise<Store> {
   const address = parseStoreAddress(location);
   try {
     // Each driver is loaded when its store is opened: a command on SQLite never loads pg, and the reverse.
     if (address.kind === "sqlite") return await (await import("./sqlite.js")).openSqliteStore(address.path);
-    return await (await import("./postgres.js")).openPostgresStore(address.connectionString);
+    return await (await import("./postgres.js")).openPostgresStore(address.connectionString, options.poolSize === undefined ? {} : { maxConnections: options.poolSize });
   } catch (error) {
     const why = redactSecrets(whyNotOpened(address, error), storeSecrets(location));
     throw new ConfigError("MEDIAGATE_STORE", `${STORE_SETTING} ${maskStoreAddress(location)} cannot be opened: ${why}`, "store_unreachable");

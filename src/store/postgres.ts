@@ -22,6 +22,7 @@ function ignoreConnectionError(): void {}
 export interface PostgresStoreOptions {
   /** Use this schema (created if missing) instead of `public`: tests get one each. */
   schema?: string;
+  /** The most pooled connections (MEDIAGATE_STORE_POOL_SIZE; 10 by default). LISTEN has one more of its own. */
   maxConnections?: number;
   /** Sees every statement the store runs (the query-plan tests read them back with EXPLAIN). */
   onQuery?: QueryListener;

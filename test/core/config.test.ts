@@ -24,7 +24,7 @@ const load = (env: Record<string, string>, overrides = {}) => loadConfig({ env, 
 describe("configuration", () => {
   it("the variable names are a contract external tools set", () => {
     expect(CONFIG_VARIABLES).toEqual([
-      "MEDIAGATE_STORE", "MEDIAGATE_OUTPUT_DIR", "MEDIAGATE_PUBLIC_URL", "MEDIAGATE_BUDGET_USD", "MEDIAGATE_ALLOW_PRIVATE_URLS",
+      "MEDIAGATE_STORE", "MEDIAGATE_STORE_POOL_SIZE", "MEDIAGATE_OUTPUT_DIR", "MEDIAGATE_PUBLIC_URL", "MEDIAGATE_BUDGET_USD", "MEDIAGATE_ALLOW_PRIVATE_URLS",
       "MEDIAGATE_A_BASE_URL", "MEDIAGATE_A_API_KEY", "MEDIAGATE_A_ENTERPRISE", "MEDIAGATE_A_USD_PER_MILLION_TOKENS",
       "MEDIAGATE_B_BASE_URL", "MEDIAGATE_B_API_KEY", "MEDIAGATE_B_WEBHOOK_SECRET", "MEDIAGATE_B_CONCURRENCY",
       "MEDIAGATE_C_BASE_URL", "MEDIAGATE_C_API_KEY", "MEDIAGATE_C_TIER",
@@ -41,6 +41,7 @@ describe("configuration", () => {
     expect(load({})).toEqual({
       values: {},
       store: "sqlite:./mediagate.db",
+      storePoolSize: 10,
       outputDir: join(folder, "mediagate-output"),
       publicUrl: null,
       budgetMicroUsd: null,
@@ -54,7 +55,7 @@ describe("configuration", () => {
 
   it("every variable is read from the environment; an empty one counts as unset; others are ignored", () => {
     const env = Object.fromEntries(CONFIG_VARIABLES.map((name) => [name, `value of ${name}`]));
-    const { values } = loadConfig({ env: { ...env, MEDIAGATE_BUDGET_USD: "3", MEDIAGATE_PUBLIC_URL: "https://hooks.example", MEDIAGATE_FALLBACK_AFTER_S: "30", ...baseUrls(), ...notifications(), MEDIAGATE_LOG_LEVEL: "", OTHER: "x" }, cwd: folder });
+    const { values } = loadConfig({ env: { ...env, MEDIAGATE_BUDGET_USD: "3", MEDIAGATE_PUBLIC_URL: "https://hooks.example", MEDIAGATE_FALLBACK_AFTER_S: "30", MEDIAGATE_STORE_POOL_SIZE: "4", ...baseUrls(), ...notifications(), MEDIAGATE_LOG_LEVEL: "", OTHER: "x" }, cwd: folder });
     for (const name of CONFIG_VARIABLES) {
       if (name === "MEDIAGATE_LOG_LEVEL") expect(values[name]).toBeUndefined();
       else expect(values[name], name).toBeDefined();
@@ -131,6 +132,17 @@ describe("configuration", () => {
     expect(load({ MEDIAGATE_FALLBACK_AFTER_S: "0" }).fallbackAfterMs).toBe(0);
     for (const value of ["-1", "1m", "soon"]) {
       expect(() => load({ MEDIAGATE_FALLBACK_AFTER_S: value })).toThrow(`MEDIAGATE_FALLBACK_AFTER_S must be a number of seconds from 0, like 60, got "${value}"`);
+    }
+  });
+
+  it("MEDIAGATE_STORE_POOL_SIZE: the most connections a process opens to a PostgreSQL store (default 10); anything but a whole number from 1 to 1000 is refused naming it", () => {
+    expect(load({ MEDIAGATE_STORE_POOL_SIZE: "3" }).storePoolSize).toBe(3);
+    expect(load({ MEDIAGATE_STORE_POOL_SIZE: "1" }).storePoolSize).toBe(1);
+    expect(load({ MEDIAGATE_STORE_POOL_SIZE: "1000" }).storePoolSize).toBe(1000);
+    for (const value of ["0", "1001", "-2", "2.5", "ten", "1e2"]) {
+      const error = configError(() => load({ MEDIAGATE_STORE_POOL_SIZE: value }));
+      expect(error.variable).toBe("MEDIAGATE_STORE_POOL_SIZE");
+      expect(error.message).toBe(`MEDIAGATE_STORE_POOL_SIZE must be a whole number of connections from 1 to 1000 (default 10), got "${value}"`);
     }
   });
 

@@ -1,0 +1,74 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { batchLines, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
+import { type CliPostgresStore, cliPostgresStore } from "../helpers/pg-cli-store.js";
+
+const databaseUrl = process.env.DATABASE_URL;
+
+let world: DWorld | undefined;
+let pgStore: CliPostgresStore | undefined;
+afterEach(async () => {
+  await pgStore?.cleanup();
+  pgStore = undefined;
+  await world?.close();
+  world = undefined;
+});
+
+/** Runs a 48-job D batch on the CLI's own schema while counting its connections (by their application name) every 5 ms. */
+async function batchCountingConnections(extraEnv: Record<string, string>): Promise<{ code: number | null; stderr: string; succeeded: number; most: number }> {
+  world = await startDWorld({ renderTimeMs: 150 });
+  pgStore = await cliPostgresStore(databaseUrl!);
+  const file = join(world.folder, "jobs.jsonl");
+  writeFileSync(file, batchLines(48));
+  const watcher = new pg.Client({ connectionString: databaseUrl });
+  await watcher.connect();
+  let most = 0;
+  let running = true;
+  const watching = (async () => {
+    while (running) {
+      const { rows } = await watcher.query<{ n: string }>("select count(*) as n from pg_stat_activity where application_name = $1", [pgStore!.applicationName]);
+      most = Math.max(most, Number(rows[0]!.n));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })();
+  try {
+    const result = await runCli(["batch", file, "--json"], { env: { ...world.env, MEDIAGATE_STORE: pgStore.address, ...extraEnv }, timeoutMs: 60_000 });
+    const succeeded = result.stdout.trim().split("\n").filter((line) => line && (JSON.parse(line) as { state: string }).state === "succeeded").length;
+    return { code: result.code, stderr: result.stderr, succeeded, most };
+  } finally {
+    running = false;
+    await watching;
+    await watcher.end();
+  }
+}
+
+describe("MEDIAGATE_STORE_POOL_SIZE: the most connections a process opens to a PostgreSQL store", () => {
+  it("a value that is not a whole number from 1 to 1000 exits 3 naming it, before the store is opened or anything is sent", async () => {
+    world = await startDWorld();
+    const file = join(world.folder, "jobs.jsonl");
+    writeFileSync(file, batchLines(2));
+    const result = await runCli(["batch", file], { env: { ...world.env, MEDIAGATE_STORE_POOL_SIZE: "0" } });
+    expect(result.code).toBe(3);
+    expect(result.stderr).toBe('mediagate: MEDIAGATE_STORE_POOL_SIZE must be a whole number of connections from 1 to 1000 (default 10), got "0"\n');
+    expect(world.submits()).toBe(0);
+  });
+
+  it.runIf(databaseUrl)("a batch of 48 D jobs with MEDIAGATE_STORE_POOL_SIZE=1 runs every job on one connection; by default the same batch opens more", async () => {
+    const one = await batchCountingConnections({ MEDIAGATE_STORE_POOL_SIZE: "1" });
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.succeeded).toBe(48);
+    expect(one.most).toBe(1);
+    await pgStore!.cleanup();
+    pgStore = undefined;
+    await world!.close();
+    world = undefined;
+    const byDefault = await batchCountingConnections({});
+    expect(byDefault.code, byDefault.stderr).toBe(0);
+    expect(byDefault.succeeded).toBe(48);
+    expect(byDefault.most).toBeGreaterThan(1);
+    expect(byDefault.most).toBeLessThanOrEqual(10);
+  }, 120_000);
+});
