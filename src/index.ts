@@ -100,6 +100,7 @@ export class Mediagate {
       clock: options.clock ?? systemClock,
       allowPrivateUrls: config.allowPrivateUrls,
       publicUrl: config.publicUrl,
+      fallbackAfterMs: config.fallbackAfterMs,
       notifications: notifierOf(config),
       log: createLogger({ level: config.values.MEDIAGATE_LOG_LEVEL ?? "warn", secrets }),
     });

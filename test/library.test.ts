@@ -8,6 +8,8 @@ import { BudgetError, ConfigError, InputError, type Job, Mediagate } from "../sr
 import { type DWorld, sha256File, startDWorld } from "./helpers/d-sandbox.js";
 import { cliEnvironment, tsxLoader } from "./helpers/cli.js";
 import { cliPostgresStore } from "./helpers/pg-cli-store.js";
+import { createAllEmulators } from "../src/sandbox/all.js";
+import { startWorld } from "./helpers/world.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
 import { until } from "./helpers/until.js";
 
@@ -288,3 +290,24 @@ describe.runIf(databaseUrl)("the Mediagate library: MEDIAGATE_STORE_POOL_SIZE", 
   }, 60_000);
 });
 
+describe("the Mediagate library: MEDIAGATE_FALLBACK_AFTER_S", () => {
+  it("a routed job whose first target fails before accepting (503s) for longer than MEDIAGATE_FALLBACK_AFTER_S moves to the next target in the library's engine too", async () => {
+    const emulators = createAllEmulators({ f: { renderMs: { min: 200, max: 400 } } });
+    const world = await startWorld(emulators.list);
+    world.sandbox.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status: 503, body: { detail: "down for maintenance" } } });
+    const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_FALLBACK_AFTER_S: "1" } });
+    try {
+      const started = Date.now();
+      const job = await gate.submit({ task: "image", prompt: "a red fox in snow", size: "1024x768", route: ["d/gen-2-pro", "f/img-v2"] });
+      // Without the setting the library's engine kept the default bound, 60 s: the wait was cut at 20 s.
+      const done = await gate.wait(job.id, { signal: AbortSignal.timeout(20_000) });
+      expect(done).toMatchObject({ state: "succeeded", provider: "f" });
+      expect(done.route!.tried[0]!.reason).toMatch(/longer than the fallback bound of 1 s/);
+      expect(emulators.d.jobs).toHaveLength(0);
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      await gate.close();
+      await world.close();
+    }
+  }, 60_000);
+});
