@@ -2,7 +2,7 @@ import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
 import { fallOver } from "./fallover.js";
 import { EventEmitter, setMaxListeners } from "node:events";
 import { fullJitterBackoffMs } from "../core/backoff.js";
-import { type Clock, systemClock } from "../core/clock.js";
+import { type Clock, SLEEP_ENDED, systemClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
 import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
@@ -700,7 +700,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.wakeUp = null;
     // Woken before its end: its timer goes too. Left running, a stopped engine's last nap kept its process alive for
     // the rest of it (up to an idle tick: a batch exited 400 ms after its last job was saved).
-    napping.abort();
+    napping.abort(SLEEP_ENDED);
   }
 
   private async skippedProviders(): Promise<ProviderId[]> {

@@ -1,4 +1,4 @@
-import type { Clock } from "../core/clock.js";
+import { type Clock, SLEEP_ENDED } from "../core/clock.js";
 import type { RateWindow } from "../providers/adapter.js";
 import type { Store } from "../store/store.js";
 
@@ -103,7 +103,7 @@ class RateQueue {
     const index = this.waiters.indexOf(waiter);
     if (index >= 0) this.waiters.splice(index, 1);
     // Nobody left to serve: stop sleeping, so no timer outlives the engine.
-    if (this.waiters.length === 0) this.nap?.abort();
+    if (this.waiters.length === 0) this.nap?.abort(SLEEP_ENDED);
   }
 
   /** Reads that have waited READ_STARVATION_MS first, then submits, then other reads; oldest first in each. */

@@ -1,5 +1,5 @@
 import { fullJitterBackoffMs } from "../core/backoff.js";
-import { type Clock, systemClock } from "../core/clock.js";
+import { type Clock, SLEEP_ENDED, systemClock } from "../core/clock.js";
 import { isTerminal, type Job } from "../core/job.js";
 import type { ProviderId } from "../providers/adapter.js";
 import type { JobBrief, JobOutcome, JobScope, Store } from "../store/store.js";
@@ -220,7 +220,7 @@ export async function waitForJobs(engine: Engine, store: Store, jobIds: readonly
     new Promise<boolean>((resolve) => {
       const napping = new AbortController();
       const done = (slept: boolean) => {
-        napping.abort();
+        napping.abort(SLEEP_ENDED);
         wake = null;
         resolve(slept);
       };
