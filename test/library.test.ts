@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BudgetError, ConfigError, InputError, type Job, Mediagate } from "../src/index.js";
 import { type DWorld, sha256File, startDWorld } from "./helpers/d-sandbox.js";
 import { cliEnvironment, tsxLoader } from "./helpers/cli.js";
-import { cliPostgresStore } from "./helpers/pg-cli-store.js";
+import { cliPostgresStore, watchConnections } from "./helpers/pg-cli-store.js";
 import { createAllEmulators } from "../src/sandbox/all.js";
 import { startWorld } from "./helpers/world.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
@@ -262,17 +262,8 @@ describe.runIf(databaseUrl)("the Mediagate library: MEDIAGATE_STORE_POOL_SIZE", 
   it("with MEDIAGATE_STORE_POOL_SIZE=1 the library's engine runs 12 D jobs at once on one connection to its PostgreSQL store", async () => {
     const world = await startDWorld({ renderTimeMs: 150 });
     const pgStore = await cliPostgresStore(databaseUrl!);
-    const watcher = new pg.Client({ connectionString: databaseUrl });
-    await watcher.connect();
-    let most = 0;
-    let running = true;
-    const watching = (async () => {
-      while (running) {
-        const { rows } = await watcher.query<{ n: string }>("select count(*) as n from pg_stat_activity where application_name = $1", [pgStore.applicationName]);
-        most = Math.max(most, Number(rows[0]!.n));
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-    })();
+    const watcher = await watchConnections(databaseUrl!, pgStore.applicationName);
+    let most = Number.NaN;
     const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_STORE: pgStore.address, MEDIAGATE_STORE_POOL_SIZE: "1" } });
     try {
       const jobs = await Promise.all(Array.from({ length: 12 }, (_, index) => gate.submit(pro(`pool ${index}`), { ref: `pool-${index}` })));
@@ -280,9 +271,7 @@ describe.runIf(databaseUrl)("the Mediagate library: MEDIAGATE_STORE_POOL_SIZE", 
       expect(done.map((job) => job.state)).toEqual(Array(12).fill("succeeded"));
     } finally {
       await gate.close();
-      running = false;
-      await watching;
-      await watcher.end();
+      most = await watcher.stop();
       await pgStore.cleanup();
       await world.close();
     }

@@ -1,10 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { batchLines, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
-import { type CliPostgresStore, cliPostgresStore } from "../helpers/pg-cli-store.js";
+import { type CliPostgresStore, cliPostgresStore, watchConnections } from "../helpers/pg-cli-store.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 
@@ -23,26 +22,16 @@ async function batchCountingConnections(extraEnv: Record<string, string>): Promi
   pgStore = await cliPostgresStore(databaseUrl!);
   const file = join(world.folder, "jobs.jsonl");
   writeFileSync(file, batchLines(48));
-  const watcher = new pg.Client({ connectionString: databaseUrl });
-  await watcher.connect();
+  const watcher = await watchConnections(databaseUrl!, pgStore.applicationName);
   let most = 0;
-  let running = true;
-  const watching = (async () => {
-    while (running) {
-      const { rows } = await watcher.query<{ n: string }>("select count(*) as n from pg_stat_activity where application_name = $1", [pgStore!.applicationName]);
-      most = Math.max(most, Number(rows[0]!.n));
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  })();
+  let result: Awaited<ReturnType<typeof runCli>>;
   try {
-    const result = await runCli(["batch", file, "--json"], { env: { ...world.env, MEDIAGATE_STORE: pgStore.address, ...extraEnv }, timeoutMs: 60_000 });
-    const succeeded = result.stdout.trim().split("\n").filter((line) => line && (JSON.parse(line) as { state: string }).state === "succeeded").length;
-    return { code: result.code, stderr: result.stderr, succeeded, most };
+    result = await runCli(["batch", file, "--json"], { env: { ...world.env, MEDIAGATE_STORE: pgStore.address, ...extraEnv }, timeoutMs: 60_000 });
   } finally {
-    running = false;
-    await watching;
-    await watcher.end();
+    most = await watcher.stop();
   }
+  const succeeded = result.stdout.trim().split("\n").filter((line) => line && (JSON.parse(line) as { state: string }).state === "succeeded").length;
+  return { code: result.code, stderr: result.stderr, succeeded, most };
 }
 
 describe("MEDIAGATE_STORE_POOL_SIZE: the most connections a process opens to a PostgreSQL store", () => {

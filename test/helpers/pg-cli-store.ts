@@ -58,3 +58,29 @@ export async function cliPostgresStore(databaseUrl: string, options: { password?
     },
   };
 }
+
+/**
+ * Counts the connections tagged `applicationName` every 5 ms from a connection of its own, until `stop`, which
+ * resolves with the most seen at once.
+ */
+export async function watchConnections(databaseUrl: string, applicationName: string): Promise<{ stop(): Promise<number> }> {
+  const watcher = new pg.Client({ connectionString: databaseUrl });
+  await watcher.connect();
+  let most = 0;
+  let running = true;
+  const watching = (async () => {
+    while (running) {
+      const { rows } = await watcher.query<{ n: string }>("select count(*) as n from pg_stat_activity where application_name = $1", [applicationName]);
+      most = Math.max(most, Number(rows[0]!.n));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await watching;
+      await watcher.end();
+      return most;
+    },
+  };
+}
