@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { DEFAULT_STORE_POOL_SIZE } from "../core/config.js";
 import { KyselyStore, type QueryListener, queryLog } from "./kysely-store.js";
 import { migrate } from "./migrate.js";
 import { postgresWorkSignals } from "./work-signals.js";
@@ -22,7 +23,7 @@ function ignoreConnectionError(): void {}
 export interface PostgresStoreOptions {
   /** Use this schema (created if missing) instead of `public`: tests get one each. */
   schema?: string;
-  /** The most pooled connections (MEDIAGATE_STORE_POOL_SIZE; 10 by default). LISTEN has one more of its own. */
+  /** The most pooled connections (MEDIAGATE_STORE_POOL_SIZE; DEFAULT_STORE_POOL_SIZE by default). LISTEN has one more of its own. */
   maxConnections?: number;
   /** Sees every statement the store runs (the query-plan tests read them back with EXPLAIN). */
   onQuery?: QueryListener;
@@ -54,7 +55,7 @@ export async function openPostgresStore(connectionString: string, options: Postg
   }
   const pool = new pg.Pool({
     connectionString,
-    max: options.maxConnections ?? 10,
+    max: options.maxConnections ?? DEFAULT_STORE_POOL_SIZE,
     // Connections are kept once opened (pg drops an idle one after 10 s by default): a worker idle longer had to open
     // them again, and prepare its named statements on them again, for the next job queued, which then reached the
     // provider 30 ms after its insert instead of 14 (median, one worker idle 12 s before each job). Kept, they must not

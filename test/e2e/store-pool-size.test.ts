@@ -8,30 +8,36 @@ import { type CliPostgresStore, cliPostgresStore, watchConnections } from "../he
 const databaseUrl = process.env.DATABASE_URL;
 
 let world: DWorld | undefined;
-let pgStore: CliPostgresStore | undefined;
 afterEach(async () => {
-  await pgStore?.cleanup();
-  pgStore = undefined;
   await world?.close();
   world = undefined;
 });
 
-/** Runs a 48-job D batch on the CLI's own schema while counting its connections (by their application name) every 5 ms. */
+/**
+ * Runs a 48-job D batch through the CLI on a sandbox and a schema of its own, counting the CLI's connections (by their
+ * application name) every 5 ms; both are removed after.
+ */
 async function batchCountingConnections(extraEnv: Record<string, string>): Promise<{ code: number | null; stderr: string; succeeded: number; most: number }> {
-  world = await startDWorld({ renderTimeMs: 150 });
-  pgStore = await cliPostgresStore(databaseUrl!);
-  const file = join(world.folder, "jobs.jsonl");
-  writeFileSync(file, batchLines(48));
-  const watcher = await watchConnections(databaseUrl!, pgStore.applicationName);
-  let most = 0;
-  let result: Awaited<ReturnType<typeof runCli>>;
+  const batchWorld = await startDWorld({ renderTimeMs: 150 });
+  let pgStore: CliPostgresStore | undefined;
   try {
-    result = await runCli(["batch", file, "--json"], { env: { ...world.env, MEDIAGATE_STORE: pgStore.address, ...extraEnv }, timeoutMs: 60_000 });
+    pgStore = await cliPostgresStore(databaseUrl!);
+    const file = join(batchWorld.folder, "jobs.jsonl");
+    writeFileSync(file, batchLines(48));
+    const watcher = await watchConnections(databaseUrl!, pgStore.applicationName);
+    let most = 0;
+    let result: Awaited<ReturnType<typeof runCli>>;
+    try {
+      result = await runCli(["batch", file, "--json"], { env: { ...batchWorld.env, MEDIAGATE_STORE: pgStore.address, ...extraEnv }, timeoutMs: 60_000 });
+    } finally {
+      most = await watcher.stop();
+    }
+    const succeeded = result.stdout.trim().split("\n").filter((line) => line && (JSON.parse(line) as { state: string }).state === "succeeded").length;
+    return { code: result.code, stderr: result.stderr, succeeded, most };
   } finally {
-    most = await watcher.stop();
+    await pgStore?.cleanup();
+    await batchWorld.close();
   }
-  const succeeded = result.stdout.trim().split("\n").filter((line) => line && (JSON.parse(line) as { state: string }).state === "succeeded").length;
-  return { code: result.code, stderr: result.stderr, succeeded, most };
 }
 
 describe("MEDIAGATE_STORE_POOL_SIZE: the most connections a process opens to a PostgreSQL store", () => {
@@ -50,10 +56,6 @@ describe("MEDIAGATE_STORE_POOL_SIZE: the most connections a process opens to a P
     expect(one.code, one.stderr).toBe(0);
     expect(one.succeeded).toBe(48);
     expect(one.most).toBe(1);
-    await pgStore!.cleanup();
-    pgStore = undefined;
-    await world!.close();
-    world = undefined;
     const byDefault = await batchCountingConnections({});
     expect(byDefault.code, byDefault.stderr).toBe(0);
     expect(byDefault.succeeded).toBe(48);

@@ -69,6 +69,7 @@ describe.runIf(databaseUrl)("PostgreSQL: the store's hot statements are prepared
     expect((await store.getJob("job_one"))?.ref).toBe("one");
     expect((await store.getJob("job_two"))?.ref).toBe("two");
   });
+
   it("an idle connection is kept with its named statements: a job queued after the store idled past pg's default 10 s finds them ready", async () => {
     await store.getJob("job_one");
     const before = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid;
