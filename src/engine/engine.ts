@@ -166,13 +166,19 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   /** The last tick stopped at a page or in-flight limit: due work may be left that it did not reach. */
   private tickCut = false;
   /**
-   * The next due times of the jobs this engine tracks (running or capturing under its lease), as its own steps wrote
-   * them: the loop naps by them, and looks in the store for its due jobs only when one of them is due, instead of
-   * reading the store after every step. What another process writes to one of its jobs (a webhook's nudge, a cancel)
-   * is read at the next tick after a wake, and at least once an idle tick.
+   * The jobs this engine tracks (running or capturing under its lease), as its own steps last wrote them: the loop
+   * naps by their next due times, and polls a running one when it comes due without reading it back (see
+   * `pollKnownDue`); it looks in the store for its due jobs only when it may not know them (see `ownedReadNeeded`).
+   * What another process writes to one of its jobs (a webhook's nudge, a cancel) is read at the next tick after a
+   * wake, and at least once an idle tick.
    */
-  private readonly ownedDue = new Map<string, number>();
-  /** The store may hold due times of this engine's jobs that `ownedDue` lacks (it just started, or was woken from outside). */
+  private readonly owned = new Map<string, Job>();
+  /**
+   * The jobs of `owned` written since the engine was last told something from outside (see `wake`): what another
+   * process may have done to the others (a webhook's nudge, a cancel) is only known by reading the store.
+   */
+  private readonly ownedSinceWake = new Set<string>();
+  /** The store may hold due times of this engine's jobs that `owned` lacks (it just started, or was woken from outside). */
   private ownedUnknown = true;
   private lastOwnedReadAt = Number.NEGATIVE_INFINITY;
   /**
@@ -393,6 +399,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.emptyQueues.clear();
     // Told from outside: another process may have queued work or moved one of this engine's jobs.
     this.ownedUnknown = true;
+    this.ownedSinceWake.clear();
     this.invalidateOthersDue();
     this.wakeLoop();
   }
@@ -400,10 +407,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   /** A job as one of this engine's steps (or its nudge) just wrote it: its next due time if it is still this engine's to track. */
   private noteJob(job: Job): void {
     if (job.leaseOwner === this.owner && (job.state === "running" || job.state === "capturing")) {
-      this.ownedDue.set(job.id, job.nextAttemptAt);
+      this.owned.set(job.id, job);
+      this.ownedSinceWake.add(job.id);
       return;
     }
-    this.ownedDue.delete(job.id);
+    this.owned.delete(job.id);
+    this.ownedSinceWake.delete(job.id);
     // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
     if (job.state === "queued" || this.delivers() || this.settles) this.invalidateOthersDue();
   }
@@ -420,7 +429,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    */
   private nextOwnedDue(after: number): number | null {
     let soonest: number | null = null;
-    for (const [id, at] of this.ownedDue) if (at > after && (soonest === null || at < soonest) && !this.inFlight.has(id)) soonest = at;
+    for (const [id, { nextAttemptAt: at }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.inFlight.has(id)) soonest = at;
     return soonest;
   }
 
@@ -573,6 +582,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const task = work()
       .catch((error: unknown) => {
         failed = true;
+        // What the step wrote before it failed is not known here: the store says where its job is.
+        this.ownedUnknown = true;
+        this.ownedSinceWake.delete(job.id);
         if (this.abortController.signal.aborted) return;
         this.log.error({ jobId: job.id, err: error instanceof Error ? error.message : String(error) }, "job step failed unexpectedly");
       })
@@ -754,6 +766,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     }
     this.endedThisTick.clear();
     this.tickCut = false;
+    this.pollKnownDue(now);
     if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
     if (now - this.lastRenewAt >= this.leaseMs / 3) {
       this.lastRenewAt = now;
@@ -880,7 +893,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (!this.ownedReadNeeded(now)) return;
     this.ownedUnknown = false;
     this.lastOwnedReadAt = now;
-    const expected = [...this.ownedDue].filter(([id, at]) => at <= now && !this.busy(id));
+    const expected = [...this.owned].filter(([id, job]) => job.nextAttemptAt <= now && !this.busy(id));
     const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.busyIds);
     if (owned.length === OWNED_PAGE) this.tickCut = true;
     for (const job of owned) this.noteJob(job);
@@ -888,10 +901,42 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       // Due here, yet not due in the store (taken over after a lapsed lease, cancelled, moved by another process): the
       // store's due time stands, read when it comes.
       const read = new Set(owned.map((job) => job.id));
-      for (const [id, at] of expected) if (!read.has(id) && this.ownedDue.get(id) === at && !this.busy(id)) this.ownedDue.delete(id);
+      for (const [id, job] of expected) {
+        if (read.has(id) || this.owned.get(id) !== job || this.busy(id)) continue;
+        this.owned.delete(id);
+        this.ownedSinceWake.delete(id);
+      }
     }
     for (const job of owned) {
       if (this.stopping || this.busy(job.id)) continue;
+      this.spawn(job, () => trackJob(this.context, job), false);
+    }
+  }
+
+  /**
+   * Polls this engine's running jobs that are due by `now` as its own steps last wrote them, first in the tick and
+   * without reading them back: reading their ids and rows (two round trips on PostgreSQL, behind the queue's read)
+   * made a poll start 10 ms after its due time on average in a worker, and a late poll is a late hand-over of the
+   * slot. Only jobs written here since the last word from outside (`ownedSinceWake`: every wake, a webhook's nudge or
+   * another process's notice, may have moved any of them); the store is still read at least once an idle tick.
+   *
+   * A job another process changed without a word (taken over after a lapsed lease, cancelled by a command on the
+   * same SQLite file) is polled once more at most: every write of the poll's step expects the job running under this
+   * engine's lease, so nothing else follows, and the job is forgotten here as it is polled; only its step's own write
+   * puts it back (refused, the store's word stands, read when it comes). Capturing jobs are read from the store:
+   * their step downloads the result without a write before it.
+   */
+  private pollKnownDue(now: number): void {
+    for (const id of this.ownedSinceWake) {
+      const job = this.owned.get(id)!;
+      if (job.state !== "running" || job.nextAttemptAt > now || this.busy(id)) continue;
+      if (this.stopping) return;
+      if (this.inFlight.size >= this.maxInFlight) {
+        this.tickCut = true;
+        return;
+      }
+      this.owned.delete(id);
+      this.ownedSinceWake.delete(id);
       this.spawn(job, () => trackJob(this.context, job), false);
     }
   }
@@ -902,7 +947,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    */
   private ownedReadNeeded(now: number): boolean {
     if (this.ownedUnknown || now - this.lastOwnedReadAt >= this.idleTickMs) return true;
-    for (const [id, at] of this.ownedDue) if (at <= now && !this.busy(id)) return true;
+    for (const [id, job] of this.owned) if (job.nextAttemptAt <= now && !this.busy(id)) return true;
     return false;
   }
 

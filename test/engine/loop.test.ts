@@ -195,9 +195,12 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(await engine.nudge(job)).toBe(false);
     engine.start();
     await storedJobWhen(store, job.id, (stored) => stored.state === "running", "the job to run");
-    // Due in ten minutes (set again should a poll in flight have moved it): only a nudge reads it sooner.
+    // Due in ten minutes (set again should a poll in flight have moved it), as another process moves it and says so
+    // (the engine polls a job at the due time its own step wrote unless told to read the store): only a nudge reads
+    // it sooner.
     const far = async () => {
       await store.updateJob(job.id, { state: "running" }, { nextAttemptAt: clock.now() + 600_000 }, clock.now());
+      engine.wake();
       await clock.sleep(1_000);
       return (await store.getJob(job.id))!.nextAttemptAt > clock.now() + 500_000;
     };

@@ -8,7 +8,7 @@ import { storedJobWhen, until } from "../helpers/until.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
 
 // The engine loop keeps its own jobs' next due times from its own steps' writes (issue 10) instead of reading them
-// back after every step. What another process writes to one of its jobs without a word (a `serve` on the same
+// back after every step, and polls a running job that comes due as its own step wrote it. What another process writes to one of its jobs without a word (a `serve` on the same
 // SQLite file nudging it for a webhook: SQLite has no LISTEN/NOTIFY) must still be seen within an idle tick. Real
 // sandbox D, real SQLite (two store objects on one file, as two processes), virtual time at scale 20.
 
@@ -47,6 +47,34 @@ describe("the engine's own jobs' due times", () => {
       const polledAt = polls()[before]!.at;
       expect(polledAt - movedAt).toBeLessThan(1_500);
       expect(polledAt).toBeLessThan(waiting.nextAttemptAt - 1_000);
+    } finally {
+      await engine.stop();
+    }
+  });
+  it("a running job taken from it without a word (another engine's lease on the same SQLite file) is polled once more at most, and nothing is written to it", async () => {
+    folder = tempDir();
+    const file = join(folder.path, "owned.db");
+    const store = await openSqliteStore(file);
+    const other = await openSqliteStore(file);
+    stores.push(store, other);
+    world = await startWorld([createDEmulator({ renderTimeMs: 120_000 })], { timeScale: 20 });
+    const clock = world.sandbox.clock;
+    const { engine, enqueue } = worldEngine(world, store, { virtualTime: true });
+    const job = await enqueue({ provider: "d", model: "gen-2-pro", input: { prompt: "a slow lighthouse", width: 256, height: 256 } }, "slow");
+    engine.start();
+    try {
+      // Polled while it renders (each poll's step writes its next due time), then taken by another engine.
+      await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.lastPendingElapsedMs !== null, "a poll found it rendering", 30_000);
+      const polls = () => world!.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url));
+      const takenAt = clock.now();
+      const taken = await other.updateJob(job.id, { state: "running" }, { leaseOwner: "engine_elsewhere", leaseExpiresAt: takenAt + 600_000, nextAttemptAt: takenAt + 600_000 }, takenAt);
+      expect(taken).not.toBeNull();
+      const before = polls().length;
+      // 30 s of the engine's clock: its own schedule would have polled the job several times (every 15% of its age).
+      await clock.sleep(30_000);
+      expect(polls().length - before).toBeLessThanOrEqual(1);
+      const after = (await other.getJob(job.id))!;
+      expect(after).toMatchObject({ state: "running", leaseOwner: "engine_elsewhere", nextAttemptAt: takenAt + 600_000, updatedAt: taken!.updatedAt });
     } finally {
       await engine.stop();
     }
