@@ -24,22 +24,31 @@ afterEach(async () => {
   world = folder = undefined;
 });
 
+/**
+ * An engine on one SQLite file working on a job D renders for two minutes, and a second store object on the same
+ * file (another process, which tells the engine nothing); the polls D received so far.
+ */
+async function slowJobStarted() {
+  folder = tempDir();
+  const file = join(folder.path, "owned.db");
+  const store = await openSqliteStore(file);
+  const other = await openSqliteStore(file);
+  stores.push(store, other);
+  const started = await startWorld([createDEmulator({ renderTimeMs: 120_000 })], { timeScale: 20 });
+  world = started;
+  const { engine, enqueue } = worldEngine(started, store, { virtualTime: true });
+  const job = await enqueue({ provider: "d", model: "gen-2-pro", input: { prompt: "a slow lighthouse", width: 256, height: 256 } }, "slow");
+  engine.start();
+  const polls = () => started.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url));
+  return { other, clock: started.sandbox.clock, engine, job, polls };
+}
+
 describe("the engine's own jobs' due times", () => {
   it("a job another process moves to now without a word is polled within an idle tick (500 ms of the engine's clock), not at the due time the engine set", async () => {
-    folder = tempDir();
-    const file = join(folder.path, "owned.db");
-    const store = await openSqliteStore(file);
-    const other = await openSqliteStore(file);
-    stores.push(store, other);
-    world = await startWorld([createDEmulator({ renderTimeMs: 120_000 })], { timeScale: 20 });
-    const clock = world.sandbox.clock;
-    const { engine, enqueue } = worldEngine(world, store, { virtualTime: true });
-    const job = await enqueue({ provider: "d", model: "gen-2-pro", input: { prompt: "a slow lighthouse", width: 256, height: 256 } }, "slow");
-    engine.start();
+    const { other, clock, engine, job, polls } = await slowJobStarted();
     try {
       // Polled while it renders: once the engine has set its next poll 3 s or more ahead, another process moves it.
       const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= 3_000, "a poll 3 s ahead", 30_000);
-      const polls = () => world!.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url));
       const before = polls().length;
       const movedAt = clock.now();
       expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: movedAt }, movedAt)).not.toBeNull();
@@ -51,21 +60,12 @@ describe("the engine's own jobs' due times", () => {
       await engine.stop();
     }
   });
+
   it("a running job taken from it without a word (another engine's lease on the same SQLite file) is polled once more at most, and nothing is written to it", async () => {
-    folder = tempDir();
-    const file = join(folder.path, "owned.db");
-    const store = await openSqliteStore(file);
-    const other = await openSqliteStore(file);
-    stores.push(store, other);
-    world = await startWorld([createDEmulator({ renderTimeMs: 120_000 })], { timeScale: 20 });
-    const clock = world.sandbox.clock;
-    const { engine, enqueue } = worldEngine(world, store, { virtualTime: true });
-    const job = await enqueue({ provider: "d", model: "gen-2-pro", input: { prompt: "a slow lighthouse", width: 256, height: 256 } }, "slow");
-    engine.start();
+    const { other, clock, engine, job, polls } = await slowJobStarted();
     try {
       // Polled while it renders (each poll's step writes its next due time), then taken by another engine.
       await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.lastPendingElapsedMs !== null, "a poll found it rendering", 30_000);
-      const polls = () => world!.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url));
       const takenAt = clock.now();
       const taken = await other.updateJob(job.id, { state: "running" }, { leaseOwner: "engine_elsewhere", leaseExpiresAt: takenAt + 600_000, nextAttemptAt: takenAt + 600_000 }, takenAt);
       expect(taken).not.toBeNull();
