@@ -154,6 +154,29 @@ async function freePort(): Promise<number> {
   return typeof address === "object" && address ? address.port : 0;
 }
 
+/**
+ * `serve` on a port picked here, since its public URL (where B's webhooks go) must name the port before it starts;
+ * started again on another port when something took that one between the pick and serve's listen (an outgoing
+ * connection of a test running beside it: CI saw EADDRINUSE). serve listens before its engine starts, so a start
+ * that failed sent nothing.
+ */
+async function startServe(env: Record<string, string>): Promise<{ serve: ChildProcess; finished: Promise<CliResult>; publicUrl: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const serve = startCli(["serve", "--port", String(port)], { env: { ...env, MEDIAGATE_PUBLIC_URL: publicUrl } });
+    const finished = collect(serve, 120_000);
+    try {
+      await waitForOutput(serve, /mediagate serve on /);
+      return { serve, finished, publicUrl };
+    } catch (error) {
+      const { stderr } = await finished;
+      if (attempt < 5 && /EADDRINUSE/.test(stderr)) continue;
+      throw error;
+    }
+  }
+}
+
 beforeAll(async () => {
   sandbox = await startSandbox({
     emulators: {
@@ -238,12 +261,8 @@ describe(`secrets never leave (${databaseUrl ? "PostgreSQL store with a password
   }, 180_000);
 
   it("serve: a B job with its signed webhook, a forged webhook, an unknown provider and /healthz: no secret in any answer or line", async () => {
-    const port = await freePort();
-    const publicUrl = `http://127.0.0.1:${port}`;
     const id = await queueJob("serve-b", JOBS.b!);
-    const serve = startCli(["serve", "--port", String(port)], { env: { ...env, MEDIAGATE_PUBLIC_URL: publicUrl } });
-    const finished = collect(serve, 120_000);
-    await waitForOutput(serve, /mediagate serve on /);
+    const { serve, finished, publicUrl } = await startServe(env);
     await untilTerminal([id], serve);
     // A job B fails with a message quoting the key: its signed delivery brings that status, which is then kept.
     emulators.b.failNextJobs(1, { code: "generation_failed", message: `the key ${SECRETS.MEDIAGATE_B_API_KEY} may not use this model` });
