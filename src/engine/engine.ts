@@ -95,6 +95,12 @@ const SETTLEMENT_READ_EVERY_MS = 500;
  */
 const HALTS_READ_EVERY_MS = 1_000;
 
+/** One of this engine's jobs as its own step last wrote it, and the count of words from outside by then (`wakes`). */
+interface OwnedJob {
+  job: Job;
+  wake: number;
+}
+
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
  * provider-specific: adapters say what a request needs (slots, rate windows,
@@ -172,12 +178,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    * What another process writes to one of its jobs (a webhook's nudge, a cancel) is read at the next tick after a
    * wake, and at least once an idle tick.
    */
-  private readonly owned = new Map<string, Job>();
+  private readonly owned = new Map<string, OwnedJob>();
   /**
-   * The jobs of `owned` written since the engine was last told something from outside (see `wake`): what another
-   * process may have done to the others (a webhook's nudge, a cancel) is only known by reading the store.
+   * Words from outside so far (see `wake`): a job of `owned` noted before the latest may have been moved by another
+   * process (a webhook's nudge, a cancel), which only the store knows.
    */
-  private readonly ownedSinceWake = new Set<string>();
+  private wakes = 0;
   /** The store may hold due times of this engine's jobs that `owned` lacks (it just started, or was woken from outside). */
   private ownedUnknown = true;
   private lastOwnedReadAt = Number.NEGATIVE_INFINITY;
@@ -399,7 +405,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.emptyQueues.clear();
     // Told from outside: another process may have queued work or moved one of this engine's jobs.
     this.ownedUnknown = true;
-    this.ownedSinceWake.clear();
+    this.wakes++;
     this.invalidateOthersDue();
     this.wakeLoop();
   }
@@ -407,12 +413,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   /** A job as one of this engine's steps (or its nudge) just wrote it: its next due time if it is still this engine's to track. */
   private noteJob(job: Job): void {
     if (job.leaseOwner === this.owner && (job.state === "running" || job.state === "capturing")) {
-      this.owned.set(job.id, job);
-      this.ownedSinceWake.add(job.id);
+      this.owned.set(job.id, { job, wake: this.wakes });
       return;
     }
     this.owned.delete(job.id);
-    this.ownedSinceWake.delete(job.id);
     // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
     if (job.state === "queued" || this.delivers() || this.settles) this.invalidateOthersDue();
   }
@@ -429,7 +433,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    */
   private nextOwnedDue(after: number): number | null {
     let soonest: number | null = null;
-    for (const [id, { nextAttemptAt: at }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.inFlight.has(id)) soonest = at;
+    for (const [id, { job: { nextAttemptAt: at } }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.inFlight.has(id)) soonest = at;
     return soonest;
   }
 
@@ -582,9 +586,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const task = work()
       .catch((error: unknown) => {
         failed = true;
-        // What the step wrote before it failed is not known here: the store says where its job is.
+        // What the step wrote before it failed is not known here: the store says where its job is (the row kept here
+        // still times the nap, but is not polled from).
         this.ownedUnknown = true;
-        this.ownedSinceWake.delete(job.id);
+        const known = this.owned.get(job.id);
+        if (known) known.wake = -1;
         if (this.abortController.signal.aborted) return;
         this.log.error({ jobId: job.id, err: error instanceof Error ? error.message : String(error) }, "job step failed unexpectedly");
       })
@@ -893,7 +899,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (!this.ownedReadNeeded(now)) return;
     this.ownedUnknown = false;
     this.lastOwnedReadAt = now;
-    const expected = [...this.owned].filter(([id, job]) => job.nextAttemptAt <= now && !this.busy(id));
+    const expected = [...this.owned].filter(([id, { job }]) => job.nextAttemptAt <= now && !this.busy(id));
     const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.busyIds);
     if (owned.length === OWNED_PAGE) this.tickCut = true;
     for (const job of owned) this.noteJob(job);
@@ -901,11 +907,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       // Due here, yet not due in the store (taken over after a lapsed lease, cancelled, moved by another process): the
       // store's due time stands, read when it comes.
       const read = new Set(owned.map((job) => job.id));
-      for (const [id, job] of expected) {
-        if (read.has(id) || this.owned.get(id) !== job || this.busy(id)) continue;
-        this.owned.delete(id);
-        this.ownedSinceWake.delete(id);
-      }
+      for (const [id, known] of expected) if (!read.has(id) && this.owned.get(id) === known && !this.busy(id)) this.owned.delete(id);
     }
     for (const job of owned) {
       if (this.stopping || this.busy(job.id)) continue;
@@ -917,8 +919,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    * Polls this engine's running jobs that are due by `now` as its own steps last wrote them, first in the tick and
    * without reading them back: reading their ids and rows (two round trips on PostgreSQL, behind the queue's read)
    * made a poll start 10 ms after its due time on average in a worker, and a late poll is a late hand-over of the
-   * slot. Only jobs written here since the last word from outside (`ownedSinceWake`: every wake, a webhook's nudge or
-   * another process's notice, may have moved any of them); the store is still read at least once an idle tick.
+   * slot. Only jobs noted since the last word from outside (`wakes`: every wake, a webhook's nudge or another
+   * process's notice, may have moved any of them); the store is still read at least once an idle tick.
    *
    * A job another process changed without a word (taken over after a lapsed lease, cancelled by a command on the
    * same SQLite file) is polled once more at most: every write of the poll's step expects the job running under this
@@ -927,16 +929,14 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    * their step downloads the result without a write before it.
    */
   private pollKnownDue(now: number): void {
-    for (const id of this.ownedSinceWake) {
-      const job = this.owned.get(id)!;
-      if (job.state !== "running" || job.nextAttemptAt > now || this.busy(id)) continue;
-      if (this.stopping) return;
+    if (this.stopping) return;
+    for (const [id, { job, wake }] of this.owned) {
+      if (wake !== this.wakes || job.state !== "running" || job.nextAttemptAt > now || this.busy(id)) continue;
       if (this.inFlight.size >= this.maxInFlight) {
         this.tickCut = true;
         return;
       }
       this.owned.delete(id);
-      this.ownedSinceWake.delete(id);
       this.spawn(job, () => trackJob(this.context, job), false);
     }
   }
@@ -947,7 +947,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    */
   private ownedReadNeeded(now: number): boolean {
     if (this.ownedUnknown || now - this.lastOwnedReadAt >= this.idleTickMs) return true;
-    for (const [id, job] of this.owned) if (job.nextAttemptAt <= now && !this.busy(id)) return true;
+    for (const [id, { job }] of this.owned) if (job.nextAttemptAt <= now && !this.busy(id)) return true;
     return false;
   }
 
