@@ -6,6 +6,7 @@ import type { Job } from "../../src/core/job.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { Store } from "../../src/store/store.js";
 import { collect, runCli, startCli } from "../helpers/cli.js";
+import { waitForOutput } from "../helpers/cli-output.js";
 import { D_KEY, type DWorld, sha256File, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
 
@@ -139,12 +140,9 @@ describe("mediagate serve", () => {
     const longJob = await queue(world, "long");
 
     const server = startCli(["serve", "--port", "0", "--json"], { env: world.env });
-    const stopped = collect(server, 30_000);
-    let stdout = "";
-    server.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    const deadline = Date.now() + 15_000;
-    while (!stdout.includes("\n") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    const { url } = JSON.parse(stdout.split("\n")[0]!) as { url: string };
+    const stopped = collect(server, 50_000);
+    const [statusLine] = await waitForOutput(server, /^\{.*\}$/m, 30_000);
+    const { url } = JSON.parse(statusLine) as { url: string };
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);

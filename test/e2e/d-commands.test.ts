@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { collect, runCli, startCli } from "../helpers/cli.js";
+import { waitForOutput } from "../helpers/cli-output.js";
 import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
 
@@ -100,14 +101,13 @@ describe("mediagate jobs, show, cancel and worker", () => {
 
   it("sandbox prints the export lines that point mediagate at it", async () => {
     const child = startCli(["sandbox", "--port", "0"], { env: {} });
-    let stdout = "";
-    child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    const deadline = Date.now() + 15_000;
-    while (!stdout.includes("MEDIAGATE_D_API_KEY") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    const done = collect(child, 10_000);
+    const done = collect(child, 50_000);
+    // Waits for the line itself, or the process's end (a fixed 15 s once ran out on a loaded CI machine with nothing printed).
+    await waitForOutput(child, /^export MEDIAGATE_D_API_KEY=.*\n/m, 40_000);
     child.kill("SIGINT");
-    await done;
+    const { stdout, code, stderr } = await done;
+    expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^export MEDIAGATE_D_BASE_URL=http:\/\/127\.0\.0\.1:\d+\/d$/m);
     expect(stdout).toMatch(/^export MEDIAGATE_D_API_KEY=/m);
-  });
+  }, 60_000);
 });
