@@ -1,9 +1,10 @@
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ScaledClock } from "../../src/core/clock.js";
 import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { pngSize, renderPng } from "../../src/sandbox/media/png.js";
+import { pngSize, renderPng, renderPngAsync } from "../../src/sandbox/media/png.js";
 import { SignedUrls } from "../../src/sandbox/signed-url.js";
 
 let sandbox: Sandbox | undefined;
@@ -18,6 +19,22 @@ describe("sandbox framework", () => {
     expect(pngSize(first)).toEqual({ width: 96, height: 64 });
     expect(renderPng(96, 64, "a red fox", 7).equals(first)).toBe(true);
     expect(renderPng(96, 64, "a red fox", 8).equals(first)).toBe(false);
+  });
+
+  it("draws the same images as earlier versions (a user's fixtures may hold their hashes), and the result hosts' off-thread render gives the same bytes", async () => {
+    // sha256 of the bytes the first implementation drew (every pixel tested against every disc), kept when its drawing
+    // was made cheaper: a disc is drawn over its span only, the gradient computed once per diagonal.
+    const earlier: Array<[number, number, string, number, string]> = [
+      [96, 64, "a red fox", 7, "cdcdb3d3ab05337de0853e67749c1203818f81d7f19fda3a58b95031c23c583a"],
+      [256, 256, "scale image 1", 1, "b7cbfff7ed87925379a06d74c6c4fbd0d6daf83bf49abf62a3c8fc9374eef026"],
+      [1, 1, "x", 1, "d53c8e93fe7aa58e41daee1b6009e136c3b09ecd3387afefb5ca120a3c0c3bd1"],
+    ];
+    for (const [width, height, prompt, seed, sha256] of earlier) {
+      expect(createHash("sha256").update(renderPng(width, height, prompt, seed)).digest("hex"), `${width}x${height}`).toBe(sha256);
+    }
+    for (const [width, height] of [[96, 64], [1, 1], [7, 300], [513, 17]] as const) {
+      expect((await renderPngAsync(width, height, "async", 3)).equals(renderPng(width, height, "async", 3)), `${width}x${height}`).toBe(true);
+    }
   });
 
   it("listens on loopback only and logs every request", async () => {

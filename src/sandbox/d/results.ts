@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { SandboxContext } from "../context.js";
-import { renderPng } from "../media/png.js";
+import { renderPngAsync } from "../media/png.js";
 import { DApiError } from "./errors.js";
 import { readyAtOrNull, type DJobRecord } from "./jobs.js";
 
@@ -48,7 +48,7 @@ export class DResults {
       if (!job || readyAtOrNull(job, this.context.clock.now()) === null) throw new DApiError(404, "not_found", "no such result");
       if (request.method === "GET") job.downloads += 1;
       const { width, height } = job.request.outputSize;
-      return reply.header("content-type", "image/png").send(renderPng(width, height, job.request.prompt, job.seed));
+      return reply.header("content-type", "image/png").send(await renderPngAsync(width, height, job.request.prompt, job.seed));
     });
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { SandboxContext } from "../context.js";
-import { renderPng } from "../media/png.js";
+import { renderPngAsync } from "../media/png.js";
 import { EApiError } from "./errors.js";
 import type { EJobRecord, EJobStore } from "./jobs.js";
 
@@ -13,8 +13,6 @@ function imagePath(job: EJobRecord, index: number): string {
 
 /** spec E status responses: images are under `result.outputs[].image.url`; real PNGs behind signed, expiring links. */
 export class EResults {
-  private readonly rendered = new Map<string, Buffer>();
-
   constructor(
     private readonly context: SandboxContext,
     private readonly jobs: EJobStore,
@@ -46,12 +44,7 @@ export class EResults {
         const seed = job?.request.seeds[index];
         if (!job || seed === undefined) throw new EApiError(404, "not_found", "no such image");
         job.downloads.push({ index, at: this.context.clock.now() });
-        let bytes = this.rendered.get(path);
-        if (!bytes) {
-          const prompt = job.request.prompt ?? job.altText;
-          bytes = renderPng(job.request.size.width, job.request.size.height, prompt, seed);
-          this.rendered.set(path, bytes);
-        }
+        const bytes = await renderPngAsync(job.request.size.width, job.request.size.height, job.request.prompt ?? job.altText, seed);
         return reply.header("content-type", "image/png").send(bytes);
       },
     );

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { SandboxContext } from "../context.js";
-import { renderPng } from "../media/png.js";
+import { renderPngAsync } from "../media/png.js";
 import { FApiError } from "./errors.js";
 import type { FGenerationPayload, FGenerationRecord, FGenerationStore } from "./generations.js";
 
@@ -10,8 +10,6 @@ function imagePath(generation: FGenerationRecord, index: number): string {
 
 /** Payloads with signed, expiring image links, and the real PNGs behind them. */
 export class FResults {
-  private readonly rendered = new Map<string, Buffer>();
-
   constructor(
     private readonly context: SandboxContext,
     private readonly generations: FGenerationStore,
@@ -54,12 +52,8 @@ export class FResults {
         const seed = generation?.request.seeds[index];
         if (!generation || seed === undefined) throw new FApiError(404, "not_found", "no such image");
         generation.downloads.push({ index, at: this.context.clock.now() });
-        let bytes = this.rendered.get(path);
-        if (!bytes) {
-          const { width, height } = generation.request.resolution;
-          bytes = renderPng(width, height, generation.request.prompt, seed);
-          this.rendered.set(path, bytes);
-        }
+        const { width, height } = generation.request.resolution;
+        const bytes = await renderPngAsync(width, height, generation.request.prompt, seed);
         return reply.header("content-type", "image/png").send(bytes);
       },
     );
