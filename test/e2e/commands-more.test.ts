@@ -141,7 +141,7 @@ describe("mediagate serve", () => {
 
     const server = startCli(["serve", "--port", "0", "--json"], { env: world.env });
     const stopped = collect(server, 50_000);
-    const [statusLine] = await waitForOutput(server, /^\{.*\}$/m, 30_000);
+    const [statusLine] = await waitForOutput(server, /^\{"url":.*\}$/m, 30_000);
     const { url } = JSON.parse(statusLine) as { url: string };
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const health = await fetch(`${url}/healthz`);

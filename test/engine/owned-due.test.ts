@@ -2,7 +2,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { OutputWriter } from "../../src/outputs/local-folder.js";
 import type { Store } from "../../src/store/store.js";
+import { fullDiskFor } from "../helpers/full-disk.js";
 import { tempDir } from "../helpers/stores.js";
 import { storedJobWhen, until } from "../helpers/until.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";
@@ -13,6 +15,7 @@ import { startWorld, type World, worldEngine } from "../helpers/world.js";
 // sandbox D, real SQLite (two store objects on one file, as two processes), virtual time at scale 20.
 
 const D_POLL_PATH = /^\/d-poll\//;
+const D_RESULT_PATH = /^\/d-results\//;
 
 let world: World | undefined;
 const stores: Store[] = [];
@@ -28,19 +31,19 @@ afterEach(async () => {
  * An engine on one SQLite file working on a job D renders for two minutes, and a second store object on the same
  * file (another process, which tells the engine nothing); the polls D received so far.
  */
-async function slowJobStarted() {
+async function slowJobStarted(options: { renderTimeMs: number; outputs?: OutputWriter; idleTickMs?: number; timeScale?: number } = { renderTimeMs: 120_000 }) {
   folder = tempDir();
   const file = join(folder.path, "owned.db");
   const store = await openSqliteStore(file);
   const other = await openSqliteStore(file);
   stores.push(store, other);
-  const started = await startWorld([createDEmulator({ renderTimeMs: 120_000 })], { timeScale: 20 });
+  const started = await startWorld([createDEmulator({ renderTimeMs: options.renderTimeMs })], { timeScale: options.timeScale ?? 20 });
   world = started;
-  const { engine, enqueue } = worldEngine(started, store, { virtualTime: true });
+  const { engine, enqueue } = worldEngine(started, store, { virtualTime: true, ...(options.outputs ? { outputs: options.outputs } : {}), ...(options.idleTickMs ? { idleTickMs: options.idleTickMs } : {}) });
   const job = await enqueue({ provider: "d", model: "gen-2-pro", input: { prompt: "a slow lighthouse", width: 256, height: 256 } }, "slow");
   engine.start();
-  const polls = () => started.sandbox.requests().filter((request) => D_POLL_PATH.test(request.url));
-  return { other, clock: started.sandbox.clock, engine, job, polls };
+  const requests = (path: RegExp) => started.sandbox.requests().filter((request) => path.test(request.url));
+  return { other, clock: started.sandbox.clock, engine, job, polls: () => requests(D_POLL_PATH), downloads: () => requests(D_RESULT_PATH) };
 }
 
 describe("the engine's own jobs' due times", () => {
@@ -75,6 +78,60 @@ describe("the engine's own jobs' due times", () => {
       expect(polls().length - before).toBeLessThanOrEqual(1);
       const after = (await other.getJob(job.id))!;
       expect(after).toMatchObject({ state: "running", leaseOwner: "engine_elsewhere", nextAttemptAt: takenAt + 600_000, updatedAt: taken!.updatedAt });
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it("a job another process moves to now with a word (a webhook's nudge, another process's notice) is read and polled at once, not after an idle tick", async () => {
+    // An idle tick of 20 s, so that a poll only the tick's read would find comes long after the word; virtual time at
+    // scale 10, so that "at once" has room on a loaded machine.
+    const { other, clock, engine, job, polls } = await slowJobStarted({ renderTimeMs: 120_000, idleTickMs: 20_000, timeScale: 10 });
+    try {
+      // D's polls are at most 5 s apart.
+      const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= 4_000, "a poll 4 s ahead", 20_000);
+      const before = polls().length;
+      const movedAt = clock.now();
+      expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: movedAt }, movedAt)).not.toBeNull();
+      engine.wake();
+      await until(() => polls().length > before, "the moved job's poll", 20_000);
+      // Not at the due time the engine had set (what it would do without reading the store after the word).
+      expect(polls()[before]!.at - movedAt).toBeLessThan((waiting.nextAttemptAt - movedAt) / 2);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it("a running job is polled at the due time its own step set, as that step wrote it, not read back: moved later by another process without a word, it is still polled then", async () => {
+    const { other, clock, engine, job, polls } = await slowJobStarted();
+    try {
+      const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= 3_000, "a poll 3 s ahead", 30_000);
+      const before = polls().length;
+      const movedAt = clock.now();
+      expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: movedAt + 3_600_000 }, movedAt)).not.toBeNull();
+      // Read back from the store (its row says an hour from now), the job would not be polled before then.
+      await until(() => polls().length > before, "the job's poll at its own due time", 20_000);
+      expect(polls()[before]!.at).toBeGreaterThanOrEqual(waiting.nextAttemptAt);
+      expect(polls()[before]!.at).toBeLessThan(waiting.nextAttemptAt + 1_500);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it("a capturing job (its result refused by a full disk, saved again in 30 s) taken by another engine without a word is not downloaded again by this one: only a running job is polled from memory", async () => {
+    const { other, clock, engine, job, downloads } = await slowJobStarted({ renderTimeMs: 2_000, outputs: fullDiskFor(1_000) });
+    try {
+      const refused = await storedJobWhen(other, job.id, (stored) => stored.state === "capturing" && stored.blockedCode === "output_unwritable", "a save refused", 30_000);
+      expect(refused.nextAttemptAt - clock.now()).toBeGreaterThan(20_000);
+      const takenAt = clock.now();
+      const taken = await other.updateJob(job.id, { state: "capturing" }, { leaseOwner: "engine_elsewhere", leaseExpiresAt: takenAt + 600_000, nextAttemptAt: takenAt + 600_000 }, takenAt);
+      expect(taken).not.toBeNull();
+      const before = downloads().length;
+      expect(before).toBe(1);
+      // Past the 30 s after which this engine would have saved it again: a download of a result is never free (A).
+      await clock.sleep(45_000);
+      expect(downloads().length).toBe(before);
+      expect((await other.getJob(job.id))!).toMatchObject({ state: "capturing", leaseOwner: "engine_elsewhere", updatedAt: taken!.updatedAt });
     } finally {
       await engine.stop();
     }
