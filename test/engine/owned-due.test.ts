@@ -46,15 +46,26 @@ async function slowJobStarted(options: { renderTimeMs: number; outputs?: OutputW
   return { other, clock: started.sandbox.clock, engine, job, polls: () => requests(D_POLL_PATH), downloads: () => requests(D_RESULT_PATH) };
 }
 
+/**
+ * Once the engine has polled the job and set its next poll `aheadMs` or more ahead, another process (the second store
+ * object) moves that poll to `to(now)`, telling the engine nothing. Returns the engine's own due time, the polls D had
+ * received by then, and when the move was made.
+ */
+async function moveOncePolled(started: Awaited<ReturnType<typeof slowJobStarted>>, aheadMs: number, to: (now: number) => number) {
+  const { other, clock, job, polls } = started;
+  const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= aheadMs, `a poll ${aheadMs / 1_000} s ahead`, 30_000);
+  const before = polls().length;
+  const movedAt = clock.now();
+  expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: to(movedAt) }, movedAt)).not.toBeNull();
+  return { waiting, before, movedAt };
+}
+
 describe("the engine's own jobs' due times", () => {
   it("a job another process moves to now without a word is polled within an idle tick (500 ms of the engine's clock), not at the due time the engine set", async () => {
-    const { other, clock, engine, job, polls } = await slowJobStarted();
+    const started = await slowJobStarted();
+    const { engine, polls } = started;
     try {
-      // Polled while it renders: once the engine has set its next poll 3 s or more ahead, another process moves it.
-      const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= 3_000, "a poll 3 s ahead", 30_000);
-      const before = polls().length;
-      const movedAt = clock.now();
-      expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: movedAt }, movedAt)).not.toBeNull();
+      const { waiting, before, movedAt } = await moveOncePolled(started, 3_000, (now) => now);
       await until(() => polls().length > before, "the moved job's poll", 10_000);
       const polledAt = polls()[before]!.at;
       expect(polledAt - movedAt).toBeLessThan(1_500);
@@ -86,13 +97,11 @@ describe("the engine's own jobs' due times", () => {
   it("a job another process moves to now with a word (a webhook's nudge, another process's notice) is read and polled at once, not after an idle tick", async () => {
     // An idle tick of 20 s, so that a poll only the tick's read would find comes long after the word; virtual time at
     // scale 10, so that "at once" has room on a loaded machine.
-    const { other, clock, engine, job, polls } = await slowJobStarted({ renderTimeMs: 120_000, idleTickMs: 20_000, timeScale: 10 });
+    const started = await slowJobStarted({ renderTimeMs: 120_000, idleTickMs: 20_000, timeScale: 10 });
+    const { engine, polls } = started;
     try {
       // D's polls are at most 5 s apart.
-      const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= 4_000, "a poll 4 s ahead", 20_000);
-      const before = polls().length;
-      const movedAt = clock.now();
-      expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: movedAt }, movedAt)).not.toBeNull();
+      const { waiting, before, movedAt } = await moveOncePolled(started, 4_000, (now) => now);
       engine.wake();
       await until(() => polls().length > before, "the moved job's poll", 20_000);
       // Not at the due time the engine had set (what it would do without reading the store after the word).
@@ -103,12 +112,10 @@ describe("the engine's own jobs' due times", () => {
   });
 
   it("a running job is polled at the due time its own step set, as that step wrote it, not read back: moved later by another process without a word, it is still polled then", async () => {
-    const { other, clock, engine, job, polls } = await slowJobStarted();
+    const started = await slowJobStarted();
+    const { engine, polls } = started;
     try {
-      const waiting = await storedJobWhen(other, job.id, (stored) => stored.state === "running" && stored.nextAttemptAt - clock.now() >= 3_000, "a poll 3 s ahead", 30_000);
-      const before = polls().length;
-      const movedAt = clock.now();
-      expect(await other.updateJob(job.id, { state: "running" }, { nextAttemptAt: movedAt + 3_600_000 }, movedAt)).not.toBeNull();
+      const { waiting, before } = await moveOncePolled(started, 3_000, (now) => now + 3_600_000);
       // Read back from the store (its row says an hour from now), the job would not be polled before then.
       await until(() => polls().length > before, "the job's poll at its own due time", 20_000);
       expect(polls()[before]!.at).toBeGreaterThanOrEqual(waiting.nextAttemptAt);
