@@ -3,6 +3,8 @@ import { promisify } from "node:util";
 import { crc32, deflate, deflateSync } from "node:zlib";
 
 const deflateAsync = promisify(deflate);
+/** Both renders compress alike: the result hosts' bytes are `renderPng`'s. */
+const COMPRESSION = { level: 6 };
 
 /** A small deterministic generator (mulberry32), seeded from prompt and seed. */
 function generator(seedText: string): () => number {
@@ -32,7 +34,7 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
  * gradient with a few discs. The same prompt and seed give the same bytes.
  */
 export function renderPng(width: number, height: number, prompt: string, seed: number): Buffer {
-  return pngOf(width, height, deflateSync(pixelRows(width, height, prompt, seed), { level: 6 }));
+  return pngOf(width, height, deflateSync(pixelRows(width, height, prompt, seed), COMPRESSION));
 }
 
 /**
@@ -42,7 +44,7 @@ export function renderPng(width: number, height: number, prompt: string, seed: n
  * each, held the submits and polls that came with them for about 70 ms).
  */
 export async function renderPngAsync(width: number, height: number, prompt: string, seed: number): Promise<Buffer> {
-  return pngOf(width, height, await deflateAsync(pixelRows(width, height, prompt, seed), { level: 6 }));
+  return pngOf(width, height, await deflateAsync(pixelRows(width, height, prompt, seed), COMPRESSION));
 }
 
 /**
