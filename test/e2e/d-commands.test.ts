@@ -102,7 +102,7 @@ describe("mediagate jobs, show, cancel and worker", () => {
   it("sandbox prints the export lines that point mediagate at it", async () => {
     const child = startCli(["sandbox", "--port", "0"], { env: {} });
     const done = collect(child, 50_000);
-    // Waits for the line itself, or the process's end (a fixed 15 s once ran out on a loaded CI machine with nothing printed).
+    // Waits for the line itself, or the process's end (a fixed 15 s once ran out on CI with nothing printed, for a cause not found).
     await waitForOutput(child, /^export MEDIAGATE_D_API_KEY=.*\n/m, 40_000);
     child.kill("SIGINT");
     const { stdout, code, stderr } = await done;
