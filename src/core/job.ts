@@ -1,4 +1,4 @@
-import type { ProviderId } from "../providers/adapter.js";
+import type { ProviderId } from "./provider-id.js";
 import type { MediaFacts } from "./media-facts.js";
 
 /**

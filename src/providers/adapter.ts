@@ -1,9 +1,9 @@
 import type { Clock } from "../core/clock.js";
 import type { CommonCapabilities, CommonMapping, CommonRequest } from "../core/common-request.js";
+import type { ProviderId, RateWindow } from "../core/provider-id.js";
 import type { ProviderHttp } from "./http.js";
 
-export type ProviderId = "a" | "b" | "c" | "d" | "e" | "f";
-export const PROVIDER_IDS: readonly ProviderId[] = ["a", "b", "c", "d", "e", "f"];
+export { PROVIDER_IDS, type ProviderId, type RateWindow } from "../core/provider-id.js";
 
 /** What a user asks for, before validation: native fields of the provider in `input`. */
 export interface JobRequest {
@@ -43,13 +43,6 @@ export interface ValidatedRequest {
 export interface Estimate {
   microUsd: number | null;
   source: string;
-}
-
-export interface RateWindow {
-  /** Shared by every request to one provider account, e.g. `e:org` or `a:standard`. */
-  key: string;
-  limit: number;
-  windowMs: number;
 }
 
 export interface ProviderLimits {

@@ -1,7 +1,7 @@
 import { type Compilable, type CompiledQuery, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, type Updateable, sql } from "kysely";
 import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
-import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../providers/adapter.js";
+import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../core/provider-id.js";
 import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNumberOrNull } from "./rows.js";
 import { refRange } from "./ref-prefix.js";
 import type { Database, JobsTable } from "./schema.js";

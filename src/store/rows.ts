@@ -1,6 +1,6 @@
 import type { Job, JobOutput, JobRoute } from "../core/job.js";
 import type { MediaFacts } from "../core/media-facts.js";
-import type { ProviderId } from "../providers/adapter.js";
+import type { ProviderId } from "../core/provider-id.js";
 import type { JobsTable, OutputsTable } from "./schema.js";
 import type { JobPatch } from "./store.js";
 

@@ -1,5 +1,5 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
-import type { ProviderId, RateWindow } from "../providers/adapter.js";
+import type { ProviderId, RateWindow } from "../core/provider-id.js";
 
 /** See `Store.nextDueAt`: null where nothing is due later. */
 export interface NextDue {
