@@ -3,7 +3,7 @@ import { InvalidArgumentError, type JSONObject, type SharedV3Warning } from "@ai
 import { isTerminal, type Job, type JobOutput } from "../core/job.js";
 import { readOutput } from "../outputs/by-location.js";
 import { OutputReadError } from "../outputs/read-error.js";
-import type { CommonSubmitRequest, Mediagate } from "../index.js";
+import type { CommonSubmitRequest, Mediagate } from "../app/mediagate.js";
 import { MediagateJobError, MediagateWaitAbortedError } from "./errors.js";
 import { targetOf } from "./target.js";
 

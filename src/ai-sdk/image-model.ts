@@ -1,5 +1,5 @@
 import { UnsupportedFunctionalityError, type ImageModelV3, type ImageModelV3CallOptions, type SharedV3Warning } from "@ai-sdk/provider";
-import type { CommonSubmitRequest } from "../index.js";
+import type { CommonSubmitRequest } from "../app/mediagate.js";
 import { outputMetadata, runCallJobs } from "./call-jobs.js";
 import { imageInputOf } from "./files.js";
 import { headerWarnings } from "./headers.js";

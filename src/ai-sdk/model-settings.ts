@@ -1,4 +1,4 @@
-import type { Mediagate } from "../index.js";
+import type { Mediagate } from "../app/mediagate.js";
 
 /** What a model of the provider needs from it. */
 export interface ModelSettings {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, NoSuchModelError, type ProviderV3 } from "@ai-sdk/provider";
 import { MediagateError } from "../core/errors.js";
-import { Mediagate, type MediagateOptions } from "../index.js";
+import { Mediagate, type MediagateOptions } from "../app/mediagate.js";
 import { MediagateImageModel } from "./image-model.js";
 import type { ModelSettings } from "./model-settings.js";
 import { checkTarget, type MediagateTarget } from "./target.js";

@@ -2,7 +2,7 @@ import { NoSuchModelError } from "@ai-sdk/provider";
 import { InputError } from "../core/errors.js";
 import { parseTarget, type RouteBy } from "../engine/route.js";
 import type { Job } from "../core/job.js";
-import type { CommonSubmitRequest } from "../index.js";
+import type { CommonSubmitRequest } from "../app/mediagate.js";
 import type { MediagateCallOptions } from "./provider-options.js";
 
 /**

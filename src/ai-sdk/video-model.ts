@@ -6,7 +6,7 @@ import {
   type SharedV3Warning,
 } from "@ai-sdk/provider";
 import type { ImageInput } from "../core/common-request.js";
-import type { CommonSubmitRequest } from "../index.js";
+import type { CommonSubmitRequest } from "../app/mediagate.js";
 import { outputMetadata, runCallJobs } from "./call-jobs.js";
 import { imageInputOf, type SdkFile } from "./files.js";
 import { headerWarnings } from "./headers.js";

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { ConfigError, InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
 import type { BAccount, BAdapter } from "../providers/b/index.js";
-import { createRuntime, type GlobalOptions, type Runtime } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
+import type { Runtime } from "../app/runtime.js";
 
 /** B's account operations over the engine's HTTP path (rate token, URL checks, redaction). */
 async function bAccount(runtime: Runtime): Promise<BAccount> {
@@ -29,7 +30,7 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
     .option("--search <text>", "only operations whose id or text fields contain this")
     .action(async (flags: { search?: string }) => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const list = await (await bAccount(runtime)).listCatalog(flags.search ? { search: flags.search } : {});
         print(Boolean(options.json), { recognized: list.recognized, operations: list.entries.map((entry) => entry.raw) }, () =>
@@ -49,7 +50,7 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
     .argument("<api_id>", "vendor/model/function, slashes literal")
     .action(async (apiId: string) => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const record = await (await bAccount(runtime)).catalogRecord(apiId);
         if (!record) throw new InputError("API_ID", `B has no operation "${apiId}"`, "an api_id from `mediagate catalog`");
@@ -80,7 +81,7 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
     .description("B's prepaid balance, beside what the local ledger recorded for B")
     .action(async () => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const balance = await (await bAccount(runtime)).balance();
         const ledger = await (await runtime.store()).ledgerTotal({ provider: "b" });
@@ -99,7 +100,7 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
     .requiredOption("--to <date>", "last day, YYYY-MM-DD (inclusive)")
     .action(async (flags: { from: string; to: string }) => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const report = await (await bAccount(runtime)).spend({ from: flags.from, to: flags.to });
         const fromMs = Date.parse(`${report.from}T00:00:00Z`);
@@ -137,7 +138,7 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
     .argument("<id>", "job id or ref")
     .action(async (id: string) => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const store = await runtime.store();
         const job = await store.findJob(id);

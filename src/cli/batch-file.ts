@@ -4,7 +4,7 @@ import { InputError } from "../core/errors.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { REF_ALLOWED, refProblem } from "../core/ref.js";
 import { PROVIDER_IDS, type JobRequest } from "../providers/adapter.js";
-import { readImageAs, readImages } from "./prepare.js";
+import { readImageAs, readImages } from "../app/local-images.js";
 import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 
 /** One native line of a batch file: `{"ref", "provider", "model", "input": {native fields}}`. (A line with `task` is a common request.) */

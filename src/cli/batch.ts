@@ -6,10 +6,11 @@ import { formatMicroUsd } from "../core/money.js";
 import type { ProviderId } from "../providers/adapter.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
-import { checkOutputFolder, enqueue, type EnqueueOptions, type EnqueueResult, prepareJob, PreparedInputError, type PreparedJob } from "./prepare.js";
+import { checkOutputFolder, enqueue, type EnqueueOptions, type EnqueueResult, prepareJob, PreparedInputError, type PreparedJob } from "../app/prepare.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
-import { createRuntime, type GlobalOptions, type Runtime } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
+import type { Runtime } from "../app/runtime.js";
 
 /** Validates and estimates every line; reports all problems together, before anything is stored. */
 export async function prepareBatch(runtime: Runtime, file: string): Promise<PreparedJob[]> {
@@ -48,7 +49,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
     .action(async (file: string, flags: { out?: string; allowUnpriced?: boolean }) => {
       const options = globals();
       const json = Boolean(options.json);
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         // Everything local is checked before anything is queued or sent.
         const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);

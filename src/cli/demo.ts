@@ -7,10 +7,10 @@ import { maskStoreAddress } from "../core/store-address.js";
 import type { JobRequest } from "../providers/adapter.js";
 import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { EXIT } from "./exit-codes.js";
-import { enqueue, prepareJob, type PreparedJob } from "./prepare.js";
+import { enqueue, prepareJob, type PreparedJob } from "../app/prepare.js";
 import { routeText } from "./generate.js";
 import { runJobs, summaryText } from "./run-jobs.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 /**
  * The sandbox runs this many times faster than real time, and the demo's
@@ -78,7 +78,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         renderMs: { a: renderMs, b: renderMs, c: renderMs, d: { minMs: 15_000, maxMs: 35_000 }, e: renderMs, f: renderMs },
       });
       // The demo points every provider at the sandbox explicitly; real runs never fall back to it.
-      const runtime = createRuntime(options, { ...sandbox.environment }, { clock: sandbox.clock });
+      const runtime = runtimeOf(options, { ...sandbox.environment }, { clock: sandbox.clock });
       try {
         if (!json) {
           process.stderr.write(`mediagate demo: built-in sandbox on ${sandbox.url}, store ${maskStoreAddress(runtime.config.store)}, outputs in ${runtime.config.outputDir}\n`);

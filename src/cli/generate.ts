@@ -10,11 +10,12 @@ import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
 import { agreeingFlag } from "./flag-agreement.js";
 import { resolveOutputLocation } from "../outputs/location.js";
-import { jobJson } from "./job-json.js";
-import { checkOutputFolder, enqueue, prepareJob, readImageAs, readImages, type PreparedJob } from "./prepare.js";
+import { jobJson } from "../app/job-view.js";
+import { checkOutputFolder, enqueue, prepareJob, type PreparedJob } from "../app/prepare.js";
+import { readImageAs, readImages } from "../app/local-images.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 export interface RequestFlags {
   provider?: string;
@@ -234,7 +235,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
     .option("--allow-unpriced", "run even when the job has no price and a budget is set (its charge is counted once known; the budget is then no guarantee)")
     .action(async (flags: RequestFlags & { ref?: string; out?: string; allowUnpriced?: boolean }) => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const request = requestFromFlags(flags);
         // Everything local is checked before anything is queued or sent.

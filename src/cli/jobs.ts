@@ -4,8 +4,8 @@ import { JOB_STATES, type JobState } from "../core/job.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { validateRefPrefix } from "../core/ref.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
-import { costText, jobJson } from "./job-json.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { costText, jobJson } from "../app/job-view.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 export function registerJobs(program: Command, globals: () => GlobalOptions): void {
   program
@@ -26,7 +26,7 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
       }
       if (!/^\d+$/.test(flags.limit)) throw new InputError("--limit", "must be a whole number", "1 or more");
       if (flags.refPrefix !== undefined) validateRefPrefix(flags.refPrefix, "--ref-prefix");
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const store = await runtime.store();
         const jobs = await store.listJobs({

@@ -16,7 +16,7 @@ import { registerModels } from "./models.js";
 import { registerPlan } from "./plan.js";
 import { registerQuote } from "./quote.js";
 import { registerResubmit } from "./resubmit.js";
-import type { GlobalOptions } from "./runtime.js";
+import type { GlobalOptions } from "./globals.js";
 import { registerSandbox } from "./sandbox.js";
 import { registerShow } from "./show.js";
 import { registerToken } from "./token.js";

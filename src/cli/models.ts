@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { COMMON_TASKS, type CommonCapabilities, type CommonTask } from "../core/common-request.js";
 import { InputError } from "../core/errors.js";
 import { PROVIDER_IDS, type ProviderAdapter, type ProviderId } from "../providers/adapter.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 /** One target of a common request: `d/gen-2-pro`, or how a provider without a published list names its models. */
 interface TargetRow {
@@ -50,7 +50,7 @@ export function registerModels(program: Command, globals: () => GlobalOptions): 
         throw new InputError("--task", `unknown task "${flags.task}"`, COMMON_TASKS.join(", "));
       }
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       const providers = flags.provider ? [flags.provider as ProviderId] : [...PROVIDER_IDS];
       if (flags.task !== undefined) {
         const rows = providers.flatMap((id) => {

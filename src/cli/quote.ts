@@ -2,8 +2,8 @@ import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { prepareBatch } from "./batch.js";
 import { addRequestFlags, requestFromFlags, routeText, type RequestFlags } from "./generate.js";
-import { prepareJob, routeJson, type PreparedJob } from "./prepare.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { prepareJob, routeJson, type PreparedJob } from "../app/prepare.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 export function registerQuote(program: Command, globals: () => GlobalOptions): void {
   const command = program
@@ -16,7 +16,7 @@ export function registerQuote(program: Command, globals: () => GlobalOptions): v
   });
   command.option("--file <file>", "a batch file to quote instead of flags").action(async (flags: RequestFlags & { file?: string }) => {
     const options = globals();
-    const runtime = createRuntime(options);
+    const runtime = runtimeOf(options);
     try {
       const prepared: PreparedJob[] = flags.file
         ? await prepareBatch(runtime, flags.file)

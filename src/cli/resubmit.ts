@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 export function registerResubmit(program: Command, globals: () => GlobalOptions): void {
   program
@@ -8,7 +8,7 @@ export function registerResubmit(program: Command, globals: () => GlobalOptions)
     .description("queue an unknown_submission job again (it may be charged twice if the first submit was accepted)")
     .argument("<id>", "job id or ref")
     .action(async (id: string) => {
-      const runtime = createRuntime(globals());
+      const runtime = runtimeOf(globals());
       try {
         const store = await runtime.store();
         const job = await store.findJob(id);

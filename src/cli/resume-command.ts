@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import { formatMicroUsd } from "../core/money.js";
 import { resolveOutputLocation } from "../outputs/location.js";
-import type { GlobalOptions, Runtime } from "./runtime.js";
+import type { GlobalOptions } from "./globals.js";
+import type { Runtime } from "../app/runtime.js";
 
 /** One argument as a POSIX shell reads it back: bare when it is plain, single-quoted otherwise. */
 export function shellQuote(argument: string): string {

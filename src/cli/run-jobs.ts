@@ -5,8 +5,8 @@ import { escapeUnprintable } from "../core/printable.js";
 import { chargeUnsettled, outcomesInPages, type WaitCounts, waitForFirstNotifications, waitForJobs, waitForSettlement } from "../engine/wait.js";
 import type { JobOutcome, JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
-import { costText, jobJson } from "./job-json.js";
-import type { Runtime } from "./runtime.js";
+import { costText, jobJson } from "../app/job-view.js";
+import type { Runtime } from "../app/runtime.js";
 import { onStopSignals, tellUser } from "./signals.js";
 
 /** How long a command waits after its jobs end for charges the provider settles later (B). */

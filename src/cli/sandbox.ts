@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { GlobalOptions } from "./runtime.js";
+import type { GlobalOptions } from "./globals.js";
 import { asFlagError, sandboxOptionsOf, type SandboxFlags } from "./sandbox-flags.js";
 
 export function registerSandbox(program: Command, globals: () => GlobalOptions): void {

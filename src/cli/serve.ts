@@ -3,7 +3,7 @@ import { onStopRequests, tellUser } from "./signals.js";
 import { InputError } from "../core/errors.js";
 import { maskStoreAddress } from "../core/store-address.js";
 import { createLogger } from "../engine/logger.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 import { addStopTimeoutOption, exitAtOnce, finishStop, stopTimeoutMs } from "./stop.js";
 
 function isLoopbackHost(host: string): boolean {
@@ -24,7 +24,7 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
     const options = globals();
     if (!/^\d+$/.test(flags.port) || Number(flags.port) > 65535) throw new InputError("--port", `"${flags.port}" is not a port`, "0 to 65535");
     const timeoutMs = stopTimeoutMs(flags.stopTimeout);
-    const runtime = createRuntime(options);
+    const runtime = runtimeOf(options);
     // Without an engine of its own the server still needs the engine object: webhooks are verified and jobs nudged through it.
     const engine = await runtime.engine();
     if (flags.engine) engine.listenForWork();

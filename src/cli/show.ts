@@ -2,9 +2,9 @@ import type { Command } from "commander";
 import { escapeUnprintable } from "../core/printable.js";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
-import { shownEvents } from "../server/notify-urls.js";
-import { jobJson } from "./job-json.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { shownEvents } from "../app/notify-urls.js";
+import { jobJson } from "../app/job-view.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 export function registerShow(program: Command, globals: () => GlobalOptions): void {
   program
@@ -13,7 +13,7 @@ export function registerShow(program: Command, globals: () => GlobalOptions): vo
     .argument("<id>", "job id or ref")
     .action(async (id: string) => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const store = await runtime.store();
         const job = await store.findJob(id);

@@ -2,11 +2,7 @@ import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { EXIT } from "./exit-codes.js";
 import { tellUser } from "./signals.js";
-
-/** Default of `--stop-timeout`: inside the 30 s that container platforms give before SIGKILL. */
-export const DEFAULT_STOP_TIMEOUT_S = 20;
-
-export type StopOutcome = { kind: "stopped" } | { kind: "failed"; message: string } | { kind: "timed_out" };
+import { DEFAULT_STOP_TIMEOUT_S, stopWithin, type StopOutcome } from "../app/stop.js";
 
 /** Adds `--stop-timeout SECONDS` to a long-running command. */
 export function addStopTimeoutOption(command: Command): Command {
@@ -21,29 +17,6 @@ export function addStopTimeoutOption(command: Command): Command {
 export function stopTimeoutMs(value: string): number {
   if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) throw new InputError("--stop-timeout", `"${value}" is not a number of seconds`, "a positive number, e.g. 20");
   return Math.round(Number(value) * 1000);
-}
-
-/**
- * Runs `stop` (the engine's stop and the store's close) for at most
- * `timeoutMs`. While the store is unreachable, a stop can wait for it
- * (submits recording their answer) or fail (releasing leases): neither may
- * keep a process that was told to stop alive, or crash it. What could not be
- * done is safe to leave: leases expire and another engine resumes the jobs.
- */
-export async function stopWithin(stop: () => Promise<void>, timeoutMs: number): Promise<StopOutcome> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<StopOutcome>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: "timed_out" }), timeoutMs);
-  });
-  const stopped = stop().then(
-    (): StopOutcome => ({ kind: "stopped" }),
-    (error: unknown): StopOutcome => ({ kind: "failed", message: error instanceof Error ? error.message : String(error) }),
-  );
-  try {
-    return await Promise.race([stopped, timedOut]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** One line for stderr saying what an unfinished stop leaves behind. */

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd, parseUsd } from "../core/money.js";
-import { createToken } from "../server/tokens.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { createToken } from "../app/tokens.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 /**
  * `mediagate token create NAME [--budget-usd X] [--read-only] [--admin]`,
@@ -28,7 +28,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
         budgetMicroUsd = parseUsd(budgetUsd);
         if (budgetMicroUsd === null) throw new InputError("--budget-usd", `"${budgetUsd}" is not a USD amount`, "an amount like 25 or 2.50");
       }
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const created = await createToken(await runtime.store(), { name, admin: Boolean(flags.admin), readOnly: Boolean(flags.readOnly), budgetMicroUsd, now: Date.now() });
         if (options.json) {
@@ -50,7 +50,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
     .description("the tokens (never their secrets): name, rights, budget and what its jobs committed, created, revoked")
     .action(async () => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const store = await runtime.store();
         for (const item of await store.tokens()) {
@@ -84,7 +84,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
     .description("revoke a token: its requests are refused from now on; its jobs go on")
     .action(async (nameOrId: string) => {
       const options = globals();
-      const runtime = createRuntime(options);
+      const runtime = runtimeOf(options);
       try {
         const revoked = await (await runtime.store()).revokeToken(nameOrId, Date.now());
         if (!revoked) throw new InputError("NAME-OR-ID", `no token named or with id "${nameOrId}"`, "a name or id from `mediagate token list`");

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { onStopRequests, tellUser } from "./signals.js";
 import type { Job } from "../core/job.js";
 import { maskStoreAddress } from "../core/store-address.js";
-import { createRuntime, type GlobalOptions } from "./runtime.js";
+import { runtimeOf, type GlobalOptions } from "./globals.js";
 import { addStopTimeoutOption, exitAtOnce, finishStop, stopTimeoutMs } from "./stop.js";
 
 export function registerWorker(program: Command, globals: () => GlobalOptions): void {
@@ -13,7 +13,7 @@ export function registerWorker(program: Command, globals: () => GlobalOptions): 
   ).action(async (flags: { stopTimeout: string }) => {
     const options = globals();
     const timeoutMs = stopTimeoutMs(flags.stopTimeout);
-    const runtime = createRuntime(options);
+    const runtime = runtimeOf(options);
     const engine = await runtime.engine();
     engine.listenForWork();
     const onJob = (job: Job) => {

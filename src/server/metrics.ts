@@ -7,7 +7,7 @@ import type { EngineLogger } from "../engine/logger.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
 import type { PoolStatus, Store } from "../store/store.js";
 import { ApiError } from "./api/errors.js";
-import { tokenOfSecret } from "./tokens.js";
+import { tokenOfSecret } from "../app/tokens.js";
 
 /**
  * A count by label values that code outside the server keeps for `/metrics`.

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createToken } from "../../src/server/tokens.js";
+import { createToken } from "../../src/app/tokens.js";
 import { serveSandbox, type Served } from "../helpers/dashboard.js";
 
 /** Debian's chromium: `.ci/run` installs it (apt-get install -y chromium) when missing. Never downloaded by a test. */

@@ -2,8 +2,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { prepareBatch } from "../../src/cli/batch.js";
-import { enqueue } from "../../src/cli/prepare.js";
-import { createRuntime, type Runtime } from "../../src/cli/runtime.js";
+import { enqueue } from "../../src/app/prepare.js";
+import { createRuntime, type Runtime } from "../../src/app/runtime.js";
 import { cliPostgresStore } from "../helpers/pg-cli-store.js";
 import { tempDir } from "../helpers/stores.js";
 
@@ -35,7 +35,7 @@ for (const kind of stores) {
     });
 
     async function runtimeOn(address: string, folder: string): Promise<Runtime> {
-      const runtime = createRuntime({ store: address, outputDir: join(folder, "out") }, { MEDIAGATE_D_API_KEY: "d-key", MEDIAGATE_D_BASE_URL: "http://127.0.0.1:8999/d" });
+      const runtime = createRuntime({ overrides: { MEDIAGATE_STORE: address, MEDIAGATE_OUTPUT_DIR: join(folder, "out"), MEDIAGATE_D_API_KEY: "d-key", MEDIAGATE_D_BASE_URL: "http://127.0.0.1:8999/d" } });
       opened.push(async () => (await runtime.store()).close());
       return runtime;
     }

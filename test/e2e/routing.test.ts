@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import type { JobJson } from "../../src/cli/job-json.js";
+import type { JobJson } from "../../src/app/job-view.js";
 import { createAllEmulators } from "../../src/sandbox/all.js";
 import { openStore } from "../../src/store/open.js";
 import { runCli } from "../helpers/cli.js";

@@ -8,7 +8,7 @@ import { renderPng } from "../../src/sandbox/media/png.js";
 import type { Job } from "../../src/core/job.js";
 import type { JobRequest } from "../../src/providers/adapter.js";
 import type { Store } from "../../src/store/store.js";
-import { jobJson } from "../../src/cli/job-json.js";
+import { jobJson } from "../../src/app/job-view.js";
 import { sha256File } from "../helpers/d-sandbox.js";
 import { storeFactories } from "../helpers/stores.js";
 import { startWorld, type World, worldEngine } from "../helpers/world.js";

@@ -10,7 +10,7 @@ import { Engine } from "../../src/engine/engine.js";
 import { createLogger, type EngineLogger } from "../../src/engine/logger.js";
 import { NOTIFY_LEASE_MS, NOTIFY_RETRY_HORIZON_MS, type NotifierOptions } from "../../src/engine/notify.js";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
-import { notificationJob } from "../../src/server/notifications.js";
+import { notificationJob } from "../../src/app/notifications.js";
 import { openStore } from "../../src/store/open.js";
 import type { Store } from "../../src/store/store.js";
 import { startEngineProcess } from "../helpers/engine-process.js";

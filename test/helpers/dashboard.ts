@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
-import { createRuntime, type Runtime } from "../../src/cli/runtime.js";
+import { createRuntime, type Runtime } from "../../src/app/runtime.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { createAllEmulators } from "../../src/sandbox/all.js";
 import { buildServer } from "../../src/server/app.js";
@@ -72,7 +72,7 @@ export async function serveSandbox(
     const database = await (options.store ?? sqliteServed).open();
     closers.push(database.cleanup);
     const env = { ...world.env, ...database.env, ...options.env };
-    const runtime = createRuntime({}, env);
+    const runtime = createRuntime({ overrides: env });
     closers.push(() => runtime.close());
     const store = await runtime.store();
     const engine = await runtime.engine();

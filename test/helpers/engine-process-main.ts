@@ -15,7 +15,7 @@ import { configSecrets, loadConfig } from "../../src/core/config.js";
 import { Engine } from "../../src/engine/engine.js";
 import { localFolderOutputs, type OutputWriter } from "../../src/outputs/local-folder.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
-import { notificationPolicyOf, notifierOf } from "../../src/server/notifications.js";
+import { notificationPolicyOf, notifierOf } from "../../src/app/notifications.js";
 import { openStore } from "../../src/store/open.js";
 
 const scale = Number(process.env.ENGINE_TIME_SCALE ?? "1");

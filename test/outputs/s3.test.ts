@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { checkOutputFolder } from "../../src/cli/prepare.js";
-import { createRuntime } from "../../src/cli/runtime.js";
+import { checkOutputFolder } from "../../src/app/prepare.js";
+import { createRuntime } from "../../src/app/runtime.js";
 import { loadConfig } from "../../src/core/config.js";
 import { ConfigError, InputError } from "../../src/core/errors.js";
 import { createLogger } from "../../src/engine/logger.js";
@@ -248,7 +248,7 @@ describe("S3 outputs end to end (D sandbox, s3rver, both over loopback)", () => 
 
   it("S3: the API serves an output from the bucket with its sha256 as ETag and byte ranges passed through", async () => {
     world = await startDWorld({ renderTimeMs: 200 });
-    const runtime = createRuntime({}, { ...world.env, MEDIAGATE_OUTPUT_DIR: `s3://${BUCKET}/api` });
+    const runtime = createRuntime({ overrides: { ...world.env, MEDIAGATE_OUTPUT_DIR: `s3://${BUCKET}/api` } });
     const store = await runtime.store();
     const engine = await runtime.engine();
     const log = createLogger({ level: "silent", secrets: runtime.secrets });

@@ -2,11 +2,11 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createRuntime } from "../../src/cli/runtime.js";
+import { createRuntime } from "../../src/app/runtime.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { createAllEmulators } from "../../src/sandbox/all.js";
 import { buildServer } from "../../src/server/app.js";
-import { createToken } from "../../src/server/tokens.js";
+import { createToken } from "../../src/app/tokens.js";
 import { postgresServed, serveSandbox, servedStores, type Served, type ServedStore } from "../helpers/dashboard.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
@@ -138,7 +138,7 @@ for (const kind of servedStores) {
       await api.runtime.close();
       const env = { ...api.env };
       delete env.MEDIAGATE_C_API_KEY;
-      const keyless = createRuntime({}, env);
+      const keyless = createRuntime({ overrides: env });
       cleanups.push(() => keyless.close());
       const store = await keyless.store();
       const engine = await keyless.engine();

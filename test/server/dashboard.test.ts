@@ -1,10 +1,10 @@
 import { request as httpRequest } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/engine/logger.js";
-import { callerOf } from "../../src/server/api/caller.js";
+import { callerOf } from "../../src/app/caller.js";
 import { JobFeed } from "../../src/server/dashboard/feed.js";
 import { escapeHtml, html } from "../../src/server/dashboard/html.js";
-import { createToken } from "../../src/server/tokens.js";
+import { createToken } from "../../src/app/tokens.js";
 import { serveSandbox, servedStores, type Served, type ServedStore } from "../helpers/dashboard.js";
 import { newDJob } from "../helpers/stores.js";
 import { untilJob } from "../helpers/until.js";

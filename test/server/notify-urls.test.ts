@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { redactUrl } from "../../src/core/redact.js";
-import { notifyUrlRedactor, shownEvents } from "../../src/server/notify-urls.js";
+import { notifyUrlRedactor, shownEvents } from "../../src/app/notify-urls.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { newDJob, tempDir } from "../helpers/stores.js";
 import { serveSandbox, servedStores, type Served } from "../helpers/dashboard.js";

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createToken } from "../../src/server/tokens.js";
+import { createToken } from "../../src/app/tokens.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { collect, startCli, type CliResult } from "../helpers/cli.js";
 import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";

@@ -1,4 +1,5 @@
 import { BudgetError, ConfigError, InputError, MediagateError } from "../../core/errors.js";
+import { ConflictError, LineProblemsError, NotFoundError } from "../../app/errors.js";
 import { NoEligibleTargetError } from "../../engine/route.js";
 
 /**
@@ -48,6 +49,14 @@ export function apiErrorOf(error: unknown): ApiError | null {
     return new ApiError("no_eligible_target", "no target of the route can take this request", {
       field: error.field,
       targets: error.verdicts.map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
+    });
+  }
+  if (error instanceof NotFoundError) return new ApiError("not_found", error.message);
+  if (error instanceof ConflictError) return new ApiError(error.code as "ref_conflict" | "not_cancellable", error.message, error.field !== undefined ? { field: error.field } : {});
+  if (error instanceof LineProblemsError) {
+    return new ApiError("invalid_input", error.message, {
+      field: "body",
+      targets: error.problems.map((problem) => ({ target: problem.origin, reasons: [problem.error.message] })),
     });
   }
   if (error instanceof InputError) return new ApiError("invalid_input", error.message, { field: error.field });

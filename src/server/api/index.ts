@@ -1,19 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { planBatch } from "../../cli/plan.js";
-import type { Runtime } from "../../cli/runtime.js";
-import { cancelJob } from "../../cli/cancel.js";
+import { cancelJob } from "../../app/cancel.js";
+import { callerOf, LOCAL_CALLER, type Caller } from "../../app/caller.js";
+import { ConflictError } from "../../app/errors.js";
+import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.js";
+import { apiEvent, apiJob } from "../../app/job-view.js";
+import { planBatch } from "../../app/plan.js";
+import { providerStates } from "../../app/provider-states.js";
+import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, visibleJob } from "../../app/queries.js";
+import type { Runtime } from "../../app/runtime.js";
+import { tokenOfSecret } from "../../app/tokens.js";
 import { InputError } from "../../core/errors.js";
-import { PROVIDER_IDS } from "../../providers/adapter.js";
 import type { EngineLogger } from "../../engine/logger.js";
-import { shownEvents } from "../notify-urls.js";
 import { sendOutputFile } from "../output-file.js";
-import { tokenOfSecret } from "../tokens.js";
 import { isLoopbackHost } from "../dashboard/session.js";
-import { providerStates } from "../dashboard/providers-view.js";
-import { batchLines, createBatch, prepareLines } from "./batches.js";
-import { callerOf, LOCAL_CALLER, type Caller } from "./caller.js";
+import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf } from "./errors.js";
-import { apiEvent, apiJob, createJob, timeOf, listJobs, quoteOf, visibleJob } from "./jobs.js";
+import { encodeCursor, jobListQuery, quotedRequestOfBody, submissionOfBody, timeOf } from "./requests.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 
 export interface ApiDeps {
@@ -64,8 +66,8 @@ function routes(deps: ApiDeps): ApiRoute[] {
       writes: true,
       responses: { 200: "the job stored before under this ref, same request", 201: "the job, queued", 409: "ref_conflict", 422: "invalid_input or no_eligible_target" },
       handler: async (request, reply) => {
-        const created = await createJob(runtime, request.caller!, jsonBody(request));
-        return reply.code(created.status).send(apiJob(created.job, await (await store()).outputs(created.job.id)));
+        const created = await submitJob(runtime, request.caller!, submissionOfBody(jsonBody(request)));
+        return reply.code(created.status).send(apiJob(created.job, await jobOutputs(runtime, created.job)));
       },
     },
     {
@@ -85,10 +87,11 @@ function routes(deps: ApiDeps): ApiRoute[] {
       },
       responses: { 200: "{jobs, next_cursor}" },
       handler: async (request) => {
-        const page = await listJobs(runtime, request.caller!, query(request));
+        const { filter, limit } = jobListQuery(query(request));
+        const page = await listJobs(runtime, request.caller!, filter, limit);
         // The page's outputs in one read, not one a job.
         const outputs = await (await store()).outputsOfJobs(page.jobs.map((job) => job.id));
-        return { jobs: page.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [])), next_cursor: page.nextCursor };
+        return { jobs: page.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [])), next_cursor: page.next ? encodeCursor(page.next) : null };
       },
     },
     {
@@ -98,7 +101,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "the job", 404: "not_found" },
       handler: async (request) => {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
-        return apiJob(job, await (await store()).outputs(job.id));
+        return apiJob(job, await jobOutputs(runtime, job));
       },
     },
     {
@@ -108,7 +111,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "{events}", 404: "not_found" },
       handler: async (request) => {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
-        return { events: (await shownEvents(await store(), job, runtime.config.notifyUrl)).map(apiEvent) };
+        return { events: (await jobEvents(runtime, job)).map(apiEvent) };
       },
     },
     {
@@ -119,8 +122,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       handler: async (request, reply) => {
         const params = request.params as { id: string; n: string };
         const job = await visibleJob(runtime, request.caller!, params.id);
-        const output = (await (await store()).outputs(job.id)).find((each) => String(each.index) === params.n);
-        if (!output) throw new ApiError("not_found", `job ${job.id} has no output ${params.n}`);
+        const output = await jobOutput(runtime, job, params.n);
         return sendOutputFile(request, reply, output, `output ${params.n} of job ${job.id}`);
       },
     },
@@ -133,7 +135,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       handler: async (request) => {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
         const outcome = await cancelJob(runtime, job);
-        if (outcome.kind === "refused") throw new ApiError("not_cancellable", outcome.message);
+        if (outcome.kind === "refused") throw new ConflictError("not_cancellable", outcome.message);
         return apiJob(outcome.job, []);
       },
     },
@@ -142,7 +144,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       path: "/v1/quote",
       summary: "The estimate of one request (native or common: its chosen target's), with warnings; nothing is stored or sent",
       responses: { 200: "{estimate_micro_usd, source, warnings, target?, route?}", 422: "invalid_input or no_eligible_target" },
-      handler: async (request) => quoteOf(runtime, jsonBody(request)),
+      handler: async (request) => quoteOf(runtime, quotedRequestOfBody(jsonBody(request))),
     },
     {
       method: "POST",
@@ -151,7 +153,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       bodyLimit: BATCH_BODY_LIMIT,
       responses: { 200: "{providers}", 422: "invalid_input, one entry per bad line" },
       handler: async (request) => {
-        const lines = await prepareLines(runtime, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]));
+        const lines = await prepareLines(runtime, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]), apiLineRequest);
         return { providers: await planBatch(runtime, await store(), lines.map((line) => line.prepared)) };
       },
     },
@@ -163,7 +165,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       writes: true,
       responses: { 201: "{batch_id, jobs, created}", 409: "ref_conflict", 422: "invalid_input, one entry per bad line" },
       handler: async (request, reply) => {
-        const batch = await createBatch(runtime, request.caller!, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]));
+        const batch = await submitBatch(runtime, request.caller!, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]), apiLineRequest);
         return reply.code(201).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => apiJob(job, [])) });
       },
     },
@@ -174,9 +176,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "{batch_id, jobs, by_state, estimate_micro_usd, unpriced, charged_micro_usd}", 404: "not_found" },
       handler: async (request) => {
         const id = (request.params as { id: string }).id;
-        const caller = request.caller!;
-        const summary = await (await store()).batchSummary(id, caller.admin ? undefined : (caller.token?.id ?? ""));
-        if (summary.jobs === 0) throw new ApiError("not_found", `no batch ${id}`);
+        const summary = await batchOf(runtime, request.caller!, id);
         return { batch_id: id, jobs: summary.jobs, by_state: summary.byState, estimate_micro_usd: summary.estimateMicroUsd, unpriced: summary.unpriced, charged_micro_usd: summary.chargedMicroUsd };
       },
     },
@@ -186,7 +186,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       summary: "Each provider: configured or not and why, slots in use against their caps, rate budget left in each window, halt, recent errors",
       responses: { 200: "{providers}" },
       handler: async (request) => {
-        const states = await providerStates(runtime, await store(), request.caller!, Date.now());
+        const states = await providerStates(runtime, request.caller!, Date.now());
         return {
           providers: states.map((state) => ({
             id: state.id,
@@ -212,9 +212,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
         const to = timeParam(params.to, "to", Date.now());
         const from = timeParam(params.from, "from", to - 30 * 24 * 3_600_000);
         if (from >= to) throw new InputError("from", "must be before to");
-        const caller = request.caller!;
-        const lines = await (await store()).spendSummary(from, to, caller.admin ? undefined : (caller.token?.id ?? ""));
-        const names = new Map((await (await store()).tokens()).map((token) => [token.id, token.name]));
+        const lines = await spendOf(runtime, request.caller!, from, to);
         return {
           from: new Date(from).toISOString(),
           to: new Date(to).toISOString(),
@@ -223,7 +221,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
           lines: lines.map((line) => ({
             provider: line.provider,
             model: line.model,
-            token: line.tokenId === null ? null : (names.get(line.tokenId) ?? line.tokenId),
+            token: line.tokenName,
             settled_micro_usd: line.settledMicroUsd,
             estimated_micro_usd: line.estimatedMicroUsd,
             jobs: line.jobs,

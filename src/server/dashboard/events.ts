@@ -1,7 +1,7 @@
 import type { FastifyReply } from "fastify";
 import type { Job } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
-import type { Caller } from "../api/caller.js";
+import type { Caller } from "../../app/caller.js";
 import type { JobFeed } from "./feed.js";
 
 /** A comment line this often keeps proxies and the browser from taking a quiet stream for a dead one. */

@@ -3,7 +3,7 @@ import type { Engine } from "../../engine/engine.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { JOB_PAGE } from "../../engine/wait.js";
 import type { JobBrief, Store } from "../../store/store.js";
-import { canSee, type Caller } from "../api/caller.js";
+import { canSee, type Caller } from "../../app/caller.js";
 
 /** How often changes made by other processes (a worker, `mediagate cancel`, the API's inserts) are looked for. */
 export const FOLLOW_EVERY_MS = 1_500;

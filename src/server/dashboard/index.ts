@@ -1,25 +1,29 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { cancelJob } from "../../cli/cancel.js";
-import type { Runtime } from "../../cli/runtime.js";
+import { cancelJob } from "../../app/cancel.js";
+import { submitJob, quoteOf } from "../../app/intake.js";
+import { providerStates } from "../../app/provider-states.js";
+import { jobEvents, jobOutput, jobOutputs, listJobs, spendOfDays, visibleJob } from "../../app/queries.js";
+import type { Runtime } from "../../app/runtime.js";
+import { tokenOfSecret } from "../../app/tokens.js";
+import type { Caller } from "../../app/caller.js";
+import type { Job } from "../../core/job.js";
 import type { Engine } from "../../engine/engine.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
 import { ApiError, apiErrorOf, failureOf } from "../api/errors.js";
-import { createJob, listJobs, quoteOf, visibleJob } from "../api/jobs.js";
-import { shownEvents } from "../notify-urls.js";
+import { encodeCursor, jobListQuery, quotedRequestOfBody, submissionOfBody } from "../api/requests.js";
 import { sendOutputFile } from "../output-file.js";
-import { tokenOfSecret } from "../tokens.js";
 import { ASSETS } from "./assets.js";
 import { EventStreams } from "./events.js";
 import { JobFeed } from "./feed.js";
 import { html, pathOf, queryOf, type Html } from "./html.js";
 import { jobPageBody, jobParts } from "./job-view.js";
-import { jobListQueryOf, jobRow, jobsSection, matchesFilter } from "./jobs-view.js";
+import { jobListQueryOf, jobRow, jobsSection, matchesFilter, type JobListQuery } from "./jobs-view.js";
 import { pageOf, type PageOptions } from "./layout.js";
 import { errorPageBody, localPath, loginPageBody } from "./login-view.js";
-import { providersPanel, providersSection, providerStates } from "./providers-view.js";
+import { providersPanel, providersSection } from "./providers-view.js";
 import { clearedSessionCookie, DashboardSessions, sameOrigin, sessionCookie, type Session } from "./session.js";
-import { spendOfDays, spendPanel, spendSection } from "./spend-view.js";
+import { SPEND_DAYS, spendPanel, spendSection } from "./spend-view.js";
 import { digestOf, emptySubmitForm, requestOfForm, submitFormOf, submitPageBody, type SubmitState } from "./submit-view.js";
 
 export interface DashboardDeps {
@@ -113,6 +117,13 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       }),
     );
 
+  /** The table's page of jobs for a query of the listing's filters. */
+  const pageOfJobs = async (caller: Caller, query: JobListQuery) => {
+    const { filter } = jobListQuery({ ...query });
+    const page = await listJobs(runtime, caller, filter, TABLE_ROWS);
+    return { jobs: page.jobs, nextCursor: page.next ? encodeCursor(page.next) : null };
+  };
+
   const errorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const known = apiErrorOf(error);
     const status = known?.status ?? (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500);
@@ -187,9 +198,9 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const values = queryValues(request);
       const query = jobListQueryOf(values);
       let notice: Html | null = null;
-      let jobs: Awaited<ReturnType<typeof listJobs>> = { jobs: [], nextCursor: null };
+      let jobs: { jobs: Job[]; nextCursor: string | null } = { jobs: [], nextCursor: null };
       try {
-        jobs = await listJobs(runtime, caller, { ...query, limit: String(TABLE_ROWS) });
+        jobs = await pageOfJobs(caller, query);
       } catch (error) {
         const known = apiErrorOf(error);
         if (!known) throw error;
@@ -199,8 +210,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         const created = await visibleJob(runtime, caller, values.created).catch(() => null);
         if (created) notice = html`<div class="notice" role="status"><p>Queued <a href="${pathOf("/jobs", created.id)}">${created.ref}</a>: its row follows it below.</p></div>`;
       }
-      const opened = await store();
-      const [providers, spend] = await Promise.all([providerStates(runtime, opened, caller, readAt), spendOfDays(opened, caller, readAt)]);
+      const [providers, spend] = await Promise.all([providerStates(runtime, caller, readAt), spendOfDays(runtime, caller, readAt, SPEND_DAYS)]);
       const events = `/events${queryOf({ state: query.state, provider: query.provider, ref: query.ref, ref_prefix: query.ref_prefix, cursor: query.cursor, since: String(readAt) })}`;
       return sendPage(reply, 200, {
         title: "Jobs",
@@ -215,8 +225,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const session = request.dashboardSession!;
       const readAt = Date.now();
       const job = await visibleJob(runtime, session.caller, request.params.id);
-      const opened = await store();
-      const [outputs, events] = await Promise.all([opened.outputs(job.id), shownEvents(opened, job, runtime.config.notifyUrl)]);
+      const [outputs, events] = await Promise.all([jobOutputs(runtime, job), jobEvents(runtime, job)]);
       return sendPage(reply, 200, {
         title: job.ref,
         session,
@@ -228,8 +237,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
 
     dashboard.get<{ Params: { id: string; n: string } }>("/jobs/:id/outputs/:n", async (request, reply) => {
       const job = await visibleJob(runtime, request.dashboardSession!.caller, request.params.id);
-      const output = (await (await store()).outputs(job.id)).find((each) => String(each.index) === request.params.n);
-      if (!output) throw new ApiError("not_found", `job ${job.id} has no output ${request.params.n}`);
+      const output = await jobOutput(runtime, job, request.params.n);
       reply.header("content-security-policy", OUTPUT_POLICY).header("x-content-type-options", "nosniff");
       return sendOutputFile(request, reply, output, `output ${request.params.n} of job ${job.id}`);
     });
@@ -242,8 +250,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const job = await visibleJob(runtime, session.caller, request.params.id);
       const outcome = await cancelJob(runtime, job);
       if (outcome.kind === "cancelled") return reply.redirect(pathOf("/jobs", job.id), 303);
-      const opened = await store();
-      const [current, outputs, events] = await Promise.all([visibleJob(runtime, session.caller, job.id), opened.outputs(job.id), shownEvents(opened, job, runtime.config.notifyUrl)]);
+      const [current, outputs, events] = await Promise.all([visibleJob(runtime, session.caller, job.id), jobOutputs(runtime, job), jobEvents(runtime, job)]);
       return sendPage(reply, 409, { title: current.ref, session, section: "job", body: jobPageBody(current, jobParts(current, outputs, events, session), outcome.message) });
     });
 
@@ -268,10 +275,10 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         const digest = digestOf(body);
         // Sent only as quoted: a request changed after its quote is quoted again instead.
         if (sending && form.quoted === digest) {
-          const created = await createJob(runtime, session.caller, body);
+          const created = await submitJob(runtime, session.caller, submissionOfBody(body));
           return reply.redirect(`/${queryOf({ created: created.job.id })}`, 303);
         }
-        state = { form: { ...form, quoted: digest }, quote: await quoteOf(runtime, body), requoted: sending };
+        state = { form: { ...form, quoted: digest }, quote: await quoteOf(runtime, quotedRequestOfBody(body)), requoted: sending };
       } catch (error) {
         const known = apiErrorOf(error);
         if (!known) throw error;
@@ -296,7 +303,6 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const values = queryValues(request);
       const lastEventId = Number(request.headers["last-event-id"]);
       const since = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : Number.isSafeInteger(Number(values.since)) && Number(values.since) > 0 ? Number(values.since) : Date.now();
-      const opened = await store();
       if (values.job !== undefined) {
         const job = await visibleJob(runtime, caller, values.job);
         streams.start(reply, {
@@ -308,14 +314,14 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
           shows: () => false,
           since,
           render: async (changed) => {
-            const [outputs, events] = await Promise.all([opened.outputs(changed.id), shownEvents(opened, changed, runtime.config.notifyUrl)]);
+            const [outputs, events] = await Promise.all([jobOutputs(runtime, changed), jobEvents(runtime, changed)]);
             return { event: "job", data: { id: changed.id, state: changed.state, announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, parts: jobParts(changed, outputs, events, session) } };
           },
         });
         return reply;
       }
       const query = jobListQueryOf(values);
-      const page = await listJobs(runtime, caller, { ...query, limit: String(TABLE_ROWS) });
+      const page = await pageOfJobs(caller, query);
       const shows = matchesFilter(query);
       streams.start(reply, {
         feed,
@@ -331,7 +337,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         }),
         panels: async () => {
           const now = Date.now();
-          const [providers, spend] = await Promise.all([providerStates(runtime, opened, caller, now), spendOfDays(opened, caller, now)]);
+          const [providers, spend] = await Promise.all([providerStates(runtime, caller, now), spendOfDays(runtime, caller, now, SPEND_DAYS)]);
           return { providers: providersPanel(providers).text, spend: spendPanel(spend).text };
         },
       });

@@ -1,4 +1,4 @@
-import { costText } from "../../cli/job-json.js";
+import { costText } from "../../app/job-view.js";
 import { isTerminal, JOB_STATES, type Job } from "../../core/job.js";
 import { PROVIDER_IDS } from "../../providers/adapter.js";
 import { html, pathOf, queryOf, type Html } from "./html.js";

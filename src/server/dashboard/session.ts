@@ -1,8 +1,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Store } from "../../store/store.js";
-import { callerOf, LOCAL_CALLER, type Caller } from "../api/caller.js";
-import { tokenOfSecret } from "../tokens.js";
+import { callerOf, LOCAL_CALLER, type Caller } from "../../app/caller.js";
+import { tokenOfSecret } from "../../app/tokens.js";
 
 /** The cookie that holds the token secret the user logged in with (HttpOnly: no script reads it). */
 export const SESSION_COOKIE = "mg_session";

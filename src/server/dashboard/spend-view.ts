@@ -1,27 +1,13 @@
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
-import type { DailySpend, Store } from "../../store/store.js";
-import type { Caller } from "../api/caller.js";
+import type { DailySpendView } from "../../app/queries.js";
+import type { DailySpend } from "../../store/store.js";
 import { html, type Html } from "./html.js";
 import { moneyOf } from "./display.js";
 
-const DAY_MS = 86_400_000;
 /** The chart and its table cover this many UTC days, today included: one bounded read. */
 export const SPEND_DAYS = 14;
 
-export interface SpendView {
-  /** The first ms of each day shown, oldest first. */
-  days: number[];
-  lines: DailySpend[];
-}
-
-/** Spend of the last SPEND_DAYS UTC days by provider and day: the caller's own jobs unless admin (as `GET /v1/spend`). */
-export async function spendOfDays(store: Store, caller: Caller, now: number): Promise<SpendView> {
-  const today = Math.floor(now / DAY_MS) * DAY_MS;
-  const from = today - (SPEND_DAYS - 1) * DAY_MS;
-  const tokenId = caller.admin ? undefined : (caller.token?.id ?? "");
-  const lines = await store.spendByDay(from, today + DAY_MS, tokenId);
-  return { days: Array.from({ length: SPEND_DAYS }, (_, index) => from + index * DAY_MS), lines };
-}
+type SpendView = DailySpendView;
 
 function dayName(day: number): string {
   return new Date(day).toISOString().slice(0, 10);

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { COMMON_TASKS } from "../../core/common-request.js";
 import { InputError } from "../../core/errors.js";
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
-import type { ApiQuote } from "../api/jobs.js";
+import type { Quote } from "../../app/intake.js";
 import { html, type Html } from "./html.js";
 import { moneyOf } from "./display.js";
 import type { Session } from "./session.js";
@@ -93,7 +93,7 @@ export function digestOf(request: Record<string, unknown>): string {
 
 export interface SubmitState {
   form: SubmitForm;
-  quote?: ApiQuote;
+  quote?: Quote;
   /** The request changed after it was quoted: this is the new quote, and nothing was sent. */
   requoted?: boolean;
   error?: { message: string; field?: string; targets?: Array<{ target: string; reasons: string[] }> };
@@ -107,7 +107,7 @@ function describedBy(id: string, hint: boolean): Html | string {
   return hint ? html` aria-describedby="${id}-hint"` : "";
 }
 
-function quoteBox(quote: ApiQuote, requoted: boolean): Html {
+function quoteBox(quote: Quote, requoted: boolean): Html {
   return html`<div class="quote" role="status">
 <h3>Quote</h3>
 ${requoted ? html`<p><strong>The request changed since its quote: this is its new quote. Nothing was sent.</strong></p>` : ""}

@@ -36,39 +36,6 @@ export class PreparedInputError extends InputError {
   }
 }
 
-/**
- * `--image` values: http(s) URLs are passed as given; anything else is a
- * local file, read now, that must be an image by its first bytes: a file that
- * is not (a text file, a key) would be encoded, sent and paid for.
- */
-export function readImages(values: readonly string[]): JobRequest["images"] {
-  return values.map((value) => {
-    if (/^https?:\/\//i.test(value)) return value;
-    const path = resolve(value);
-    if (!existsSync(path)) throw new InputError("--image", `file ${value} does not exist`, "a local file path or an http(s) URL");
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(path);
-    } catch (error) {
-      throw new InputError("--image", `cannot read ${value}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, `a readable file holding ${IMAGE_TYPES_ALLOWED}`);
-    }
-    if (imageTypeOf(bytes) === null) {
-      throw new InputError("--image", `file ${value} is not ${IMAGE_TYPES_ALLOWED} (judged by its first bytes, not its name)`, `${IMAGE_TYPES_ALLOWED} file, or an http(s) URL`);
-    }
-    return { fileName: basename(path), bytes };
-  });
-}
-
-/** One image given as text (a URL, or a local file read now and checked to be an image), its problems named as `field`. */
-export function readImageAs(text: string, field: string): ImageInput {
-  try {
-    return readImages([text])![0]!;
-  } catch (error) {
-    if (error instanceof InputError) throw new InputError(field, error.reason, error.allowed);
-    throw error;
-  }
-}
-
 export function entryFor(runtime: Runtime, provider: JobRequest["provider"]): ProviderEntry & { adapter: ProviderAdapter } {
   const entry = runtime.providers.get(provider);
   if (!entry?.adapter) {
@@ -77,13 +44,21 @@ export function entryFor(runtime: Runtime, provider: JobRequest["provider"]): Pr
   return entry as ProviderEntry & { adapter: ProviderAdapter };
 }
 
+export interface PrepareOptions {
+  /**
+   * What one job may still commit under the caller's budget (null: no budget), for routing: a target whose estimate
+   * is over it is not eligible. Default: the configuration's MEDIAGATE_BUDGET_USD, the ceiling of a command.
+   */
+  budgetLeftMicroUsd?: number | null;
+}
+
 /**
  * Validates and estimates one request. Providers whose rules live at the
  * provider (B's catalog) are read first, and a provider that quotes (B) is
  * asked for the estimate; nothing is submitted.
  */
-export async function prepareJob(runtime: Runtime, origin: string, ref: string, request: JobRequest | RoutedRequest): Promise<PreparedJob> {
-  if ("common" in request) return prepareRouted(runtime, origin, ref, request);
+export async function prepareJob(runtime: Runtime, origin: string, ref: string, request: JobRequest | RoutedRequest, options: PrepareOptions = {}): Promise<PreparedJob> {
+  if ("common" in request) return prepareRouted(runtime, origin, ref, request, options);
   const entry = entryFor(runtime, request.provider);
   const { adapter } = entry;
   if (adapter.prefetch && entry.missing.length > 0) {
@@ -144,21 +119,32 @@ export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate
   };
 }
 
-/** What routing reads of this run's world, read once per run: halts, provider contexts. */
+/**
+ * How long routing trusts the halts it read: a batch of thousands of common requests reads them once, and a
+ * long-lived server sees a halt (or its clearing) within a second.
+ */
+const HALTS_FRESH_MS = 1_000;
+
+/** What routing reads of this runtime's world: halts (read at most once a second), provider contexts. */
 const routeWorlds = new WeakMap<Runtime, RouteWorld>();
 
 function routeWorldOf(runtime: Runtime): RouteWorld {
   let world = routeWorlds.get(runtime);
   if (world) return world;
-  let halts: Promise<ReadonlyMap<ProviderId, string>> | null = null;
+  let halts: { read: Promise<ReadonlyMap<ProviderId, string>>; at: number } | null = null;
   world = {
     adapter: (provider) => {
       const entry = runtime.providers.get(provider);
       return { adapter: entry?.adapter ?? null, missing: entry?.missing ?? [] };
     },
     context: async (provider) => (await runtime.engine()).providerContext(provider),
-    halted: () =>
-      (halts ??= runtime.store().then(async (store) => new Map((await store.halts()).map((halt) => [halt.provider, `${halt.code}: ${halt.message}`])))),
+    halted: () => {
+      const now = Date.now();
+      if (halts === null || now - halts.at >= HALTS_FRESH_MS) {
+        halts = { read: runtime.store().then(async (store) => new Map((await store.halts()).map((halt) => [halt.provider, `${halt.code}: ${halt.message}`]))), at: now };
+      }
+      return halts.read;
+    },
     budget: { leftMicroUsd: runtime.config.budgetMicroUsd ?? null, allowUnpriced: false },
   };
   routeWorlds.set(runtime, world);
@@ -171,9 +157,11 @@ function routeWorldOf(runtime: Runtime): RouteWorld {
  * budget); the job goes to the first eligible one (or the cheapest, by
  * `route_by`), the others kept in order for a fallback.
  */
-async function prepareRouted(runtime: Runtime, origin: string, ref: string, request: RoutedRequest): Promise<PreparedJob> {
+async function prepareRouted(runtime: Runtime, origin: string, ref: string, request: RoutedRequest, options: PrepareOptions): Promise<PreparedJob> {
   try {
-    const { verdicts, order } = await planRoute(request.common, request.targets, request.routeBy, routeWorldOf(runtime));
+    const world = routeWorldOf(runtime);
+    const budgeted = options.budgetLeftMicroUsd !== undefined ? { ...world, budget: { leftMicroUsd: options.budgetLeftMicroUsd, allowUnpriced: false } } : world;
+    const { verdicts, order } = await planRoute(request.common, request.targets, request.routeBy, budgeted);
     const chosen = order[0]!;
     return { origin, ref, validated: chosen.validated, estimate: chosen.estimate, route: { order, verdicts, fallbackOnFailure: request.fallbackOnFailure } };
   } catch (error) {

@@ -2,7 +2,7 @@ import type { MediagateConfig } from "../core/config.js";
 import type { Job, JobOutput } from "../core/job.js";
 import type { NotifierOptions } from "../engine/notify.js";
 import type { NotificationPolicy } from "../store/store.js";
-import { apiJob } from "./api/jobs.js";
+import { apiJob } from "./job-view.js";
 
 /**
  * The job as a notification carries it (its `data`): the job as

@@ -1,6 +1,8 @@
 import type { Job, JobOutput } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { displayUrl } from "../core/redact.js";
+import type { JobEvent } from "../core/job.js";
+import { shownNotifyUrl } from "./notify-urls.js";
 
 /** The `--json` shape of a job (a contract for scripts; see the README). */
 export interface JobJson {
@@ -64,4 +66,36 @@ export function costText(job: Pick<Job, "estimateMicroUsd" | "chargeMicroUsd">):
   if (job.chargeMicroUsd !== null) return formatMicroUsd(job.chargeMicroUsd);
   if (job.estimateMicroUsd !== null) return `~${formatMicroUsd(job.estimateMicroUsd)}`;
   return "unpriced";
+}
+
+/** A job as the API answers it: the CLI's `--json` shape, and what a remote client needs besides. */
+export interface ApiJob extends JobJson {
+  batch_id: string | null;
+  reason: string | null;
+  warnings: string[];
+  notify_url: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  outputs: Array<JobJson["outputs"][number] & { href: string }>;
+}
+
+export function apiJob(job: Job, outputs: JobOutput[]): ApiJob {
+  const json = jobJson(job, outputs);
+  return {
+    ...json,
+    outputs: json.outputs.map((output, index) => ({ ...output, href: `/v1/jobs/${encodeURIComponent(job.id)}/outputs/${outputs[index]!.index}` })),
+    batch_id: job.batchId,
+    reason: job.reason,
+    warnings: job.warnings,
+    // Its token, if it carries one, is not shown: scheme and host only.
+    notify_url: shownNotifyUrl(job),
+    created_at: new Date(job.createdAt).toISOString(),
+    updated_at: new Date(job.updatedAt).toISOString(),
+    finished_at: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
+  };
+}
+
+export function apiEvent(event: JobEvent) {
+  return { at: new Date(event.at).toISOString(), from: event.fromState, to: event.toState, reason: event.reason, detail: event.detail ?? null };
 }

@@ -1,0 +1,77 @@
+import type { Job, JobEvent, JobOutput } from "../core/job.js";
+import type { BatchSummary, DailySpend, JobFilter, SpendLine } from "../store/store.js";
+import { canSee, scopeOf, type Caller } from "./caller.js";
+import { NotFoundError } from "./errors.js";
+import { shownEvents } from "./notify-urls.js";
+import type { Runtime } from "./runtime.js";
+
+/** What a listing may filter by; whose jobs it reads is the caller's to say, not the filter's. */
+export type JobListFilter = Omit<JobFilter, "tokenId" | "ids" | "limit" | "newestFirst">;
+
+/**
+ * Jobs newest first, a page of `limit`: the caller's own unless admin. The
+ * next page starts after the page's last job (`next`): jobs created
+ * meanwhile are newer, so a page never repeats or skips one.
+ */
+export async function listJobs(runtime: Runtime, caller: Caller, filter: JobListFilter, limit: number): Promise<{ jobs: Job[]; next: Pick<Job, "createdAt" | "id"> | null }> {
+  const tokenId = scopeOf(caller);
+  // One more than the page says whether there is a next one.
+  const jobs = await (await runtime.store()).listJobs({ ...filter, ...(tokenId !== undefined ? { tokenId } : {}), newestFirst: true, limit: limit + 1 });
+  const page = jobs.slice(0, limit);
+  return { jobs: page, next: jobs.length > limit ? page.at(-1)! : null };
+}
+
+/** The job by id, when the caller may see it; otherwise not found (whether it exists is not said). */
+export async function visibleJob(runtime: Runtime, caller: Caller, id: string): Promise<Job> {
+  const job = await (await runtime.store()).getJob(id);
+  if (!job || !canSee(caller, job)) throw new NotFoundError(`no job ${id}`);
+  return job;
+}
+
+/** A visible job's saved outputs. */
+export async function jobOutputs(runtime: Runtime, job: Pick<Job, "id">): Promise<JobOutput[]> {
+  return (await runtime.store()).outputs(job.id);
+}
+
+/** One saved output of a visible job, or not found. */
+export async function jobOutput(runtime: Runtime, job: Pick<Job, "id">, index: string): Promise<JobOutput> {
+  const output = (await jobOutputs(runtime, job)).find((each) => String(each.index) === index);
+  if (!output) throw new NotFoundError(`job ${job.id} has no output ${index}`);
+  return output;
+}
+
+/** A visible job's event log as it is shown: every URL it was notified at redacted. */
+export async function jobEvents(runtime: Runtime, job: Pick<Job, "id" | "notifyUrl">): Promise<JobEvent[]> {
+  return shownEvents(await runtime.store(), job, runtime.config.notifyUrl);
+}
+
+/** A batch counted by state, with its estimate and charges: the caller's jobs in it only, unless admin; not found when it has none. */
+export async function batchOf(runtime: Runtime, caller: Caller, batchId: string): Promise<BatchSummary> {
+  const summary = await (await runtime.store()).batchSummary(batchId, scopeOf(caller));
+  if (summary.jobs === 0) throw new NotFoundError(`no batch ${batchId}`);
+  return summary;
+}
+
+/** Spend between `from` and `to` by provider, model and token (named), the caller's own unless admin. */
+export async function spendOf(runtime: Runtime, caller: Caller, from: number, to: number): Promise<Array<SpendLine & { tokenName: string | null }>> {
+  const store = await runtime.store();
+  const lines = await store.spendSummary(from, to, scopeOf(caller));
+  const names = new Map((await store.tokens()).map((token) => [token.id, token.name]));
+  return lines.map((line) => ({ ...line, tokenName: line.tokenId === null ? null : (names.get(line.tokenId) ?? line.tokenId) }));
+}
+
+const DAY_MS = 86_400_000;
+
+/** Daily spend: the first ms of each UTC day shown, oldest first, and the lines of those days. */
+export interface DailySpendView {
+  days: number[];
+  lines: DailySpend[];
+}
+
+/** Spend of the last `days` UTC days (today included) by provider and day, the caller's own unless admin: one bounded read. */
+export async function spendOfDays(runtime: Runtime, caller: Caller, now: number, days: number): Promise<DailySpendView> {
+  const today = Math.floor(now / DAY_MS) * DAY_MS;
+  const from = today - (days - 1) * DAY_MS;
+  const lines = await (await runtime.store()).spendByDay(from, today + DAY_MS, scopeOf(caller));
+  return { days: Array.from({ length: days }, (_, index) => from + index * DAY_MS), lines };
+}
