@@ -1,7 +1,6 @@
-import type { Job, JobOutput } from "../core/job.js";
+import type { Job, JobEvent, JobOutput } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
-import { displayUrl } from "../core/redact.js";
-import type { JobEvent } from "../core/job.js";
+import { displayUrl, redactDeep } from "../core/redact.js";
 import { shownNotifyUrl } from "./notify-urls.js";
 
 /** The `--json` shape of a job (a contract for scripts; see the README). */
@@ -68,8 +67,52 @@ export function costText(job: Pick<Job, "estimateMicroUsd" | "chargeMicroUsd">):
   return "unpriced";
 }
 
-/** A job as the API answers it: the CLI's `--json` shape, and what a remote client needs besides. */
-export interface ApiJob extends JobJson {
+/**
+ * Text about a job as a remote caller sees it: the server's output folder
+ * (and so every saved file's path, and the folder named in a save's error)
+ * is named, not shown. A folder is the server's own business: it tells
+ * another team nothing it may act on and tells an attacker the layout of the
+ * disk. The CLI's `--json` and `show` keep paths: their user owns that disk.
+ */
+export function serverPathsHidden(job: Pick<Job, "outDir">): (text: string) => string {
+  const folder = job.outDir.replace(/\/+$/, "");
+  if (folder.length === 0) return (text) => text;
+  return (text) => text.split(folder).join(OUTPUT_FOLDER);
+}
+
+/** What a remote view says in place of the server's output folder. */
+export const OUTPUT_FOLDER = "<output folder>";
+
+/** The job as a remote caller sees it: its reason and error without the server's paths. */
+export function remoteJob(job: Job): Job {
+  const hide = serverPathsHidden(job);
+  return {
+    ...job,
+    reason: job.reason === null ? null : hide(job.reason),
+    error: job.error === null ? null : { ...job.error, message: hide(job.error.message), ...(job.error.detail !== undefined ? { detail: redactDeep(job.error.detail, hide) } : {}) },
+  };
+}
+
+/** A job's events as a remote caller sees them: no saved file's path (an output is named by its index), no server folder in any text. */
+export function remoteEvents(job: Pick<Job, "outDir">, events: readonly JobEvent[]): JobEvent[] {
+  const hide = serverPathsHidden(job);
+  return events.map((event) => ({ ...event, reason: hide(event.reason), detail: redactDeep(withoutPathKeys(event.detail), hide) }));
+}
+
+/** A capture event's detail lists what it saved (`outputs: [{path, bytes, sha256}]`): the paths go, the rest stays. */
+function withoutPathKeys(detail: unknown): unknown {
+  if (Array.isArray(detail)) return detail.map(withoutPathKeys);
+  if (detail !== null && typeof detail === "object" && Object.getPrototypeOf(detail) === Object.prototype) {
+    return Object.fromEntries(Object.entries(detail).filter(([key]) => key !== "path").map(([key, value]) => [key, withoutPathKeys(value)]));
+  }
+  return detail;
+}
+
+/** A remote view's output: where to fetch it on the API (absolute under MEDIAGATE_PUBLIC_URL), never where it lies on the server. */
+export type ApiOutput = Omit<JobJson["outputs"][number], "path"> & { href: string };
+
+/** A job as the API answers it: the CLI's `--json` shape without server paths, and what a remote client needs besides. */
+export interface ApiJob extends Omit<JobJson, "outputs"> {
   batch_id: string | null;
   reason: string | null;
   warnings: string[];
@@ -77,14 +120,21 @@ export interface ApiJob extends JobJson {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
-  outputs: Array<JobJson["outputs"][number] & { href: string }>;
+  outputs: ApiOutput[];
 }
 
-export function apiJob(job: Job, outputs: JobOutput[]): ApiJob {
-  const json = jobJson(job, outputs);
+/** An output's address on the API: absolute when MEDIAGATE_PUBLIC_URL says where the API is reachable, else a path on it. */
+export function outputHref(job: Pick<Job, "id">, output: Pick<JobOutput, "index">, publicUrl: string | null): string {
+  const path = `/v1/jobs/${encodeURIComponent(job.id)}/outputs/${output.index}`;
+  return publicUrl === null ? path : `${publicUrl.replace(/\/+$/, "")}${path}`;
+}
+
+export function apiJob(stored: Job, outputs: JobOutput[], publicUrl: string | null): ApiJob {
+  const job = remoteJob(stored);
+  const { outputs: shown, ...json } = jobJson(job, outputs);
   return {
     ...json,
-    outputs: json.outputs.map((output, index) => ({ ...output, href: `/v1/jobs/${encodeURIComponent(job.id)}/outputs/${outputs[index]!.index}` })),
+    outputs: shown.map(({ path: _path, ...output }, index) => ({ ...output, href: outputHref(job, outputs[index]!, publicUrl) })),
     batch_id: job.batchId,
     reason: job.reason,
     warnings: job.warnings,

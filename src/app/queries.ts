@@ -2,6 +2,7 @@ import type { Job, JobEvent, JobOutput } from "../core/job.js";
 import type { BatchSummary, DailySpend, JobFilter, SpendLine } from "../store/store.js";
 import { canSee, scopeOf, type Caller } from "./caller.js";
 import { NotFoundError } from "./errors.js";
+import { remoteEvents } from "./job-view.js";
 import { shownEvents } from "./notify-urls.js";
 import type { Runtime } from "./runtime.js";
 
@@ -40,9 +41,9 @@ export async function jobOutput(runtime: Runtime, job: Pick<Job, "id">, index: s
   return output;
 }
 
-/** A visible job's event log as it is shown: every URL it was notified at redacted. */
-export async function jobEvents(runtime: Runtime, job: Pick<Job, "id" | "notifyUrl">): Promise<JobEvent[]> {
-  return shownEvents(await runtime.store(), job, runtime.config.notifyUrl);
+/** A visible job's event log as a remote caller sees it: every URL it was notified at redacted, no server path. */
+export async function jobEvents(runtime: Runtime, job: Pick<Job, "id" | "notifyUrl" | "outDir">): Promise<JobEvent[]> {
+  return remoteEvents(job, await shownEvents(await runtime.store(), job, runtime.config.notifyUrl));
 }
 
 /** A batch counted by state, with its estimate and charges: the caller's jobs in it only, unless admin; not found when it has none. */

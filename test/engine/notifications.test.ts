@@ -10,7 +10,7 @@ import { Engine } from "../../src/engine/engine.js";
 import { createLogger, type EngineLogger } from "../../src/engine/logger.js";
 import { NOTIFY_LEASE_MS, NOTIFY_RETRY_HORIZON_MS, type NotifierOptions } from "../../src/engine/notify.js";
 import { createDEmulator } from "../../src/sandbox/d/index.js";
-import { notificationJob } from "../../src/app/notifications.js";
+import { notificationJobOf } from "../../src/app/notifications.js";
 import { openStore } from "../../src/store/open.js";
 import type { Store } from "../../src/store/store.js";
 import { startEngineProcess } from "../helpers/engine-process.js";
@@ -97,7 +97,7 @@ afterEach(async () => {
 });
 
 function notifier(overrides: Partial<NotifierOptions> = {}): NotifierOptions {
-  return { secret: SECRET, describe: notificationJob, ...overrides };
+  return { secret: SECRET, describe: notificationJobOf({ publicUrl: null }), ...overrides };
 }
 
 /** An engine that only delivers notifications (no provider), on `clock`, looking at the store often. */

@@ -75,7 +75,11 @@ for (const kind of servedStores) {
       expect(done.body.outputs).toHaveLength(1);
       const output = done.body.outputs[0];
       expect(output).toMatchObject({ content_type: "image/png", width: 512, height: 512, href: `/v1/jobs/${created.body.id}/outputs/0` });
-      const file = readFileSync(output.path);
+      // Named by its href and sha256: where the server keeps it is the server's business.
+      expect(output).not.toHaveProperty("path");
+      const [saved] = await (await api.runtime.store()).outputs(created.body.id);
+      const file = readFileSync(saved!.path);
+      expect(output.sha256).toBe(createHash("sha256").update(file).digest("hex"));
       const whole = await api.call("GET", output.href);
       expect(whole.status).toBe(200);
       expect(whole.bytes.equals(file)).toBe(true);
@@ -95,7 +99,24 @@ for (const kind of servedStores) {
 
       const events = await api.call("GET", `/v1/jobs/${created.body.id}/events`);
       expect(events.body.events.map((event: { to: string }) => event.to)).toEqual(["queued", "submitting", "running", "capturing", "succeeded"]);
+      expect(events.body.events.at(-1).detail).toEqual({ outputs: [{ bytes: file.length, sha256: output.sha256 }] });
+      // No answer about the job names the server's folder: not the job, its listing, its events, nor its page on the dashboard.
+      const folder = api.env.MEDIAGATE_OUTPUT_DIR!;
+      const listing = await api.call("GET", "/v1/jobs");
+      const page = await fetch(`${api.url}/jobs/${created.body.id}`);
+      for (const text of [JSON.stringify(done.body), JSON.stringify(listing.body), JSON.stringify(events.body), await page.text()]) expect(text).not.toContain(folder);
       expect(api.emulators.d.submitCount).toBe(1);
+    });
+
+    it("API: with MEDIAGATE_PUBLIC_URL an output's href is absolute under it, in the job and its listing", async () => {
+      const served = await serveSandbox({ store: kind, env: { MEDIAGATE_PUBLIC_URL: "https://mediagate.example/base" }, emulators: { d: { renderTimeMs: { minMs: 200, maxMs: 300 } } } });
+      cleanups.push(() => served.close());
+      const api: Api = { ...served, call: caller(served.url) };
+      const created = await api.call("POST", "/v1/jobs", { body: { ref: "lh-public", ...lighthouse } });
+      const done = await until(() => api.call("GET", `/v1/jobs/${created.body.id}`), (answer) => answer.body.state === "succeeded", "the job to succeed");
+      const href = `https://mediagate.example/base/v1/jobs/${created.body.id}/outputs/0`;
+      expect(done.body.outputs[0].href).toBe(href);
+      expect((await api.call("GET", "/v1/jobs")).body.jobs[0].outputs[0].href).toBe(href);
     });
 
     it("API: one error shape with stable codes: invalid JSON 400, a bad field 422 naming it, a request no target can take 422 with one entry per target, an unknown route or job 404; nothing is sent", async () => {

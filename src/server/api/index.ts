@@ -67,7 +67,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "the job stored before under this ref, same request", 201: "the job, queued", 409: "ref_conflict", 422: "invalid_input or no_eligible_target" },
       handler: async (request, reply) => {
         const created = await submitJob(runtime, request.caller!, submissionOfBody(jsonBody(request)));
-        return reply.code(created.status).send(apiJob(created.job, await jobOutputs(runtime, created.job)));
+        return reply.code(created.status).send(apiJob(created.job, await jobOutputs(runtime, created.job), runtime.config.publicUrl));
       },
     },
     {
@@ -91,7 +91,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
         const page = await listJobs(runtime, request.caller!, filter, limit);
         // The page's outputs in one read, not one a job.
         const outputs = await (await store()).outputsOfJobs(page.jobs.map((job) => job.id));
-        return { jobs: page.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [])), next_cursor: page.next ? encodeCursor(page.next) : null };
+        return { jobs: page.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [], runtime.config.publicUrl)), next_cursor: page.next ? encodeCursor(page.next) : null };
       },
     },
     {
@@ -101,7 +101,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "the job", 404: "not_found" },
       handler: async (request) => {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
-        return apiJob(job, await jobOutputs(runtime, job));
+        return apiJob(job, await jobOutputs(runtime, job), runtime.config.publicUrl);
       },
     },
     {
@@ -136,7 +136,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
         const outcome = await cancelJob(runtime, job);
         if (outcome.kind === "refused") throw new ConflictError("not_cancellable", outcome.message);
-        return apiJob(outcome.job, []);
+        return apiJob(outcome.job, [], runtime.config.publicUrl);
       },
     },
     {
@@ -166,7 +166,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 201: "{batch_id, jobs, created}", 409: "ref_conflict", 422: "invalid_input, one entry per bad line" },
       handler: async (request, reply) => {
         const batch = await submitBatch(runtime, request.caller!, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]), apiLineRequest);
-        return reply.code(201).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => apiJob(job, [])) });
+        return reply.code(201).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => apiJob(job, [], runtime.config.publicUrl)) });
       },
     },
     {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { cancelJob } from "../../app/cancel.js";
+import { remoteJob } from "../../app/job-view.js";
 import { submitJob, quoteOf } from "../../app/intake.js";
 import { providerStates } from "../../app/provider-states.js";
 import { jobEvents, jobOutput, jobOutputs, listJobs, spendOfDays, visibleJob } from "../../app/queries.js";
@@ -217,7 +218,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         session,
         section: "jobs",
         events,
-        body: html`<h1>Jobs</h1>${notice}${jobsSection(jobs.jobs, query, jobs.nextCursor)}${providersSection(providers)}${spendSection(spend)}`,
+        body: html`<h1>Jobs</h1>${notice}${jobsSection(jobs.jobs.map(remoteJob), query, jobs.nextCursor)}${providersSection(providers)}${spendSection(spend)}`,
       });
     });
 
@@ -231,7 +232,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         session,
         section: "job",
         events: `/events${queryOf({ job: job.id, since: String(readAt) })}`,
-        body: jobPageBody(job, jobParts(job, outputs, events, session), null),
+        body: jobPageBody(remoteJob(job), jobParts(remoteJob(job), outputs, events, session), null),
       });
     });
 
@@ -251,7 +252,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const outcome = await cancelJob(runtime, job);
       if (outcome.kind === "cancelled") return reply.redirect(pathOf("/jobs", job.id), 303);
       const [current, outputs, events] = await Promise.all([visibleJob(runtime, session.caller, job.id), jobOutputs(runtime, job), jobEvents(runtime, job)]);
-      return sendPage(reply, 409, { title: current.ref, session, section: "job", body: jobPageBody(current, jobParts(current, outputs, events, session), outcome.message) });
+      return sendPage(reply, 409, { title: current.ref, session, section: "job", body: jobPageBody(remoteJob(current), jobParts(remoteJob(current), outputs, events, session), outcome.message) });
     });
 
     dashboard.get("/new", async (request, reply) => {
@@ -315,7 +316,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
           since,
           render: async (changed) => {
             const [outputs, events] = await Promise.all([jobOutputs(runtime, changed), jobEvents(runtime, changed)]);
-            return { event: "job", data: { id: changed.id, state: changed.state, announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, parts: jobParts(changed, outputs, events, session) } };
+            return { event: "job", data: { id: changed.id, state: changed.state, announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, parts: jobParts(remoteJob(changed), outputs, events, session) } };
           },
         });
         return reply;
@@ -333,7 +334,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         since,
         render: async (changed) => ({
           event: "job",
-          data: { id: changed.id, state: changed.state, matches: shows(changed), announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, row: jobRow(changed).text },
+          data: { id: changed.id, state: changed.state, matches: shows(changed), announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, row: jobRow(remoteJob(changed)).text },
         }),
         panels: async () => {
           const now = Date.now();

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import { apiJob, OUTPUT_FOLDER, remoteEvents, remoteJob } from "../../src/app/job-view.js";
+import type { Job, JobEvent, JobOutput } from "../../src/core/job.js";
+
+const FOLDER = "/srv/mediagate/out";
+
+/** A job saved under FOLDER, its reason and error naming the folder as a save's error does. */
+function savedJob(overrides: Partial<Job> = {}): Job {
+  return {
+    id: "job_1",
+    ref: "lh",
+    batchId: null,
+    provider: "d",
+    model: "gen-2-pro",
+    operation: null,
+    body: { prompt: "a lighthouse" },
+    facts: {},
+    warnings: [],
+    state: "capturing",
+    reason: `rendered, but cannot write ${FOLDER}/lh.png: EACCES; saving again in 30 s`,
+    attempts: 1,
+    idempotencyKey: null,
+    providerJobId: "d-1",
+    handles: null,
+    providerStatus: "Ready",
+    estimateMicroUsd: 30_000,
+    estimateSource: "pricing page",
+    chargeMicroUsd: null,
+    chargeSource: null,
+    chargeState: "none",
+    error: { code: "output_unwritable", message: `cannot write ${FOLDER}/lh.png`, detail: { folder: FOLDER } },
+    outDir: FOLDER,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    nextAttemptAt: 0,
+    createdAt: 0,
+    updatedAt: 0,
+    submittedAt: 0,
+    submitSentAt: 0,
+    providerDoneAt: 0,
+    finishedAt: null,
+    trackingDeadlineAt: null,
+    slotsHeld: [],
+    lastPendingElapsedMs: null,
+    pollFailures: 0,
+    budgetId: null,
+    budgetHeldMicroUsd: 0,
+    blockedCode: "output_unwritable",
+    route: null,
+    tokenId: null,
+    notifyUrl: null,
+    ...overrides,
+  };
+}
+
+const output: JobOutput = {
+  jobId: "job_1",
+  index: 0,
+  path: `${FOLDER}/lh.png`,
+  url: "https://d.example/results/lh.png",
+  contentType: "image/png",
+  bytes: 123,
+  sha256: "ab".repeat(32),
+  metadata: {},
+  media: { width: 512, height: 512 },
+};
+
+describe("a job's public view (the API, its events, the dashboard, notifications)", () => {
+  it("an output is named by its API href and sha256, never by the server's path; the href is absolute under MEDIAGATE_PUBLIC_URL", () => {
+    const relative = apiJob(savedJob({ state: "succeeded", reason: null, error: null }), [output], null);
+    expect(relative.outputs[0]).toEqual({ url: output.url, content_type: "image/png", bytes: 123, sha256: output.sha256, width: 512, height: 512, href: "/v1/jobs/job_1/outputs/0" });
+    expect(relative.outputs[0]).not.toHaveProperty("path");
+    const absolute = apiJob(savedJob({ state: "succeeded" }), [output], "https://mediagate.example/base/");
+    expect(absolute.outputs[0]!.href).toBe("https://mediagate.example/base/v1/jobs/job_1/outputs/0");
+  });
+
+  it("the server's output folder is named, not shown, in a job's reason, error message and error detail", () => {
+    const shown = JSON.stringify(apiJob(savedJob(), [output], null));
+    expect(shown).not.toContain(FOLDER);
+    const job = remoteJob(savedJob());
+    expect(job.reason).toBe(`rendered, but cannot write ${OUTPUT_FOLDER}/lh.png: EACCES; saving again in 30 s`);
+    expect(job.error).toEqual({ code: "output_unwritable", message: `cannot write ${OUTPUT_FOLDER}/lh.png`, detail: { folder: OUTPUT_FOLDER } });
+  });
+
+  it("events lose their saved files' paths (the rest of the detail stays) and any mention of the folder", () => {
+    const events: JobEvent[] = [
+      { id: 1, jobId: "job_1", at: 0, fromState: "capturing", toState: "succeeded", reason: "saved 1 output(s)", detail: { outputs: [{ path: `${FOLDER}/lh.png`, bytes: 123, sha256: output.sha256 }] } },
+      { id: 2, jobId: "job_1", at: 0, fromState: "capturing", toState: "capturing", reason: `cannot write ${FOLDER}/lh.png`, detail: null },
+    ];
+    const shown = remoteEvents(savedJob(), events);
+    expect(shown[0]!.detail).toEqual({ outputs: [{ bytes: 123, sha256: output.sha256 }] });
+    expect(shown[1]!.reason).toBe(`cannot write ${OUTPUT_FOLDER}/lh.png`);
+    expect(JSON.stringify(shown)).not.toContain(FOLDER);
+  });
+});
