@@ -54,7 +54,6 @@ function savedJob(overrides: Partial<Job> = {}): Job {
 }
 
 const output: JobOutput = {
-  jobId: "job_1",
   index: 0,
   path: `${FOLDER}/lh.png`,
   url: "https://d.example/results/lh.png",
