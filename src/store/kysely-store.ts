@@ -1,4 +1,4 @@
-import { type Compilable, type CompiledQuery, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, type Updateable, sql } from "kysely";
+import { type Compilable, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Updateable, sql } from "kysely";
 import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../core/provider-id.js";
@@ -6,9 +6,11 @@ import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNum
 import { refRange } from "./ref-prefix.js";
 import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
+import { type Db, type StoreContext, storeContext } from "./context.js";
+import { literalLimit } from "./reusable.js";
+import { IDS_PER_STATEMENT, inScope, inScopeSlots, scopeKeyOf, scopeParts, scopeValuesOf } from "./scope.js";
 import {
   claimDueNotifications,
-  DEFAULT_NOTIFICATION_POLICY,
   insertNotification,
   keepNotificationBody,
   newNotificationId,
@@ -53,8 +55,6 @@ import type {
 } from "./store.js";
 import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs } from "./store.js";
 
-type Db = Kysely<Database> | Transaction<Database>;
-
 /** Sees each statement as run: its SQL and its parameters. */
 export type QueryListener = (sql: string, parameters: readonly unknown[], durationMs: number) => void;
 
@@ -84,30 +84,6 @@ function endsAndUnblocks(row: Partial<JobsTable>, to: JobState, patch: JobPatch,
   if (patch.blockedCode === undefined) row.blocked_code = null;
 }
 
-/** The jobs of one command: its batch (indexed by batch, state, due time) or its few job ids. */
-function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expression<SqlBool> {
-  const values = scopeValuesOf(scope);
-  return inScopeSlots(eb, scope, <T>(name: string) => values[name] as T);
-}
-
-/** What of a scope changes the SQL of a reusable statement: a command's own ids change from call to call in number only. */
-function scopeKeyOf(scope: JobScope | null): string {
-  return scope === null ? "all" : "batchId" in scope ? "batch" : `ids${scope.jobIds.length}`;
-}
-
-/** The values of a scope's slots (see `inScopeSlots`). */
-function scopeValuesOf(scope: JobScope | null): Record<string, string> {
-  if (scope === null) return {};
-  if ("batchId" in scope) return { batchId: scope.batchId };
-  return Object.fromEntries(scope.jobIds.map((id, index) => [`id${index}`, id]));
-}
-
-/** `inScope` for a reusable statement: its values in slots. */
-function inScopeSlots(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope, slot: <T>(name: string) => T): Expression<SqlBool> {
-  if ("batchId" in scope) return eb("batch_id", "=", slot<string>("batchId"));
-  return scope.jobIds.length ? eb("id", "in", scope.jobIds.map((_, index) => slot<string>(`id${index}`))) : sql<SqlBool>`1 = 0`;
-}
-
 /** Queue entries after `after` in due order (`next_attempt_at`, then id): the next page of a queue. */
 function afterInQueue(eb: ExpressionBuilder<Database, "jobs">, after: { nextAttemptAt: number; id: string }): Expression<SqlBool> {
   return eb.or([eb("next_attempt_at", ">", after.nextAttemptAt), eb.and([eb("next_attempt_at", "=", after.nextAttemptAt), eb("id", ">", after.id)])]);
@@ -127,17 +103,6 @@ const OPEN_STATES: JobState[] = ["queued", "submitting", "running", "capturing"]
 
 /** A UTC day in ms: spend is counted by day since the epoch. */
 const DAY_MS = 86_400_000;
-
-/** Ids per statement: well under SQLite's and PostgreSQL's limits on bound parameters. */
-const IDS_PER_STATEMENT = 1_000;
-
-/** A scope of many ids as several, each small enough for one statement. */
-function scopeParts(scope: JobScope): JobScope[] {
-  if ("batchId" in scope || scope.jobIds.length <= IDS_PER_STATEMENT) return [scope];
-  const parts: JobScope[] = [];
-  for (let start = 0; start < scope.jobIds.length; start += IDS_PER_STATEMENT) parts.push({ jobIds: scope.jobIds.slice(start, start + IDS_PER_STATEMENT) });
-  return parts;
-}
 
 /** What a transition reads of the job it locks. */
 type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
@@ -306,17 +271,6 @@ function tokenOf(row: { id: string; name: string; secret_sha256: string; admin: 
 }
 
 /**
- * A hot query's row limit, written into the statement: SQLite plans a bound
- * `LIMIT ?` inside a subquery without it (six times slower for the queue's
- * heads). The limits are the store's own small integers; one statement is
- * prepared per distinct value.
- */
-function literalLimit(limit: number) {
-  if (!Number.isSafeInteger(limit) || limit < 0) throw new Error(`a row limit must be a whole number, not ${limit}`);
-  return sql.lit(limit);
-}
-
-/**
  * The columns an update sets, for a reusable statement: their names (sorted,
  * those given as undefined left out, as Kysely leaves them out of an object
  * of values), the SET object in slots, and the slots' values.
@@ -330,14 +284,6 @@ function columnSlots(columns: Partial<JobsTable>) {
   };
 }
 
-/** A value's place in a statement built once (see `KyselyStore.reusable`). */
-class Slot {
-  constructor(readonly name: string) {}
-}
-
-/** Statement shapes kept compiled; the loop's hot statements have a few dozen. */
-const REUSABLE_STATEMENTS = 256;
-
 /** Lists of ids up to this long are read by a statement kept compiled for their length (a few shapes, run often). */
 const REUSED_ID_LISTS = 16;
 
@@ -347,14 +293,8 @@ const REUSED_ID_LISTS = 16;
  * marked; everything else is the same SQL.
  */
 export class KyselyStore implements Store {
-  /** Slot holds this store deleted and pool capacity it recovered, counted (see `Store.slotReleases`). */
-  slotReleases = 0;
-
-  /** Which changes owe a notification (see `Store.setNotificationPolicy`). */
-  private notificationPolicy: NotificationPolicy = DEFAULT_NOTIFICATION_POLICY;
-
-  /** Compiled statements by shape, each with the names of the slots among its parameters (see `reusable`). */
-  private readonly statements = new Map<string, { compiled: CompiledQuery; places: Array<string | null> }>();
+  /** What each family of statements takes: this store object's db, dialect, statements kept compiled, and counters. */
+  private readonly context: StoreContext;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -363,47 +303,14 @@ export class KyselyStore implements Store {
     /** Other processes told of new work (PostgreSQL's LISTEN/NOTIFY); none for an embedded store. */
     private readonly signals: WorkSignals | null = null,
     /** Told the SQL of each statement `reusable` compiles, for a driver that prepares them (PostgreSQL's named statements). */
-    private readonly onReusable: ((sql: string) => void) | null = null,
-  ) {}
+    onReusable: ((sql: string) => void) | null = null,
+  ) {
+    this.context = storeContext(db, dialect, signals, onReusable);
+  }
 
-  /**
-   * Runs a statement whose shape `key` names. It is built and compiled at its
-   * first use, with `slot(name)` wherever a value changes from one use to the
-   * next, then reused with `values` put in those places: building and
-   * compiling a statement through Kysely costs more than SQLite takes to run
-   * it, and the engine loop runs a few shapes many times a job. `key` must
-   * name everything that changes the SQL (lists' lengths, optional clauses).
-   */
-  private async reusable<R>(
-    executor: Db,
-    key: string,
-    build: (slot: <T>(name: string) => T) => Compilable<R>,
-    values: Record<string, unknown>,
-  ): Promise<R[]> {
-    let entry = this.statements.get(key);
-    if (!entry) {
-      const named = new Map<string, Slot>();
-      const slot = <T>(name: string): T => {
-        let found = named.get(name);
-        if (!found) named.set(name, (found = new Slot(name)));
-        return found as T;
-      };
-      const compiled = build(slot).compile();
-      const places = compiled.parameters.map((value) => (value instanceof Slot ? value.name : null));
-      for (const name of named.keys()) if (!places.includes(name)) throw new Error(`statement ${key}: ${name} is not one of its parameters`);
-      entry = { compiled, places };
-      this.onReusable?.(compiled.sql);
-      if (this.statements.size >= REUSABLE_STATEMENTS) this.statements.delete(this.statements.keys().next().value!);
-      this.statements.set(key, entry);
-    }
-    const { compiled, places } = entry;
-    const parameters = compiled.parameters.map((value, index) => {
-      const name = places[index];
-      if (name === null || name === undefined) return value;
-      if (!(name in values)) throw new Error(`statement ${key}: no value for ${name}`);
-      return values[name];
-    });
-    return (await executor.executeQuery<R>({ ...compiled, parameters })).rows;
+  /** See `Store.slotReleases`. */
+  get slotReleases(): number {
+    return this.context.slotReleases;
   }
 
   async close(): Promise<void> {
@@ -416,12 +323,7 @@ export class KyselyStore implements Store {
   }
 
   async announceWork(): Promise<void> {
-    await this.announce(this.db);
-  }
-
-  /** Sent when `db`'s transaction commits (at once outside one). */
-  private async announce(db: Db): Promise<void> {
-    if (this.signals) await sql`select pg_notify(${this.signals.channel}, ${this.signals.sender})`.execute(db);
+    await this.context.announce(this.db);
   }
 
   async insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
@@ -478,13 +380,13 @@ export class KyselyStore implements Store {
           }
         }
       }
-      if (results.some((result) => result.created)) await this.announce(trx);
+      if (results.some((result) => result.created)) await this.context.announce(trx);
       return results;
     });
   }
 
   async getJob(id: string): Promise<Job | null> {
-    const [row] = await this.reusable(this.db, "getJob", (slot) => this.db.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id")), { id });
+    const [row] = await this.context.reusable(this.db, "getJob", (slot) => this.db.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id")), { id });
     return row ? rowToJob(row) : null;
   }
 
@@ -674,7 +576,7 @@ export class KyselyStore implements Store {
           .onConflict((conflict) => conflict.column("job_id").doNothing())
           .execute();
       }
-      if (releasing) this.slotReleases++;
+      if (releasing) this.context.slotReleases++;
       return rowToJob(updated);
     });
   }
@@ -707,7 +609,7 @@ export class KyselyStore implements Store {
     const lease = leaseKind(expect);
     const outputs = extras.outputs ?? [];
     // The notification this move may owe (the state it leaves is read in the statement).
-    const notifyType = owedNotificationType(this.notificationPolicy, null, to);
+    const notifyType = owedNotificationType(this.context.notificationPolicy, null, to);
     const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}:${notifyType ? "notify" : ""}`;
     const outputValues = Object.fromEntries(
       outputs.flatMap((output, index) => [
@@ -722,7 +624,7 @@ export class KyselyStore implements Store {
       ]),
     );
     const event = eventRow(jobId, now, null, to, reason, detail);
-    const [result] = await this.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_slots: string; cur_budget: string | null; updated_id: string | null }>(
+    const [result] = await this.context.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_slots: string; cur_budget: string | null; updated_id: string | null }>(
       this.db,
       key,
       (slot) => {
@@ -768,7 +670,7 @@ export class KyselyStore implements Store {
         detail_json: event.detail_json,
         ledger_micro_usd: extras.ledger?.microUsd,
         ledger_source: extras.ledger?.source,
-        ...(notifyType ? { notify_id: newNotificationId(now), notify_type: notifyType, notify_default_url: this.notificationPolicy.defaultUrl } : {}),
+        ...(notifyType ? { notify_id: newNotificationId(now), notify_type: notifyType, notify_default_url: this.context.notificationPolicy.defaultUrl } : {}),
       },
     );
     if (!result) return null;
@@ -776,7 +678,7 @@ export class KyselyStore implements Store {
       const current = { state: result.cur_state as JobState, leaseOwner: result.cur_lease_owner };
       return result.cur_budget !== null && this.matches(current, expect) ? "budget" : null;
     }
-    if (releasing && (JSON.parse(result.cur_slots) as string[]).length > 0) this.slotReleases++;
+    if (releasing && (JSON.parse(result.cur_slots) as string[]).length > 0) this.context.slotReleases++;
     return rowToJob(result);
   }
 
@@ -786,7 +688,7 @@ export class KyselyStore implements Store {
   }
 
   async markSubmitSent(jobId: string, owner: string, at: number): Promise<boolean> {
-    const rows = await this.reusable(
+    const rows = await this.context.reusable(
       this.db,
       "markSubmitSent",
       (slot) =>
@@ -812,7 +714,7 @@ export class KyselyStore implements Store {
     const wanted = expect ? states(expect) : null;
     const lease = leaseKind(expect);
     const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}`;
-    const [row] = await this.reusable(executor, key, (slot) => {
+    const [row] = await this.context.reusable(executor, key, (slot) => {
       let query = executor
         .updateTable("jobs")
         .set(set(slot))
@@ -916,7 +818,7 @@ export class KyselyStore implements Store {
     if (providers.length === 0) return [];
     const key = `dueQueued:${providers.join("")}:${scopeKeyOf(scope)}:${after ? "after" : "first"}:${limit}`;
     const values = { now, ...scopeValuesOf(scope), ...(after ? { afterAt: after.nextAttemptAt, afterId: after.id } : {}) };
-    const rows = await this.reusable(this.db, key, (slot) => {
+    const rows = await this.context.reusable(this.db, key, (slot) => {
       const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
       const afterSlots = () => ({ nextAttemptAt: slot<number>("afterAt"), id: slot<string>("afterId") });
       if (scope && "jobIds" in scope) {
@@ -984,10 +886,10 @@ export class KyselyStore implements Store {
   async claimByStatements(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
     return this.db.transaction().execute(async (trx) => {
       // What the decision needs, not the whole row: the claimed job comes back whole from its update.
-      const [job] = await this.reusable(
+      const [job] = await this.context.reusable(
         trx,
         "lockClaimable",
-        (slot) => this.locked(trx.selectFrom("jobs").select(CLAIMABLE_COLUMNS).where("id", "=", slot<string>("id")), { skipLocked: true }),
+        (slot) => this.context.locked(trx.selectFrom("jobs").select(CLAIMABLE_COLUMNS).where("id", "=", slot<string>("id")), { skipLocked: true }),
         { id: jobId },
       );
       if (job && job.state === "queued") return this.claimLocked(trx, claimableOf(job), owner, pools, now, leaseMs);
@@ -1004,7 +906,7 @@ export class KyselyStore implements Store {
    * the others), and the first of them that `poolsOf` accepts.
    */
   private async lockNextQueued(trx: Db, instead: ClaimInstead, now: number): Promise<{ job: Job; pools: SlotPoolRequest[] } | null> {
-    for (const row of await this.locked(this.nextQueued(trx, instead, now), { skipLocked: true }).execute()) {
+    for (const row of await this.context.locked(this.nextQueued(trx, instead, now), { skipLocked: true }).execute()) {
       const job = rowToJob(row);
       const pools = instead.poolsOf(job);
       if (pools) return { job, pools };
@@ -1027,8 +929,8 @@ export class KyselyStore implements Store {
    */
   private async claimInOneStatement(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
     const holds = pools.map((pool) => pool.key);
-    const notifyType = owedNotificationType(this.notificationPolicy, "queued", "submitting");
-    const [row] = await this.reusable<{ claim: ClaimAnswer }>(
+    const notifyType = owedNotificationType(this.context.notificationPolicy, "queued", "submitting");
+    const [row] = await this.context.reusable<{ claim: ClaimAnswer }>(
       this.db,
       "claimInOneStatement",
       (slot) => {
@@ -1070,7 +972,7 @@ export class KyselyStore implements Store {
         reason: `claimed by ${owner}`,
         notify_type: notifyType,
         notify_id: notifyType ? newNotificationId(now) : null,
-        notify_default_url: this.notificationPolicy.defaultUrl ?? null,
+        notify_default_url: this.context.notificationPolicy.defaultUrl ?? null,
       },
     );
     const answer = row!.claim;
@@ -1097,10 +999,10 @@ export class KyselyStore implements Store {
     const filled: string[] = [];
     for (const pool of pools) {
       const readPool = async () => {
-        const [found] = await this.reusable(
+        const [found] = await this.context.reusable(
           trx,
           "readPool",
-          (slot) => this.locked(trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", slot<string>("key"))),
+          (slot) => this.context.locked(trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", slot<string>("key"))),
           { key: pool.key },
         );
         return found;
@@ -1118,14 +1020,14 @@ export class KyselyStore implements Store {
         // spec: the published capacity can change (C's tier); learned capacity never exceeds it.
         await trx
           .updateTable("slot_pools")
-          .set({ configured_capacity: pool.capacity, learned_capacity: this.least(sql`learned_capacity`, pool.capacity) })
+          .set({ configured_capacity: pool.capacity, learned_capacity: this.context.least(sql`learned_capacity`, pool.capacity) })
           .where("pool_key", "=", pool.key)
           .execute();
         row = await readPool();
       }
       if (!row) throw new Error(`slot pool ${pool.key} could not be created`);
       if (Number(row.blocked_until) > now) return { kind: "no_slot", poolKey: pool.key, retryAt: Number(row.blocked_until) } as const;
-      const [held] = await this.reusable(
+      const [held] = await this.context.reusable(
         trx,
         "slotsHeld",
         (slot) => trx.selectFrom("slot_holds").select((eb) => eb.fn.countAll<number>().as("n")).where("pool_key", "=", slot<string>("key")),
@@ -1138,10 +1040,10 @@ export class KyselyStore implements Store {
     // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
     const budgetHeld = job.estimateMicroUsd ?? 0;
     if (job.budgetId) {
-      const [budgetRow] = await this.reusable(
+      const [budgetRow] = await this.context.reusable(
         trx,
         "lockBudget",
-        (slot) => this.locked(trx.selectFrom("budgets").selectAll().where("id", "=", slot<string>("id"))),
+        (slot) => this.context.locked(trx.selectFrom("budgets").selectAll().where("id", "=", slot<string>("id"))),
         { id: job.budgetId },
       );
       if (budgetRow) {
@@ -1171,7 +1073,7 @@ export class KyselyStore implements Store {
   async dueOwned(owner: string, now: number, limit: number, busy: { has(id: string): boolean } = new Set<string>()): Promise<Job[]> {
     // Ids first: the jobs being polled or saved right now are due too, and reading their whole rows
     // on every step would cost more than the step.
-    const due = await this.reusable(this.db, `dueOwned:${limit}`, (slot) =>
+    const due = await this.context.reusable(this.db, `dueOwned:${limit}`, (slot) =>
       this.db
         .selectFrom("jobs")
         .select("id")
@@ -1193,7 +1095,7 @@ export class KyselyStore implements Store {
     // A step's few due jobs (the common case) by a statement kept compiled for their count; a long list built afresh.
     const rows =
       ids.length <= REUSED_ID_LISTS
-        ? await this.reusable(this.db, `dueOwnedRows:${ids.length}`, (slot) => read((index) => slot<string>(`id${index}`), slot<string>("owner")), {
+        ? await this.context.reusable(this.db, `dueOwnedRows:${ids.length}`, (slot) => read((index) => slot<string>(`id${index}`), slot<string>("owner")), {
             owner,
             ...Object.fromEntries(ids.map((id, index) => [`id${index}`, id])),
           })
@@ -1300,7 +1202,7 @@ export class KyselyStore implements Store {
     const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
     if (providers.length === 0 && owner === null && !settlements && !notifications) return { at: null, queuedAt: null };
     const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${owner !== null}:${settlements}:${notifications}`;
-    const [row] = await this.reusable(this.db, key, (slot) => {
+    const [row] = await this.context.reusable(this.db, key, (slot) => {
       const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
       const firstDue = (provider: ProviderId) => {
         let branch = this.db
@@ -1354,7 +1256,7 @@ export class KyselyStore implements Store {
       await trx.deleteFrom("slot_holds").where("job_id", "=", jobId).execute();
       await trx.updateTable("jobs").set({ slots_held_json: "[]", updated_at: now }).where("id", "=", jobId).execute();
     });
-    this.slotReleases++;
+    this.context.slotReleases++;
   }
 
   async slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
@@ -1368,8 +1270,8 @@ export class KyselyStore implements Store {
         await trx
           .updateTable("slot_pools")
           .set({
-            learned_capacity: this.greatest(1, this.least(sql`learned_capacity`, Number(held.n))),
-            blocked_until: this.greatest(sql`blocked_until`, blockedUntil),
+            learned_capacity: this.context.greatest(1, this.context.least(sql`learned_capacity`, Number(held.n))),
+            blocked_until: this.context.greatest(sql`blocked_until`, blockedUntil),
             updated_at: now,
           })
           .where("pool_key", "=", key)
@@ -1386,7 +1288,7 @@ export class KyselyStore implements Store {
       .where("learned_capacity", "<", sql<number>`configured_capacity`)
       .where("blocked_until", "<=", now)
       .executeTakeFirst();
-    if (Number(result.numUpdatedRows) > 0) this.slotReleases++;
+    if (Number(result.numUpdatedRows) > 0) this.context.slotReleases++;
   }
 
   async poolStatus(): Promise<PoolStatus[]> {
@@ -1720,7 +1622,7 @@ export class KyselyStore implements Store {
 
   private async commitToBudget(trx: Db, budgetId: string, deltaMicroUsd: number, now: number): Promise<void> {
     if (deltaMicroUsd === 0) return;
-    await this.reusable(
+    await this.context.reusable(
       trx,
       "commitToBudget",
       (slot) =>
@@ -1730,26 +1632,6 @@ export class KyselyStore implements Store {
           .where("id", "=", slot<string>("id")),
       { delta: deltaMicroUsd, now, id: budgetId },
     );
-  }
-
-  /**
-   * The rows a read inside a transaction is about to change, locked: on
-   * PostgreSQL by `FOR UPDATE` (`SKIP LOCKED` passes over rows another
-   * engine holds); SQLite's write transaction (begun IMMEDIATE) holds the
-   * whole database already.
-   */
-  private locked<Q extends { forUpdate(): Q; skipLocked(): Q }>(query: Q, options: { skipLocked?: boolean } = {}): Q {
-    if (this.dialect !== "postgres") return query;
-    return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
-  }
-
-  /** Scalar min/max: SQLite spells them min()/max(), PostgreSQL least()/greatest(). */
-  private least(a: unknown, b: unknown) {
-    return this.dialect === "postgres" ? sql<number>`least(${a}, ${b})` : sql<number>`min(${a}, ${b})`;
-  }
-
-  private greatest(a: unknown, b: unknown) {
-    return this.dialect === "postgres" ? sql<number>`greatest(${a}, ${b})` : sql<number>`max(${a}, ${b})`;
   }
 
   private matches(job: Pick<Job, "state" | "leaseOwner">, expect: JobExpectation): boolean {
@@ -1770,7 +1652,7 @@ export class KyselyStore implements Store {
       updated = await this.updatedRowWithEvent(trx, jobId, columns, event, holds);
     } else {
       for (const key of holds) {
-        await this.reusable(
+        await this.context.reusable(
           trx,
           "holdSlot",
           (slot) => trx.insertInto("slot_holds").values({ pool_key: slot<string>("key"), job_id: slot<string>("jobId"), acquired_at: slot<number>("now") }),
@@ -1791,8 +1673,8 @@ export class KyselyStore implements Store {
    * moment, so no pass over finished jobs is ever needed to find one missing.
    */
   private async oweNotification(trx: Db, row: JobsTable, event: ReturnType<typeof eventRow>): Promise<void> {
-    const type = owedNotificationType(this.notificationPolicy, event.from_state, event.to_state);
-    const url = row.notify_url ?? this.notificationPolicy.defaultUrl;
+    const type = owedNotificationType(this.context.notificationPolicy, event.from_state, event.to_state);
+    const url = row.notify_url ?? this.context.notificationPolicy.defaultUrl;
     if (type && url) await insertNotification(trx, { id: newNotificationId(event.at), jobId: row.id, batchId: row.batch_id, type, url, at: event.at });
   }
 
@@ -1804,7 +1686,7 @@ export class KyselyStore implements Store {
   private async updatedRowWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>, holds: readonly string[] = []): Promise<JobsTable | undefined> {
     const { names, set, values } = columnSlots(columns);
     const holdKeys = Object.fromEntries(holds.map((key, index) => [`hold${index}`, key]));
-    const [row] = await this.reusable(trx, `updateJobWithEvent:${names.join(",")}:${holds.length}`, (slot) => {
+    const [row] = await this.context.reusable(trx, `updateJobWithEvent:${names.join(",")}:${holds.length}`, (slot) => {
       const changed = trx
         .with("updated", (db) =>
           db
@@ -1846,11 +1728,11 @@ export class KyselyStore implements Store {
 
   /** The job's row locked, and what a transition needs of it (not its body or answers: it reads back the whole row it writes). */
   private async lockJobState(trx: Db, jobId: string): Promise<LockedState | null> {
-    const [row] = await this.reusable(
+    const [row] = await this.context.reusable(
       trx,
       "lockJobState",
       (slot) =>
-        this.locked(
+        this.context.locked(
           trx
             .selectFrom("jobs")
             .select(["state", "lease_owner", "slots_held_json", "budget_id", "budget_held_micro_usd", "provider_job_id"])
@@ -1882,7 +1764,7 @@ export class KyselyStore implements Store {
   }
 
   private async appendEventRow(trx: Db, row: ReturnType<typeof eventRow>): Promise<void> {
-    await this.reusable(trx, "appendEvent", (slot) => trx.insertInto("job_events").values({
+    await this.context.reusable(trx, "appendEvent", (slot) => trx.insertInto("job_events").values({
       job_id: slot<string>("job_id"),
       at: slot<number>("at"),
       from_state: slot<string | null>("from_state"),
@@ -1893,7 +1775,7 @@ export class KyselyStore implements Store {
   }
 
   setNotificationPolicy(policy: NotificationPolicy): void {
-    this.notificationPolicy = { ...policy };
+    this.context.notificationPolicy = { ...policy };
   }
 
   claimDueNotifications(now: number, limit: number, leaseMs: number, scope: JobScope | null = null): Promise<Notification[]> {
@@ -1936,8 +1818,8 @@ export class KyselyStore implements Store {
             conflict.columns(["provider", "reason", "bucket_start"]).doUpdateSet({
               refused: sql<number>`webhook_rejections.refused + excluded.refused`,
               throttled: sql<number>`webhook_rejections.throttled + excluded.throttled`,
-              first_at: this.least(sql`webhook_rejections.first_at`, sql`excluded.first_at`),
-              last_at: this.greatest(sql`webhook_rejections.last_at`, sql`excluded.last_at`),
+              first_at: this.context.least(sql`webhook_rejections.first_at`, sql`excluded.first_at`),
+              last_at: this.context.greatest(sql`webhook_rejections.last_at`, sql`excluded.last_at`),
             }),
           )
           .execute();
