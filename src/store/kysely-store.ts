@@ -8,6 +8,9 @@ import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import { type Db, type StoreContext, storeContext } from "./context.js";
 import { literalLimit } from "./reusable.js";
+import { countWebhookRejections, deliveries, recordDelivery, webhookRejections } from "./deliveries.js";
+import { clearHalt, haltProvider, halts } from "./halts.js";
+import { createToken, hasActiveTokens, revokeToken, tokenBySecretSha256, tokens } from "./tokens.js";
 import { IDS_PER_STATEMENT, inScope, inScopeSlots, scopeKeyOf, scopeParts, scopeValuesOf } from "./scope.js";
 import {
   claimDueNotifications,
@@ -254,19 +257,6 @@ function newJobRow(job: NewJob, now: number) {
     route_json: job.route ? JSON.stringify(job.route) : null,
     token_id: job.tokenId ?? null,
     notify_url: job.notifyUrl ?? null,
-  };
-}
-
-function tokenOf(row: { id: string; name: string; secret_sha256: string; admin: number | boolean; read_only: number | boolean; budget_id: string | null; created_at: number | string; revoked_at: number | string | null }): ApiToken {
-  return {
-    id: row.id,
-    name: row.name,
-    secretSha256: row.secret_sha256,
-    admin: Number(row.admin) === 1,
-    readOnly: Number(row.read_only) === 1,
-    budgetId: row.budget_id,
-    createdAt: Number(row.created_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
   };
 }
 
@@ -1468,29 +1458,6 @@ export class KyselyStore implements Store {
     return usage;
   }
 
-  async haltProvider(halt: ProviderHalt): Promise<void> {
-    await this.db
-      .insertInto("provider_halts")
-      .values({ provider: halt.provider, code: halt.code, message: halt.message, job_id: halt.jobId, at: halt.at })
-      .onConflict((conflict) => conflict.column("provider").doNothing())
-      .execute();
-  }
-
-  async clearHalt(provider: ProviderId): Promise<void> {
-    await this.db.deleteFrom("provider_halts").where("provider", "=", provider).execute();
-  }
-
-  async halts(): Promise<ProviderHalt[]> {
-    const rows = await this.db.selectFrom("provider_halts").selectAll().execute();
-    return rows.map((row) => ({
-      provider: row.provider as ProviderId,
-      code: row.code,
-      message: row.message,
-      jobId: row.job_id,
-      at: Number(row.at),
-    }));
-  }
-
   async recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
     const rows = await this.db
       .selectFrom("jobs")
@@ -1508,37 +1475,6 @@ export class KyselyStore implements Store {
     }));
   }
 
-  async recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate"> {
-    const row = {
-      provider: delivery.provider,
-      delivery_id: delivery.deliveryId,
-      job_id: delivery.jobId,
-      outcome: delivery.outcome,
-      reason: delivery.reason,
-      received_at: delivery.at,
-    };
-    const result = await this.db
-      .insertInto("webhook_deliveries")
-      .values(row)
-      .onConflict((conflict) => conflict.columns(["provider", "delivery_id"]).doNothing())
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 ? "recorded" : "duplicate";
-  }
-
-  async deliveries(filter: { provider?: ProviderId; jobId?: string } = {}): Promise<WebhookDeliveryRecord[]> {
-    let query = this.db.selectFrom("webhook_deliveries").selectAll().orderBy("id");
-    if (filter.provider) query = query.where("provider", "=", filter.provider);
-    if (filter.jobId) query = query.where("job_id", "=", filter.jobId);
-    return (await query.execute()).map((row) => ({
-      provider: row.provider as ProviderId,
-      deliveryId: row.delivery_id,
-      jobId: row.job_id,
-      outcome: row.outcome as WebhookDeliveryRecord["outcome"],
-      reason: row.reason,
-      at: Number(row.received_at),
-    }));
-  }
-
   async ledgerTotal(filter: { provider?: ProviderId; from?: number; to?: number } = {}): Promise<number> {
     let query = this.db.selectFrom("ledger").select((eb) => eb.fn.sum<number>("micro_usd").as("total"));
     if (filter.provider) query = query.where("provider", "=", filter.provider);
@@ -1546,51 +1482,6 @@ export class KyselyStore implements Store {
     if (filter.to !== undefined) query = query.where("at", "<=", filter.to);
     const row = await query.executeTakeFirst();
     return Number(row?.total ?? 0);
-  }
-
-  async createToken(token: ApiToken): Promise<ApiToken | null> {
-    const taken = await this.db.selectFrom("api_tokens").select("id").where("name", "=", token.name).executeTakeFirst();
-    if (taken) return null;
-    await this.db
-      .insertInto("api_tokens")
-      .values({
-        id: token.id,
-        name: token.name,
-        secret_sha256: token.secretSha256,
-        admin: token.admin ? 1 : 0,
-        read_only: token.readOnly ? 1 : 0,
-        budget_id: token.budgetId,
-        created_at: token.createdAt,
-        revoked_at: token.revokedAt,
-      })
-      .onConflict((conflict) => conflict.column("name").doNothing())
-      .execute();
-    const stored = await this.db.selectFrom("api_tokens").selectAll().where("id", "=", token.id).executeTakeFirst();
-    return stored ? tokenOf(stored) : null;
-  }
-
-  async tokenBySecretSha256(secretSha256: string): Promise<ApiToken | null> {
-    const row = await this.db.selectFrom("api_tokens").selectAll().where("secret_sha256", "=", secretSha256).executeTakeFirst();
-    return row ? tokenOf(row) : null;
-  }
-
-  async tokens(): Promise<ApiToken[]> {
-    return (await this.db.selectFrom("api_tokens").selectAll().orderBy("created_at").orderBy("id").execute()).map(tokenOf);
-  }
-
-  async revokeToken(nameOrId: string, at: number): Promise<ApiToken | null> {
-    await this.db
-      .updateTable("api_tokens")
-      .set({ revoked_at: at })
-      .where((eb) => eb.or([eb("name", "=", nameOrId), eb("id", "=", nameOrId)]))
-      .where("revoked_at", "is", null)
-      .execute();
-    const row = await this.db.selectFrom("api_tokens").selectAll().where((eb) => eb.or([eb("name", "=", nameOrId), eb("id", "=", nameOrId)])).executeTakeFirst();
-    return row ? tokenOf(row) : null;
-  }
-
-  async hasActiveTokens(): Promise<boolean> {
-    return (await this.db.selectFrom("api_tokens").select("id").where("revoked_at", "is", null).limit(1).executeTakeFirst()) !== undefined;
   }
 
   async setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {
@@ -1798,48 +1689,51 @@ export class KyselyStore implements Store {
     return notificationsOf(this.db, jobId);
   }
 
-  // Refused webhook deliveries, counted rather than stored one by one (migration 6).
-  async countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void> {
-    if (counts.length === 0) return;
-    await this.db.transaction().execute(async (trx) => {
-      for (const count of counts) {
-        await trx
-          .insertInto("webhook_rejections")
-          .values({
-            provider: count.provider,
-            reason: count.reason,
-            bucket_start: count.bucketStart,
-            refused: count.refused,
-            throttled: count.throttled,
-            first_at: count.firstAt,
-            last_at: count.lastAt,
-          })
-          .onConflict((conflict) =>
-            conflict.columns(["provider", "reason", "bucket_start"]).doUpdateSet({
-              refused: sql<number>`webhook_rejections.refused + excluded.refused`,
-              throttled: sql<number>`webhook_rejections.throttled + excluded.throttled`,
-              first_at: this.context.least(sql`webhook_rejections.first_at`, sql`excluded.first_at`),
-              last_at: this.context.greatest(sql`webhook_rejections.last_at`, sql`excluded.last_at`),
-            }),
-          )
-          .execute();
-      }
-    });
+  haltProvider(halt: ProviderHalt): Promise<void> {
+    return haltProvider(this.context, halt);
   }
 
-  async webhookRejections(filter: { provider?: string; from?: number; to?: number } = {}): Promise<WebhookRejectionCount[]> {
-    let query = this.db.selectFrom("webhook_rejections").selectAll().orderBy("bucket_start").orderBy("provider").orderBy("reason");
-    if (filter.provider !== undefined) query = query.where("provider", "=", filter.provider);
-    if (filter.from !== undefined) query = query.where("bucket_start", ">=", filter.from);
-    if (filter.to !== undefined) query = query.where("bucket_start", "<=", filter.to);
-    return (await query.execute()).map((row) => ({
-      provider: row.provider,
-      reason: row.reason,
-      bucketStart: Number(row.bucket_start),
-      refused: Number(row.refused),
-      throttled: Number(row.throttled),
-      firstAt: Number(row.first_at),
-      lastAt: Number(row.last_at),
-    }));
+  clearHalt(provider: ProviderId): Promise<void> {
+    return clearHalt(this.context, provider);
+  }
+
+  halts(): Promise<ProviderHalt[]> {
+    return halts(this.context);
+  }
+
+  createToken(token: ApiToken): Promise<ApiToken | null> {
+    return createToken(this.context, token);
+  }
+
+  tokenBySecretSha256(secretSha256: string): Promise<ApiToken | null> {
+    return tokenBySecretSha256(this.context, secretSha256);
+  }
+
+  tokens(): Promise<ApiToken[]> {
+    return tokens(this.context);
+  }
+
+  revokeToken(nameOrId: string, at: number): Promise<ApiToken | null> {
+    return revokeToken(this.context, nameOrId, at);
+  }
+
+  hasActiveTokens(): Promise<boolean> {
+    return hasActiveTokens(this.context);
+  }
+
+  recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate"> {
+    return recordDelivery(this.context, delivery);
+  }
+
+  deliveries(filter?: { provider?: ProviderId; jobId?: string }): Promise<WebhookDeliveryRecord[]> {
+    return deliveries(this.context, filter);
+  }
+
+  countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void> {
+    return countWebhookRejections(this.context, counts);
+  }
+
+  webhookRejections(filter?: { provider?: string; from?: number; to?: number }): Promise<WebhookRejectionCount[]> {
+    return webhookRejections(this.context, filter);
   }
 }

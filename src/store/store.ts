@@ -1,5 +1,12 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
+import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
+import type { ProviderHalt } from "./halts.js";
+import type { ApiToken } from "./tokens.js";
+
+export type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
+export type { ProviderHalt } from "./halts.js";
+export type { ApiToken } from "./tokens.js";
 
 /** See `Store.nextDueAt`: null where nothing is due later. */
 export interface NextDue {
@@ -103,18 +110,6 @@ export interface JobFilter {
   newestFirst?: boolean;
 }
 
-/** An API token as stored: never its secret, only the secret's sha256. */
-export interface ApiToken {
-  id: string;
-  name: string;
-  secretSha256: string;
-  admin: boolean;
-  readOnly: boolean;
-  budgetId: string | null;
-  createdAt: number;
-  revokedAt: number | null;
-}
-
 export interface SlotPoolRequest {
   key: string;
   capacity: number;
@@ -203,14 +198,6 @@ export interface BudgetStatus {
   committedMicroUsd: number;
 }
 
-export interface ProviderHalt {
-  provider: ProviderId;
-  code: string;
-  message: string;
-  jobId: string | null;
-  at: number;
-}
-
 export interface RenderSample {
   /** Elapsed ms from submit to the poll that saw the job done (an upper bound of its render time). */
   doneElapsedMs: number;
@@ -264,17 +251,6 @@ export interface PoolStatus {
  * Everything the engine, CLI and server keep. Implemented once over Kysely
  * for SQLite and PostgreSQL; nothing above this interface knows which.
  */
-/** One webhook delivery as received. `deliveryId` is null for rejected ones. */
-export interface WebhookDeliveryRecord {
-  provider: ProviderId;
-  deliveryId: string | null;
-  jobId: string | null;
-  /** applied: a job was nudged or updated; unmatched: verified but no job of ours; rejected: failed verification. */
-  outcome: "applied" | "unmatched" | "rejected";
-  reason: string;
-  at: number;
-}
-
 export interface Store {
   readonly dialect: "sqlite" | "postgres";
   /**
@@ -523,20 +499,6 @@ export interface NotificationAttempt {
   error: string | null;
   outcome: { kind: "delivered" } | { kind: "retry"; nextAttemptAt: number } | { kind: "given_up" };
   event: { reason: string; detail: unknown };
-}
-
-/** Refused webhook deliveries of one provider, for one reason, in one time bucket. */
-export interface WebhookRejectionCount {
-  /** One of our provider ids, or `unknown` when the request named none. */
-  provider: string;
-  /** A stable code (`bad_signature`, `no_webhook_route`, `too_large`, …). */
-  reason: string;
-  bucketStart: number;
-  refused: number;
-  /** How many of `refused` were answered 429, their source being past its bound. */
-  throttled: number;
-  firstAt: number;
-  lastAt: number;
 }
 
 export interface RateToken {
