@@ -10,6 +10,8 @@ import { type Db, type StoreContext, storeContext } from "./context.js";
 import { literalLimit } from "./reusable.js";
 import { countWebhookRejections, deliveries, recordDelivery, webhookRejections } from "./deliveries.js";
 import { clearHalt, haltProvider, halts } from "./halts.js";
+import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.js";
+import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
 import { createToken, hasActiveTokens, revokeToken, tokenBySecretSha256, tokens } from "./tokens.js";
 import { IDS_PER_STATEMENT, inScope, inScopeSlots, scopeKeyOf, scopeParts, scopeValuesOf } from "./scope.js";
 import {
@@ -56,7 +58,6 @@ import type {
   WebhookDeliveryRecord,
   WebhookRejectionCount,
 } from "./store.js";
-import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs } from "./store.js";
 
 /** Sees each statement as run: its SQL and its parameters. */
 export type QueryListener = (sql: string, parameters: readonly unknown[], durationMs: number) => void;
@@ -1241,63 +1242,6 @@ export class KyselyStore implements Store {
     return { at: number(row?.at), queuedAt: number(row?.queued_at) };
   }
 
-  async releaseSlots(jobId: string, now: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom("slot_holds").where("job_id", "=", jobId).execute();
-      await trx.updateTable("jobs").set({ slots_held_json: "[]", updated_at: now }).where("id", "=", jobId).execute();
-    });
-    this.context.slotReleases++;
-  }
-
-  async slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      for (const key of poolKeys) {
-        const held = await trx
-          .selectFrom("slot_holds")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("pool_key", "=", key)
-          .executeTakeFirstOrThrow();
-        await trx
-          .updateTable("slot_pools")
-          .set({
-            learned_capacity: this.context.greatest(1, this.context.least(sql`learned_capacity`, Number(held.n))),
-            blocked_until: this.context.greatest(sql`blocked_until`, blockedUntil),
-            updated_at: now,
-          })
-          .where("pool_key", "=", key)
-          .execute();
-      }
-    });
-  }
-
-  async slotRecover(poolKey: string, now: number): Promise<void> {
-    const result = await this.db
-      .updateTable("slot_pools")
-      .set({ learned_capacity: sql<number>`learned_capacity + 1`, updated_at: now })
-      .where("pool_key", "=", poolKey)
-      .where("learned_capacity", "<", sql<number>`configured_capacity`)
-      .where("blocked_until", "<=", now)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) > 0) this.context.slotReleases++;
-  }
-
-  async poolStatus(): Promise<PoolStatus[]> {
-    const pools = await this.db.selectFrom("slot_pools").selectAll().orderBy("pool_key").execute();
-    const holds = await this.db
-      .selectFrom("slot_holds")
-      .select(["pool_key", (eb) => eb.fn.countAll<number>().as("n")])
-      .groupBy("pool_key")
-      .execute();
-    const held = new Map(holds.map((row) => [row.pool_key, Number(row.n)]));
-    return pools.map((pool) => ({
-      key: pool.pool_key,
-      configuredCapacity: Number(pool.configured_capacity),
-      learnedCapacity: Number(pool.learned_capacity),
-      held: held.get(pool.pool_key) ?? 0,
-      blockedUntil: Number(pool.blocked_until),
-    }));
-  }
-
   async batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
     let query = this.db
       .selectFrom("jobs")
@@ -1379,83 +1323,6 @@ export class KyselyStore implements Store {
     for (const row of await settled.groupBy(["ledger.provider", dayOf("ledger.at")]).execute()) dayLine(row.provider, Number(row.day)).settledMicroUsd += Number(row.total ?? 0);
     for (const row of await estimated.groupBy(["provider", dayOf("created_at")]).execute()) dayLine(row.provider, Number(row.day)).estimatedMicroUsd += Number(row.total ?? 0);
     return [...days.values()].sort((left, right) => left.day - right.day || left.provider.localeCompare(right.provider));
-  }
-
-  async takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
-    if (windows.length === 0) return { granted: true, token: { eventIds: [], at: typeof now === "function" ? now() : now } };
-    return this.db.transaction().execute(async (trx): Promise<RateTake> => {
-      if (this.dialect === "postgres") {
-        // Serialise takers of the same windows across workers.
-        for (const window of windows) await sql`select pg_advisory_xact_lock(hashtext(${window.key}))`.execute(trx);
-      }
-      // Read the time once the lock is held: a time taken before waiting for it would stamp the
-      // request too early, and the window would let more through than the provider allows.
-      const at = typeof now === "function" ? now() : now;
-      let waitMs = 0;
-      for (const window of windows) {
-        const since = at - window.windowMs;
-        await trx
-          .deleteFrom("rate_events")
-          .where("window_key", "=", window.key)
-          .where((eb) =>
-            eb.or([
-              eb("answered_at", "<=", since),
-              eb.and([eb("answered_at", "is", null), eb("at", "<=", at - rateUnansweredExpiryMs(window.windowMs))]),
-            ]),
-          )
-          .execute();
-        const inWindow = await trx
-          .selectFrom("rate_events")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("window_key", "=", window.key)
-          .executeTakeFirstOrThrow();
-        if (Number(inWindow.n) >= window.limit) {
-          // The window has room again once enough of its earliest-answered requests fall out of it;
-          // if one of those is still in flight, when is unknown: look again shortly.
-          const excess = Number(inWindow.n) - window.limit + 1;
-          const leaving = await trx
-            .selectFrom("rate_events")
-            .select("answered_at")
-            .where("window_key", "=", window.key)
-            .orderBy(sql`coalesce(answered_at, ${Number.MAX_SAFE_INTEGER})`)
-            .limit(1)
-            .offset(excess - 1)
-            .executeTakeFirstOrThrow();
-          const leavesIn =
-            leaving.answered_at === null ? RATE_IN_FLIGHT_RECHECK_MS : Number(leaving.answered_at) + window.windowMs - at + 1;
-          waitMs = Math.max(waitMs, leavesIn);
-        }
-      }
-      if (waitMs > 0) return { granted: false, waitMs };
-      const eventIds: number[] = [];
-      for (const window of windows) {
-        const row = await trx.insertInto("rate_events").values({ window_key: window.key, at, answered_at: null }).returning("id").executeTakeFirstOrThrow();
-        eventIds.push(Number(row.id));
-      }
-      return { granted: true, token: { eventIds, at } };
-    });
-  }
-
-  async answerRateToken(token: RateToken, at: number): Promise<void> {
-    if (token.eventIds.length === 0) return;
-    await this.db.updateTable("rate_events").set({ answered_at: Math.max(at, token.at) }).where("id", "in", token.eventIds).execute();
-  }
-
-  async rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]> {
-    const usage: RateWindowUsage[] = [];
-    for (const window of windows) {
-      // What takeRateToken would still count: answered within the window, or unanswered and not yet expired.
-      const row = await this.db
-        .selectFrom("rate_events")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("window_key", "=", window.key)
-        .where((eb) =>
-          eb.or([eb("answered_at", ">", now - window.windowMs), eb.and([eb("answered_at", "is", null), eb("at", ">", now - rateUnansweredExpiryMs(window.windowMs))])]),
-        )
-        .executeTakeFirstOrThrow();
-      usage.push({ key: window.key, used: Number(row.n), limit: window.limit, windowMs: window.windowMs });
-    }
-    return usage;
   }
 
   async recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
@@ -1735,5 +1602,33 @@ export class KyselyStore implements Store {
 
   webhookRejections(filter?: { provider?: string; from?: number; to?: number }): Promise<WebhookRejectionCount[]> {
     return webhookRejections(this.context, filter);
+  }
+
+  takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
+    return takeRateToken(this.context, windows, now);
+  }
+
+  answerRateToken(token: RateToken, at: number): Promise<void> {
+    return answerRateToken(this.context, token, at);
+  }
+
+  rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]> {
+    return rateWindowUsage(this.context, windows, now);
+  }
+
+  releaseSlots(jobId: string, now: number): Promise<void> {
+    return releaseSlots(this.context, jobId, now);
+  }
+
+  slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
+    return slotPushback(this.context, poolKeys, blockedUntil, now);
+  }
+
+  slotRecover(poolKey: string, now: number): Promise<void> {
+    return slotRecover(this.context, poolKey, now);
+  }
+
+  poolStatus(): Promise<PoolStatus[]> {
+    return poolStatus(this.context);
   }
 }

@@ -2,10 +2,14 @@ import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
 import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
 import type { ProviderHalt } from "./halts.js";
+import type { PoolStatus } from "./slots.js";
+import type { RateTake, RateToken, RateWindowUsage } from "./rate-windows.js";
 import type { ApiToken } from "./tokens.js";
 
 export type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
 export type { ProviderHalt } from "./halts.js";
+export type { PoolStatus } from "./slots.js";
+export { RATE_ARRIVAL_BOUND_MS, RATE_IN_FLIGHT_RECHECK_MS, RATE_SEND_BOUND_MS, rateUnansweredExpiryMs, type RateTake, type RateToken, type RateWindowUsage } from "./rate-windows.js";
 export type { ApiToken } from "./tokens.js";
 
 /** See `Store.nextDueAt`: null where nothing is due later. */
@@ -229,22 +233,6 @@ export interface DailySpend {
   provider: ProviderId;
   settledMicroUsd: number;
   estimatedMicroUsd: number;
-}
-
-/** How many requests a rate window counts now, against its limit. */
-export interface RateWindowUsage {
-  key: string;
-  used: number;
-  limit: number;
-  windowMs: number;
-}
-
-export interface PoolStatus {
-  key: string;
-  configuredCapacity: number;
-  learnedCapacity: number;
-  held: number;
-  blockedUntil: number;
 }
 
 /**
@@ -500,32 +488,3 @@ export interface NotificationAttempt {
   outcome: { kind: "delivered" } | { kind: "retry"; nextAttemptAt: number } | { kind: "given_up" };
   event: { reason: string; detail: unknown };
 }
-
-export interface RateToken {
-  /** One rate event per window. */
-  eventIds: number[];
-  /** When the request was stamped as sent. */
-  at: number;
-}
-
-export type RateTake = { granted: true; token: RateToken } | { granted: false; waitMs: number };
-
-/**
- * The latest a granted request can arrive at the provider after its token:
- * the engine sends it within `RATE_SEND_BOUND_MS` of the token or not at all,
- * and fetch gives up 30 s after sending.
- */
-export const RATE_ARRIVAL_BOUND_MS = 90_000;
-/** A granted request must leave within this long of its token (a slow store write before a submit), or it is not sent. */
-export const RATE_SEND_BOUND_MS = 60_000;
-/**
- * A request never answered (its engine died) arrived at the latest
- * `RATE_ARRIVAL_BOUND_MS` after its token, so it leaves a window of
- * `windowMs` by then plus the window: it stops counting after that, not
- * after a fixed ten minutes (which kept E's 4 a minute closed long after a crash).
- */
-export function rateUnansweredExpiryMs(windowMs: number): number {
-  return RATE_ARRIVAL_BOUND_MS + windowMs;
-}
-/** When a full window's next leaver is still in flight, look again after this long. */
-export const RATE_IN_FLIGHT_RECHECK_MS = 1_000;
