@@ -12,6 +12,8 @@ import { countWebhookRejections, deliveries, recordDelivery, webhookRejections }
 import { clearHalt, haltProvider, halts } from "./halts.js";
 import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.js";
 import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
+import { assignBudget, budget, budgetStatusOf, commitToBudget, setBudget, settleCharge } from "./budgets.js";
+import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import { createToken, hasActiveTokens, revokeToken, tokenBySecretSha256, tokens } from "./tokens.js";
 import { IDS_PER_STATEMENT, inScope, inScopeSlots, scopeKeyOf, scopeParts, scopeValuesOf } from "./scope.js";
 import {
@@ -105,9 +107,6 @@ function briefOf(row: { id: string; state: string; provider: string; blocked_cod
 
 const OPEN_STATES: JobState[] = ["queued", "submitting", "running", "capturing"];
 
-/** A UTC day in ms: spend is counted by day since the epoch. */
-const DAY_MS = 86_400_000;
-
 /** What a transition reads of the job it locks. */
 type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
 
@@ -122,10 +121,6 @@ function budgetHeldAfter(current: LockedState, to: JobState, patch: JobPatch): n
   if (neverAccepted) return 0;
   if (typeof patch.chargeMicroUsd === "number") return patch.chargeMicroUsd;
   return current.budgetHeldMicroUsd;
-}
-
-function budgetStatusOf(row: { id: string; ceiling_micro_usd: number; committed_micro_usd: number }): BudgetStatus {
-  return { id: row.id, ceilingMicroUsd: Number(row.ceiling_micro_usd), committedMicroUsd: Number(row.committed_micro_usd) };
 }
 
 /** New jobs inserted per statement on SQLite: about 40 columns each, far inside its limit on bound parameters. */
@@ -520,7 +515,7 @@ export class KyselyStore implements Store {
       if (current.budgetId) {
         const held = budgetHeldAfter(current, to, patch);
         if (held !== current.budgetHeldMicroUsd) {
-          await this.commitToBudget(trx, current.budgetId, held - current.budgetHeldMicroUsd, now);
+          await commitToBudget(this.context, trx, current.budgetId, held - current.budgetHeldMicroUsd, now);
           row.budget_held_micro_usd = held;
         }
       }
@@ -1042,7 +1037,7 @@ export class KyselyStore implements Store {
         // An unpriced job (run under --allow-unpriced) commits nothing, so it is sent only while the ceiling is not reached.
         const reached = budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd || (job.estimateMicroUsd === null && budget.committedMicroUsd >= budget.ceilingMicroUsd);
         if (reached) return { kind: "over_budget", budget } as const;
-        await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
+        await commitToBudget(this.context, trx, job.budgetId, budgetHeld, now);
       }
     }
     const holds = pools.map((pool) => pool.key);
@@ -1110,35 +1105,6 @@ export class KyselyStore implements Store {
     if (scope) query = query.where((eb) => inScope(eb, scope));
     const rows = await query.orderBy("next_attempt_at").limit(literalLimit(limit)).execute();
     return rows.map(rowToJob);
-  }
-
-  async settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null> {
-    return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .updateTable("jobs")
-        .set({ charge_micro_usd: charge.microUsd, charge_source: charge.source, charge_state: "settled", updated_at: now })
-        .where("id", "=", jobId)
-        .where("charge_state", "in", ["pending", "unavailable"])
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) return null;
-      let job = rowToJob(row);
-      if (job.budgetId && job.budgetHeldMicroUsd !== charge.microUsd) {
-        await this.commitToBudget(trx, job.budgetId, charge.microUsd - job.budgetHeldMicroUsd, now);
-        await trx.updateTable("jobs").set({ budget_held_micro_usd: charge.microUsd }).where("id", "=", jobId).execute();
-        job = { ...job, budgetHeldMicroUsd: charge.microUsd };
-      }
-      await trx
-        .insertInto("ledger")
-        .values({ job_id: jobId, provider: job.provider, model: job.model, micro_usd: charge.microUsd, source: charge.source, at: now })
-        .onConflict((conflict) => conflict.column("job_id").doNothing())
-        .execute();
-      await trx
-        .insertInto("job_events")
-        .values({ job_id: jobId, at: now, from_state: job.state, to_state: job.state, reason: `charge settled: ${charge.microUsd} micro-USD (${charge.source})`, detail_json: null })
-        .execute();
-      return job;
-    });
   }
 
   async adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope: JobScope | null = null): Promise<Job[]> {
@@ -1242,89 +1208,6 @@ export class KyselyStore implements Store {
     return { at: number(row?.at), queuedAt: number(row?.queued_at) };
   }
 
-  async batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
-    let query = this.db
-      .selectFrom("jobs")
-      .select([
-        "state",
-        (eb) => eb.fn.countAll<number>().as("n"),
-        (eb) => eb.fn.sum<number>("estimate_micro_usd").as("estimate"),
-        (eb) => eb.fn.sum<number>(eb.case().when("estimate_micro_usd", "is", null).then(1).else(0).end()).as("unpriced"),
-        (eb) => eb.fn.sum<number>("charge_micro_usd").as("charged"),
-      ])
-      .where("batch_id", "=", batchId);
-    if (tokenId !== undefined) query = query.where("token_id", "=", tokenId);
-    const rows = await query.groupBy("state").execute();
-    const summary: BatchSummary = { jobs: 0, byState: {}, estimateMicroUsd: 0, unpriced: 0, chargedMicroUsd: 0 };
-    for (const row of rows) {
-      const count = Number(row.n);
-      summary.jobs += count;
-      summary.byState[row.state as JobState] = count;
-      summary.estimateMicroUsd += Number(row.estimate ?? 0);
-      summary.unpriced += Number(row.unpriced ?? 0);
-      summary.chargedMicroUsd += Number(row.charged ?? 0);
-    }
-    return summary;
-  }
-
-  async spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
-    let settled = this.db
-      .selectFrom("ledger")
-      .innerJoin("jobs", "jobs.id", "ledger.job_id")
-      .select(["ledger.provider", "ledger.model", "jobs.token_id", (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
-      .where("ledger.at", ">=", from)
-      .where("ledger.at", "<", to);
-    if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
-    let estimated = this.db
-      .selectFrom("jobs")
-      .select(["provider", "model", "token_id", (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total"), (eb) => eb.fn.countAll<number>().as("n")])
-      .where("created_at", ">=", from)
-      .where("created_at", "<", to);
-    if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
-    const lines = new Map<string, SpendLine>();
-    const lineOf = (provider: string, model: string, token: string | null) => {
-      const key = JSON.stringify([provider, model, token]);
-      let line = lines.get(key);
-      if (!line) lines.set(key, (line = { provider: provider as ProviderId, model, tokenId: token, settledMicroUsd: 0, estimatedMicroUsd: 0, jobs: 0 }));
-      return line;
-    };
-    for (const row of await settled.groupBy(["ledger.provider", "ledger.model", "jobs.token_id"]).execute()) lineOf(row.provider, row.model, row.token_id).settledMicroUsd += Number(row.total ?? 0);
-    for (const row of await estimated.groupBy(["provider", "model", "token_id"]).execute()) {
-      const line = lineOf(row.provider, row.model, row.token_id);
-      line.estimatedMicroUsd += Number(row.total ?? 0);
-      line.jobs += Number(row.n);
-    }
-    return [...lines.values()].sort((left, right) => left.provider.localeCompare(right.provider) || left.model.localeCompare(right.model) || String(left.tokenId).localeCompare(String(right.tokenId)));
-  }
-
-  async spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
-    // Integer division on both dialects (SQLite INTEGER, PostgreSQL BIGINT); the literal keeps the select and group by one expression.
-    const dayOf = (column: "ledger.at" | "created_at") => sql<number>`${sql.ref(column)} / ${sql.lit(DAY_MS)}`;
-    let settled = this.db
-      .selectFrom("ledger")
-      .innerJoin("jobs", "jobs.id", "ledger.job_id")
-      .select(["ledger.provider", dayOf("ledger.at").as("day"), (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
-      .where("ledger.at", ">=", from)
-      .where("ledger.at", "<", to);
-    if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
-    let estimated = this.db
-      .selectFrom("jobs")
-      .select(["provider", dayOf("created_at").as("day"), (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total")])
-      .where("created_at", ">=", from)
-      .where("created_at", "<", to);
-    if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
-    const days = new Map<string, DailySpend>();
-    const dayLine = (provider: string, day: number) => {
-      const key = `${day}:${provider}`;
-      let line = days.get(key);
-      if (!line) days.set(key, (line = { day: day * DAY_MS, provider: provider as ProviderId, settledMicroUsd: 0, estimatedMicroUsd: 0 }));
-      return line;
-    };
-    for (const row of await settled.groupBy(["ledger.provider", dayOf("ledger.at")]).execute()) dayLine(row.provider, Number(row.day)).settledMicroUsd += Number(row.total ?? 0);
-    for (const row of await estimated.groupBy(["provider", dayOf("created_at")]).execute()) dayLine(row.provider, Number(row.day)).estimatedMicroUsd += Number(row.total ?? 0);
-    return [...days.values()].sort((left, right) => left.day - right.day || left.provider.localeCompare(right.provider));
-  }
-
   async recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
     const rows = await this.db
       .selectFrom("jobs")
@@ -1340,56 +1223,6 @@ export class KyselyStore implements Store {
       doneElapsedMs: Number(row.provider_done_at) - Number(row.submitted_at),
       pendingElapsedMs: row.last_pending_elapsed_ms === null ? null : Number(row.last_pending_elapsed_ms),
     }));
-  }
-
-  async ledgerTotal(filter: { provider?: ProviderId; from?: number; to?: number } = {}): Promise<number> {
-    let query = this.db.selectFrom("ledger").select((eb) => eb.fn.sum<number>("micro_usd").as("total"));
-    if (filter.provider) query = query.where("provider", "=", filter.provider);
-    if (filter.from !== undefined) query = query.where("at", ">=", filter.from);
-    if (filter.to !== undefined) query = query.where("at", "<=", filter.to);
-    const row = await query.executeTakeFirst();
-    return Number(row?.total ?? 0);
-  }
-
-  async setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {
-    await this.db
-      .insertInto("budgets")
-      .values({ id, ceiling_micro_usd: ceilingMicroUsd, committed_micro_usd: 0, updated_at: now })
-      .onConflict((conflict) => conflict.column("id").doUpdateSet({ ceiling_micro_usd: ceilingMicroUsd, updated_at: now }))
-      .execute();
-    return (await this.budget(id))!;
-  }
-
-  async budget(id: string): Promise<BudgetStatus | null> {
-    const row = await this.db.selectFrom("budgets").selectAll().where("id", "=", id).executeTakeFirst();
-    return row ? budgetStatusOf(row) : null;
-  }
-
-  async assignBudget(budgetId: string, jobIds: readonly string[], now: number): Promise<void> {
-    // Chunked: a batch of thousands would pass SQLite's limit of bound parameters in one IN list.
-    for (let start = 0; start < jobIds.length; start += 500) {
-      await this.db
-        .updateTable("jobs")
-        .set({ budget_id: budgetId, updated_at: now })
-        .where("id", "in", jobIds.slice(start, start + 500))
-        .where("state", "=", "queued")
-        .where((eb) => eb.or([eb("budget_id", "is", null), eb("budget_id", "<>", budgetId)]))
-        .execute();
-    }
-  }
-
-  private async commitToBudget(trx: Db, budgetId: string, deltaMicroUsd: number, now: number): Promise<void> {
-    if (deltaMicroUsd === 0) return;
-    await this.context.reusable(
-      trx,
-      "commitToBudget",
-      (slot) =>
-        trx
-          .updateTable("budgets")
-          .set({ committed_micro_usd: sql<number>`committed_micro_usd + ${slot<number>("delta")}`, updated_at: slot<number>("now") })
-          .where("id", "=", slot<string>("id")),
-      { delta: deltaMicroUsd, now, id: budgetId },
-    );
   }
 
   private matches(job: Pick<Job, "state" | "leaseOwner">, expect: JobExpectation): boolean {
@@ -1630,5 +1463,37 @@ export class KyselyStore implements Store {
 
   poolStatus(): Promise<PoolStatus[]> {
     return poolStatus(this.context);
+  }
+
+  setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {
+    return setBudget(this.context, id, ceilingMicroUsd, now);
+  }
+
+  budget(id: string): Promise<BudgetStatus | null> {
+    return budget(this.context, id);
+  }
+
+  assignBudget(budgetId: string, jobIds: readonly string[], now: number): Promise<void> {
+    return assignBudget(this.context, budgetId, jobIds, now);
+  }
+
+  settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null> {
+    return settleCharge(this.context, jobId, charge, now);
+  }
+
+  ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number> {
+    return ledgerTotal(this.context, filter);
+  }
+
+  batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
+    return batchSummary(this.context, batchId, tokenId);
+  }
+
+  spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
+    return spendSummary(this.context, from, to, tokenId);
+  }
+
+  spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
+    return spendByDay(this.context, from, to, tokenId);
   }
 }

@@ -1,14 +1,18 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
 import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
+import type { BudgetStatus } from "./budgets.js";
 import type { ProviderHalt } from "./halts.js";
 import type { PoolStatus } from "./slots.js";
+import type { BatchSummary, DailySpend, SpendLine } from "./spend.js";
 import type { RateTake, RateToken, RateWindowUsage } from "./rate-windows.js";
 import type { ApiToken } from "./tokens.js";
 
 export type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
+export type { BudgetStatus } from "./budgets.js";
 export type { ProviderHalt } from "./halts.js";
 export type { PoolStatus } from "./slots.js";
+export type { BatchSummary, DailySpend, SpendLine } from "./spend.js";
 export { RATE_ARRIVAL_BOUND_MS, RATE_IN_FLIGHT_RECHECK_MS, RATE_SEND_BOUND_MS, rateUnansweredExpiryMs, type RateTake, type RateToken, type RateWindowUsage } from "./rate-windows.js";
 export type { ApiToken } from "./tokens.js";
 
@@ -195,44 +199,11 @@ export interface JobCount {
   count: number;
 }
 
-export interface BudgetStatus {
-  id: string;
-  ceilingMicroUsd: number;
-  /** Estimates held by sent, not yet charged jobs, plus the charges of charged ones. */
-  committedMicroUsd: number;
-}
-
 export interface RenderSample {
   /** Elapsed ms from submit to the poll that saw the job done (an upper bound of its render time). */
   doneElapsedMs: number;
   /** Elapsed ms of the last poll that saw it pending (a lower bound), when there was one. */
   pendingElapsedMs: number | null;
-}
-
-export interface BatchSummary {
-  jobs: number;
-  byState: Partial<Record<JobState, number>>;
-  estimateMicroUsd: number;
-  unpriced: number;
-  chargedMicroUsd: number;
-}
-
-export interface SpendLine {
-  provider: ProviderId;
-  model: string;
-  tokenId: string | null;
-  settledMicroUsd: number;
-  estimatedMicroUsd: number;
-  jobs: number;
-}
-
-/** One provider's spend on one UTC day: the ledger's charges that day beside the estimates of the jobs created that day. */
-export interface DailySpend {
-  /** The day's first millisecond (UTC). */
-  day: number;
-  provider: ProviderId;
-  settledMicroUsd: number;
-  estimatedMicroUsd: number;
 }
 
 /**
