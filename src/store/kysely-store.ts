@@ -1,9 +1,8 @@
 import { type Compilable, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Updateable, sql } from "kysely";
-import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
+import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import { isTerminal } from "../core/job.js";
 import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../core/provider-id.js";
-import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNumberOrNull } from "./rows.js";
-import { refRange } from "./ref-prefix.js";
+import { eventRow, patchToRow, rowToJob, toNumber, toNumberOrNull } from "./rows.js";
 import type { Database, JobsTable } from "./schema.js";
 import type { WorkSignals } from "./work-signals.js";
 import { type Db, type StoreContext, storeContext } from "./context.js";
@@ -14,8 +13,11 @@ import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.
 import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
 import { assignBudget, budget, budgetStatusOf, commitToBudget, setBudget, settleCharge } from "./budgets.js";
 import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
+import { events, noteEvent, appendEventRow } from "./events.js";
+import { findJob, getJob, insertJobs, jobByProviderJobId, jobsByRefs, listJobs, outputs, outputsOfJobs, recentRenderSamples } from "./jobs.js";
+import { changedBriefs, jobBriefs, jobCounts, jobOutcomes, openCounts } from "./briefs.js";
 import { createToken, hasActiveTokens, revokeToken, tokenBySecretSha256, tokens } from "./tokens.js";
-import { IDS_PER_STATEMENT, inScope, inScopeSlots, scopeKeyOf, scopeParts, scopeValuesOf } from "./scope.js";
+import { inScope, inScopeSlots, scopeKeyOf, scopeValuesOf } from "./scope.js";
 import {
   claimDueNotifications,
   insertNotification,
@@ -95,18 +97,6 @@ function afterInQueue(eb: ExpressionBuilder<Database, "jobs">, after: { nextAtte
   return eb.or([eb("next_attempt_at", ">", after.nextAttemptAt), eb.and([eb("next_attempt_at", "=", after.nextAttemptAt), eb("id", ">", after.id)])]);
 }
 
-function briefOf(row: { id: string; state: string; provider: string; blocked_code: string | null; updated_at: number }): JobBrief {
-  return {
-    id: row.id,
-    state: row.state as JobState,
-    provider: row.provider as ProviderId,
-    blockedCode: row.blocked_code as BlockedCode | null,
-    updatedAt: Number(row.updated_at),
-  };
-}
-
-const OPEN_STATES: JobState[] = ["queued", "submitting", "running", "capturing"];
-
 /** What a transition reads of the job it locks. */
 type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
 
@@ -122,33 +112,6 @@ function budgetHeldAfter(current: LockedState, to: JobState, patch: JobPatch): n
   if (typeof patch.chargeMicroUsd === "number") return patch.chargeMicroUsd;
   return current.budgetHeldMicroUsd;
 }
-
-/** New jobs inserted per statement on SQLite: about 40 columns each, far inside its limit on bound parameters. */
-const INSERT_CHUNK = 500;
-/**
- * New jobs inserted per statement on PostgreSQL, where a column of them is one
- * array parameter (`unnest`): bounded only to keep each statement's text a few
- * megabytes.
- */
-const INSERT_CHUNK_POSTGRES = 5_000;
-/** The columns of a new job's row that PostgreSQL stores as integers (`unnest` needs each array's type). */
-const INTEGER_JOB_COLUMNS: ReadonlySet<string> = new Set([
-  "attempts",
-  "estimate_micro_usd",
-  "charge_micro_usd",
-  "lease_expires_at",
-  "next_attempt_at",
-  "created_at",
-  "updated_at",
-  "submitted_at",
-  "submit_sent_at",
-  "provider_done_at",
-  "finished_at",
-  "tracking_deadline_at",
-  "last_pending_elapsed_ms",
-  "poll_failures",
-  "budget_held_micro_usd",
-]);
 
 /** What `mediagate_claim_or_next` (migrations 15 and 16) answers (its rows as `to_jsonb` writes them). */
 type ClaimAnswer = { instead?: boolean } & (
@@ -170,90 +133,6 @@ type Claimable = Pick<Job, "id" | "state" | "attempts" | "budgetId" | "estimateM
 
 function claimableOf(row: Pick<JobsTable, (typeof CLAIMABLE_COLUMNS)[number]>): Claimable {
   return { id: row.id, state: row.state as Job["state"], attempts: toNumber(row.attempts), budgetId: row.budget_id, estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd) };
-}
-
-/** One line of a job's event log. */
-function eventRow(jobId: string, at: number, fromState: JobState | null, toState: JobState, reason: string, detail?: unknown) {
-  return { job_id: jobId, at, from_state: fromState, to_state: toState, reason, detail_json: detail === undefined ? null : JSON.stringify(detail) };
-}
-
-/**
- * New jobs and their first events in one PostgreSQL statement: each column an
- * array parameter (`unnest`), not a parameter per value (a chunk of 500 rows was
- * 21,000 parameters to send and parse), the events written by a data-modifying
- * WITH. Every column of `newJobRow` is written, so the two stay in step.
- * A ref another transaction stored meanwhile (two clients sending one ref at
- * once) is skipped, not an error: `ON CONFLICT` waits for that transaction
- * and keeps its row. Returns the ids of the jobs this statement created.
- */
-async function insertJobsWithEventsPostgres(trx: Db, rows: ReadonlyArray<ReturnType<typeof newJobRow>>, events: ReadonlyArray<ReturnType<typeof eventRow>>): Promise<Set<string>> {
-  const columns = Object.keys(rows[0]!) as Array<keyof ReturnType<typeof newJobRow>>;
-  const arrays = columns.map((column) => sql`${rows.map((row) => row[column])}::${sql.raw(INTEGER_JOB_COLUMNS.has(column) ? "bigint" : "text")}[]`);
-  const eventColumns = Object.keys(events[0]!) as Array<keyof ReturnType<typeof eventRow>>;
-  const eventArrays = eventColumns.map((column) => sql`${events.map((row) => row[column])}::${sql.raw(column === "at" ? "bigint" : "text")}[]`);
-  const created = await sql<{ job_id: string }>`
-    with added as (
-      insert into jobs (${sql.join(columns.map((column) => sql.ref(column)))})
-      select * from unnest(${sql.join(arrays)})
-      on conflict (ref) do nothing
-      returning id
-    )
-    insert into job_events (${sql.join(eventColumns.map((column) => sql.ref(column)))})
-    select * from unnest(${sql.join(eventArrays)}) as event (${sql.join(eventColumns.map((column) => sql.ref(column)))})
-    where event.job_id in (select id from added)
-    returning job_id
-  `.execute(trx);
-  return new Set(created.rows.map((row) => row.job_id));
-}
-
-/** The row of a job just validated and queued. */
-function newJobRow(job: NewJob, now: number) {
-  return {
-    id: job.id,
-    ref: job.ref,
-    batch_id: job.batchId,
-    provider: job.provider,
-    model: job.model,
-    operation: job.operation,
-    body_json: JSON.stringify(job.body),
-    facts_json: JSON.stringify(job.facts),
-    warnings_json: JSON.stringify(job.warnings),
-    state: "queued" as const,
-    reason: null,
-    attempts: 0,
-    idempotency_key: null,
-    provider_job_id: null,
-    handles_json: null,
-    provider_status: null,
-    estimate_micro_usd: job.estimateMicroUsd,
-    estimate_source: job.estimateSource,
-    charge_micro_usd: null,
-    charge_source: null,
-    charge_state: "none" as const,
-    error_code: null,
-    error_message: null,
-    error_detail_json: null,
-    out_dir: job.outDir,
-    lease_owner: null,
-    lease_expires_at: null,
-    next_attempt_at: now,
-    created_at: now,
-    updated_at: now,
-    submitted_at: null,
-    submit_sent_at: null,
-    provider_done_at: null,
-    finished_at: null,
-    tracking_deadline_at: null,
-    slots_held_json: "[]",
-    last_pending_elapsed_ms: null,
-    poll_failures: 0,
-    budget_id: job.budgetId ?? null,
-    budget_held_micro_usd: 0,
-    blocked_code: null,
-    route_json: job.route ? JSON.stringify(job.route) : null,
-    token_id: job.tokenId ?? null,
-    notify_url: job.notifyUrl ?? null,
-  };
 }
 
 /**
@@ -310,182 +189,6 @@ export class KyselyStore implements Store {
 
   async announceWork(): Promise<void> {
     await this.context.announce(this.db);
-  }
-
-  async insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
-    return this.db.transaction().execute(async (trx) => {
-      const results: Array<{ job: Job; created: boolean }> = [];
-      // A ref given twice in one call is created once; the second gets the first's job, as a ref stored before would.
-      const createdHere = new Map<string, Job>();
-      // A few hundred jobs per statement (a 20,000-line batch is queued in seconds, not one statement per column of work).
-      const chunkSize = this.dialect === "postgres" ? INSERT_CHUNK_POSTGRES : INSERT_CHUNK;
-      for (let start = 0; start < jobs.length; start += chunkSize) {
-        const chunk = jobs.slice(start, start + chunkSize);
-        // PostgreSQL's insert skips a ref stored already (on conflict) and says which it made, so only those refs are read
-        // (below); SQLite's is told beforehand.
-        const stored = new Map(this.dialect === "postgres" ? [] : (await this.jobsWithRefs(trx, chunk.map((job) => job.ref))).map((job) => [job.ref, job]));
-        const fresh: NewJob[] = [];
-        const pendingRefs = new Set<string>();
-        for (const job of chunk) {
-          if (stored.has(job.ref) || createdHere.has(job.ref) || pendingRefs.has(job.ref)) continue;
-          pendingRefs.add(job.ref);
-          fresh.push(job);
-        }
-        if (fresh.length > 0) {
-          // Every column is set here, so the rows as written are the rows as stored: not read back (a 20,000-line
-          // batch would otherwise send 70 MB back from PostgreSQL to be parsed).
-          const rows = fresh.map((job) => newJobRow(job, now));
-          const events = fresh.map((job) =>
-            eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
-          );
-          let createdIds: Set<string> | null = null;
-          if (this.dialect === "postgres") createdIds = await insertJobsWithEventsPostgres(trx, rows, events);
-          else {
-            // SQLite's write transactions run one at a time: no other can have stored a ref since the look above.
-            await trx.insertInto("jobs").values(rows).execute();
-            await trx.insertInto("job_events").values(events).execute();
-          }
-          // A ref stored already (PostgreSQL, which did not look first) or by another transaction since the look: its job.
-          const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id)).map((job) => job.ref);
-          if (taken.length > 0) for (const job of await this.jobsWithRefs(trx, taken)) stored.set(job.ref, job);
-          // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
-          fresh.forEach((job, index) => {
-            if (!stored.has(job.ref)) createdHere.set(job.ref, rowWithRequestToJob(rows[index]!, job));
-          });
-        }
-        const reported = new Set<string>();
-        for (const job of chunk) {
-          const existing = stored.get(job.ref);
-          if (existing) results.push({ job: existing, created: false });
-          else {
-            const created = createdHere.get(job.ref)!;
-            // The first mention of a ref created here is its creation; a repeat is an existing job.
-            const first = job.id === created.id && !reported.has(job.ref);
-            reported.add(job.ref);
-            results.push({ job: created, created: first });
-          }
-        }
-      }
-      if (results.some((result) => result.created)) await this.context.announce(trx);
-      return results;
-    });
-  }
-
-  async getJob(id: string): Promise<Job | null> {
-    const [row] = await this.context.reusable(this.db, "getJob", (slot) => this.db.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id")), { id });
-    return row ? rowToJob(row) : null;
-  }
-
-  async findJob(idOrRef: string): Promise<Job | null> {
-    const row =
-      (await this.db.selectFrom("jobs").selectAll().where("id", "=", idOrRef).executeTakeFirst()) ??
-      (await this.db.selectFrom("jobs").selectAll().where("ref", "=", idOrRef).executeTakeFirst());
-    return row ? rowToJob(row) : null;
-  }
-
-  async jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
-    const row = await this.db
-      .selectFrom("jobs")
-      .selectAll()
-      .where("provider", "=", provider)
-      .where("provider_job_id", "=", providerJobId)
-      .executeTakeFirst();
-    return row ? rowToJob(row) : null;
-  }
-
-  async listJobs(filter: JobFilter = {}): Promise<Job[]> {
-    if (filter.ids !== undefined && filter.ids.length > IDS_PER_STATEMENT) {
-      // In parts, then in the order one statement would have given.
-      const jobs: Job[] = [];
-      for (const part of scopeParts({ jobIds: filter.ids })) jobs.push(...(await this.listJobs({ ...filter, ids: "jobIds" in part ? part.jobIds : [], limit: undefined })));
-      const sign = filter.newestFirst ? -1 : 1;
-      jobs.sort((left, right) => sign * (left.createdAt - right.createdAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)));
-      return filter.limit !== undefined ? jobs.slice(0, filter.limit) : jobs;
-    }
-    // A search by the start of a ref reads that range of refs (one token's: jobs_token_ref), then checks the other filters
-    // on the rows found. SQLite, without statistics, would rather follow an index of any other filter (every queued job,
-    // the cursor's creation order) and check the ref of every row it reads: there those terms are written with a unary +,
-    // which keeps a term out of the choice of index (https://sqlite.org/optoverview.html#uplus).
-    const searching = filter.refPrefix !== undefined && this.dialect === "sqlite";
-    const checked = <T>(column: "batch_id" | "state" | "provider" | "created_at") => (searching ? sql<T>`+${sql.ref(column)}` : sql<T>`${sql.ref(column)}`);
-    let query = this.db.selectFrom("jobs").selectAll();
-    if (filter.batchId !== undefined) query = query.where(checked<string>("batch_id"), "=", filter.batchId);
-    if (filter.states?.length) query = query.where(checked<string>("state"), "in", [...filter.states]);
-    if (filter.provider !== undefined) query = query.where(checked<string>("provider"), "=", filter.provider);
-    if (filter.tokenId !== undefined) query = query.where("token_id", "=", filter.tokenId);
-    if (filter.ref !== undefined) query = query.where("ref", "=", filter.ref);
-    if (filter.refPrefix !== undefined) {
-      // A range of the refs in code point order (see ref-prefix.ts), compared as PostgreSQL's "C" collation in migration 12's indexes.
-      const range = refRange(filter.refPrefix);
-      const ref = this.dialect === "postgres" ? sql<string>`ref collate "C"` : sql<string>`ref`;
-      query = query.where(ref, ">=", range.from);
-      if (range.below !== null) query = query.where(ref, "<", range.below);
-    }
-    if (filter.createdAfter !== undefined) query = query.where(checked<number>("created_at"), ">=", filter.createdAfter);
-    if (filter.createdBefore !== undefined) query = query.where(checked<number>("created_at"), "<", filter.createdBefore);
-    if (filter.olderThan !== undefined) {
-      const { createdAt, id } = filter.olderThan;
-      const createdAtColumn = checked<number>("created_at");
-      query = query.where((eb) => eb.or([eb(createdAtColumn, "<", createdAt), eb.and([eb(createdAtColumn, "=", createdAt), eb("id", "<", id)])]));
-    }
-    if (filter.ids !== undefined) {
-      if (filter.ids.length === 0) return [];
-      query = query.where("id", "in", [...filter.ids]);
-    }
-    query = query.orderBy("created_at", filter.newestFirst ? "desc" : "asc").orderBy("id", filter.newestFirst ? "desc" : "asc");
-    if (filter.limit !== undefined) query = query.limit(filter.limit);
-    return (await query.execute()).map(rowToJob);
-  }
-
-  async jobsByRefs(refs: readonly string[]): Promise<Job[]> {
-    return this.jobsWithRefs(this.db, refs);
-  }
-
-  private async jobsWithRefs(db: Db, refs: readonly string[]): Promise<Job[]> {
-    const unique = [...new Set(refs)];
-    if (this.dialect === "postgres") {
-      // One array parameter, however many refs.
-      const rows = await db.selectFrom("jobs").selectAll().where(sql<SqlBool>`ref = any(${unique}::text[])`).execute();
-      return rows.map(rowToJob);
-    }
-    const jobs: Job[] = [];
-    for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
-      const rows = await db.selectFrom("jobs").selectAll().where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();
-      jobs.push(...rows.map(rowToJob));
-    }
-    return jobs;
-  }
-
-  async events(jobId: string): Promise<JobEvent[]> {
-    const rows = await this.db.selectFrom("job_events").selectAll().where("job_id", "=", jobId).orderBy("id").execute();
-    return rows.map((row) => ({
-      id: Number(row.id),
-      jobId: row.job_id,
-      at: Number(row.at),
-      fromState: row.from_state as JobState | null,
-      toState: row.to_state as JobState,
-      reason: row.reason,
-      detail: row.detail_json ? (JSON.parse(row.detail_json) as unknown) : null,
-    }));
-  }
-
-  async outputs(jobId: string): Promise<JobOutput[]> {
-    const rows = await this.db.selectFrom("outputs").selectAll().where("job_id", "=", jobId).orderBy("idx").execute();
-    return rows.map(rowToOutput);
-  }
-
-  async outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>> {
-    const byJob = new Map<string, JobOutput[]>();
-    const unique = [...new Set(jobIds)];
-    for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
-      const rows = await this.db.selectFrom("outputs").selectAll().where("job_id", "in", unique.slice(start, start + IDS_PER_STATEMENT)).orderBy("job_id").orderBy("idx").execute();
-      for (const row of rows) {
-        const list = byJob.get(row.job_id) ?? [];
-        list.push(rowToOutput(row));
-        byJob.set(row.job_id, list);
-      }
-    }
-    return byJob;
   }
 
   async transition(
@@ -711,86 +414,6 @@ export class KyselyStore implements Store {
       return query.returningAll();
     }, { id: jobId, owner: expect?.leaseOwner, ...values });
     return row;
-  }
-
-  async jobBriefs(scope: JobScope): Promise<JobBrief[]> {
-    const briefs: JobBrief[] = [];
-    for (const part of scopeParts(scope)) {
-      const rows = await this.db
-        .selectFrom("jobs")
-        .select(["id", "state", "provider", "blocked_code", "updated_at"])
-        .where((eb) => inScope(eb, part))
-        .execute();
-      for (const row of rows) briefs.push(briefOf(row));
-    }
-    return briefs;
-  }
-
-  async jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]> {
-    if (ids.length === 0) return [];
-    if (ids.length > IDS_PER_STATEMENT) throw new Error(`jobOutcomes reads at most ${IDS_PER_STATEMENT} jobs a call`);
-    const rows = await this.db
-      .selectFrom("jobs")
-      .select(["id", "ref", "state", "reason", "attempts", "provider_job_id", "estimate_micro_usd", "charge_micro_usd", "charge_state", "blocked_code", "error_code", "error_message"])
-      .where("id", "in", [...ids])
-      .execute();
-    return rows.map((row) => ({
-      id: row.id,
-      ref: row.ref,
-      state: row.state as JobState,
-      reason: row.reason,
-      attempts: toNumber(row.attempts),
-      providerJobId: row.provider_job_id,
-      estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd),
-      chargeMicroUsd: toNumberOrNull(row.charge_micro_usd),
-      chargeState: row.charge_state as Job["chargeState"],
-      blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
-      error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
-    }));
-  }
-
-  async changedBriefs(scope: JobScope, since: number, limit: number, after: { updatedAt: number; id: string } | null = null): Promise<JobBrief[]> {
-    const briefs: JobBrief[] = [];
-    for (const part of scopeParts(scope)) {
-      let query = this.db
-        .selectFrom("jobs")
-        .select(["id", "state", "provider", "blocked_code", "updated_at"])
-        .where((eb) => inScope(eb, part))
-        .where("updated_at", ">=", since);
-      if (after) {
-        query = query.where((eb) => eb.or([eb("updated_at", ">", after.updatedAt), eb.and([eb("updated_at", "=", after.updatedAt), eb("id", ">", after.id)])]));
-      }
-      const rows = await query.orderBy("updated_at").orderBy("id").limit(literalLimit(limit)).execute();
-      for (const row of rows) briefs.push(briefOf(row));
-    }
-    return briefs.sort((left, right) => left.updatedAt - right.updatedAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)).slice(0, limit);
-  }
-
-  async openCounts(scope: JobScope): Promise<OpenCount[]> {
-    const counts: OpenCount[] = [];
-    for (const part of scopeParts(scope)) {
-      const rows = await this.db
-        .selectFrom("jobs")
-        .select((eb) => ["state", "provider", eb("blocked_code", "is not", null).as("blocked"), eb.fn.countAll<number>().as("n")])
-        .where((eb) => inScope(eb, part))
-        .where("state", "in", OPEN_STATES)
-        .groupBy(["state", "provider", sql`blocked_code is not null`])
-        .execute();
-      for (const row of rows) {
-        counts.push({ state: row.state as JobState, provider: row.provider as ProviderId, blocked: Boolean(Number(row.blocked)), count: Number(row.n) });
-      }
-    }
-    return counts;
-  }
-
-  async jobCounts(): Promise<JobCount[]> {
-    // Grouped in the order of jobs_queue (state, provider, …), which holds both columns: the count walks that index alone.
-    const rows = await this.db
-      .selectFrom("jobs")
-      .select((eb) => ["state", "provider", eb.fn.countAll<number>().as("n")])
-      .groupBy(["state", "provider"])
-      .execute();
-    return rows.map((row) => ({ state: row.state as JobState, provider: row.provider as ProviderId, count: Number(row.n) }));
   }
 
   async dueQueued(
@@ -1089,12 +712,6 @@ export class KyselyStore implements Store {
     return rows.map(rowToJob);
   }
 
-  async noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void> {
-    const job = await this.getJob(jobId);
-    if (!job) return;
-    await this.appendEvent(this.db, jobId, now, job.state, job.state, reason, detail);
-  }
-
   async dueSettlements(now: number, limit: number, scope: JobScope | null = null): Promise<Job[]> {
     let query = this.db
       .selectFrom("jobs")
@@ -1130,7 +747,7 @@ export class KyselyStore implements Store {
           : query.where("lease_owner", "=", candidate.lease_owner);
       const result = await query.executeTakeFirst();
       if (Number(result.numUpdatedRows) === 0) continue;
-      const job = await this.getJob(candidate.id);
+      const job = await getJob(this.context, candidate.id);
       if (job) adopted.push(job);
     }
     return adopted;
@@ -1208,23 +825,6 @@ export class KyselyStore implements Store {
     return { at: number(row?.at), queuedAt: number(row?.queued_at) };
   }
 
-  async recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
-    const rows = await this.db
-      .selectFrom("jobs")
-      .select(["submitted_at", "provider_done_at", "last_pending_elapsed_ms"])
-      .where("provider", "=", provider)
-      .where("model", "=", model)
-      .where("provider_done_at", "is not", null)
-      .where("submitted_at", "is not", null)
-      .orderBy("provider_done_at", "desc")
-      .limit(literalLimit(limit))
-      .execute();
-    return rows.map((row) => ({
-      doneElapsedMs: Number(row.provider_done_at) - Number(row.submitted_at),
-      pendingElapsedMs: row.last_pending_elapsed_ms === null ? null : Number(row.last_pending_elapsed_ms),
-    }));
-  }
-
   private matches(job: Pick<Job, "state" | "leaseOwner">, expect: JobExpectation): boolean {
     if (!states(expect).includes(job.state)) return false;
     if (expect.leaseOwner === undefined) return true;
@@ -1251,7 +851,7 @@ export class KyselyStore implements Store {
         );
       }
       updated = await this.updatedRow(trx, jobId, columns, null);
-      if (updated) await this.appendEventRow(trx, event);
+      if (updated) await appendEventRow(this.context, trx, event);
     }
     if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
     await this.oweNotification(trx, updated, event);
@@ -1340,29 +940,6 @@ export class KyselyStore implements Store {
       budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
       providerJobId: row.provider_job_id,
     };
-  }
-
-  private async appendEvent(
-    trx: Db,
-    jobId: string,
-    at: number,
-    fromState: JobState | null,
-    toState: JobState,
-    reason: string,
-    detail?: unknown,
-  ): Promise<void> {
-    await this.appendEventRow(trx, eventRow(jobId, at, fromState, toState, reason, detail));
-  }
-
-  private async appendEventRow(trx: Db, row: ReturnType<typeof eventRow>): Promise<void> {
-    await this.context.reusable(trx, "appendEvent", (slot) => trx.insertInto("job_events").values({
-      job_id: slot<string>("job_id"),
-      at: slot<number>("at"),
-      from_state: slot<string | null>("from_state"),
-      to_state: slot<string>("to_state"),
-      reason: slot<string>("reason"),
-      detail_json: slot<string | null>("detail_json"),
-    }), row);
   }
 
   setNotificationPolicy(policy: NotificationPolicy): void {
@@ -1495,5 +1072,69 @@ export class KyselyStore implements Store {
 
   spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
     return spendByDay(this.context, from, to, tokenId);
+  }
+
+  insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
+    return insertJobs(this.context, jobs, now);
+  }
+
+  getJob(id: string): Promise<Job | null> {
+    return getJob(this.context, id);
+  }
+
+  findJob(idOrRef: string): Promise<Job | null> {
+    return findJob(this.context, idOrRef);
+  }
+
+  jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
+    return jobByProviderJobId(this.context, provider, providerJobId);
+  }
+
+  listJobs(filter?: JobFilter): Promise<Job[]> {
+    return listJobs(this.context, filter);
+  }
+
+  jobsByRefs(refs: readonly string[]): Promise<Job[]> {
+    return jobsByRefs(this.context, refs);
+  }
+
+  outputs(jobId: string): Promise<JobOutput[]> {
+    return outputs(this.context, jobId);
+  }
+
+  outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>> {
+    return outputsOfJobs(this.context, jobIds);
+  }
+
+  recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
+    return recentRenderSamples(this.context, provider, model, limit);
+  }
+
+  events(jobId: string): Promise<JobEvent[]> {
+    return events(this.context, jobId);
+  }
+
+  noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void> {
+    return noteEvent(this.context, jobId, reason, now, detail);
+  }
+
+  jobBriefs(scope: JobScope): Promise<JobBrief[]> {
+    return jobBriefs(this.context, scope);
+  }
+
+  jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]> {
+    return jobOutcomes(this.context, ids);
+  }
+
+  changedBriefs(scope: JobScope, since: number, limit: number, after?: { updatedAt: number; id: string } | null): Promise<JobBrief[]> {
+    return changedBriefs(this.context, scope, since, limit, after);
+  }
+
+  openCounts(scope: JobScope): Promise<OpenCount[]> {
+    return openCounts(this.context, scope);
+  }
+
+  jobCounts(): Promise<JobCount[]> {
+    return jobCounts(this.context);
   }
 }
