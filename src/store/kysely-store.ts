@@ -1,42 +1,33 @@
 import type { Kysely, LogEvent } from "kysely";
 import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
-import type { Database } from "./schema.js";
-import type { WorkSignals } from "./work-signals.js";
+import { changedBriefs, jobBriefs, jobCounts, jobOutcomes, openCounts } from "./briefs.js";
+import { assignBudget, budget, setBudget, settleCharge } from "./budgets.js";
+import { claimByStatements, claimForSubmit } from "./claims.js";
 import { type StoreContext, storeContext } from "./context.js";
 import { countWebhookRejections, deliveries, recordDelivery, webhookRejections } from "./deliveries.js";
-import { clearHalt, haltProvider, halts } from "./halts.js";
-import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.js";
-import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
-import { assignBudget, budget, setBudget, settleCharge } from "./budgets.js";
-import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
-import { events, noteEvent } from "./events.js";
-import { findJob, getJob, insertJobs, jobByProviderJobId, jobsByRefs, listJobs, outputs, outputsOfJobs, recentRenderSamples } from "./jobs.js";
-import { changedBriefs, jobBriefs, jobCounts, jobOutcomes, openCounts } from "./briefs.js";
-import { markSubmitSent, transition, updateJob } from "./transitions.js";
-import { claimByStatements, claimForSubmit } from "./claims.js";
 import { dueOwned, dueQueued, dueSettlements, nextDueAt, routedQueued } from "./due.js";
+import { events, noteEvent } from "./events.js";
+import { clearHalt, haltProvider, halts } from "./halts.js";
+import { findJob, getJob, insertJobs, jobByProviderJobId, jobsByRefs, listJobs, outputs, outputsOfJobs, recentRenderSamples } from "./jobs.js";
 import { adoptOrphans, releaseLeases, renewLeases } from "./leases.js";
-import { createToken, hasActiveTokens, revokeToken, tokenBySecretSha256, tokens } from "./tokens.js";
-import {
-  claimDueNotifications,
-  keepNotificationBody,
-  notificationsOf,
-  notificationsOwed,
-  recordNotificationAttempt,
-} from "./notifications.js";
+import { claimDueNotifications, keepNotificationBody, notificationsOf, notificationsOwed, recordNotificationAttempt } from "./notifications.js";
+import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.js";
+import type { Database } from "./schema.js";
+import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
+import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import type {
   ApiToken,
   BatchSummary,
-  SpendLine,
   BudgetStatus,
-  DailySpend,
   ClaimInstead,
   ClaimResult,
+  DailySpend,
   JobBrief,
-  JobOutcome,
+  JobCount,
   JobExpectation,
   JobFilter,
+  JobOutcome,
   JobPatch,
   JobScope,
   NewJob,
@@ -45,7 +36,6 @@ import type {
   NotificationAttempt,
   NotificationPolicy,
   OpenCount,
-  JobCount,
   PoolStatus,
   ProviderHalt,
   RateTake,
@@ -53,11 +43,15 @@ import type {
   RateWindowUsage,
   RenderSample,
   SlotPoolRequest,
+  SpendLine,
   Store,
   TransitionExtras,
   WebhookDeliveryRecord,
   WebhookRejectionCount,
 } from "./store.js";
+import { createToken, hasActiveTokens, revokeToken, tokenBySecretSha256, tokens } from "./tokens.js";
+import { markSubmitSent, transition, updateJob } from "./transitions.js";
+import type { WorkSignals } from "./work-signals.js";
 
 /** Sees each statement as run: its SQL and its parameters. */
 export type QueryListener = (sql: string, parameters: readonly unknown[], durationMs: number) => void;
@@ -71,7 +65,9 @@ export function queryLog(listener: QueryListener | undefined): { log?: (event: L
 /**
  * The Store over Kysely, shared by SQLite and PostgreSQL. The few places
  * where the dialects differ (row locks for the claim and the slot take) are
- * marked; everything else is the same SQL.
+ * marked; everything else is the same SQL. Each family of statements is a
+ * file of its own (jobs.ts, transitions.ts, claims.ts, due.ts, …) whose
+ * functions take this store object's context; the class hands each call on.
  */
 export class KyselyStore implements Store {
   /** What each family of statements takes: this store object's db, dialect, statements kept compiled, and counters. */
@@ -94,11 +90,6 @@ export class KyselyStore implements Store {
     return this.context.slotReleases;
   }
 
-  async close(): Promise<void> {
-    await this.signals?.close();
-    await this.onClose();
-  }
-
   onWork(listener: () => void): () => void {
     return this.signals ? this.signals.subscribe(listener) : () => undefined;
   }
@@ -107,28 +98,154 @@ export class KyselyStore implements Store {
     await this.context.announce(this.db);
   }
 
-  setNotificationPolicy(policy: NotificationPolicy): void {
-    this.context.notificationPolicy = { ...policy };
+  async close(): Promise<void> {
+    await this.signals?.close();
+    await this.onClose();
   }
 
-  claimDueNotifications(now: number, limit: number, leaseMs: number, scope: JobScope | null = null): Promise<Notification[]> {
-    return claimDueNotifications(this.db, this.dialect, now, limit, leaseMs, scope);
+  insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
+    return insertJobs(this.context, jobs, now);
   }
 
-  notificationsOwed(scope: JobScope | null): Promise<{ owed: number; neverTried: number }> {
-    return notificationsOwed(this.db, scope);
+  getJob(id: string): Promise<Job | null> {
+    return getJob(this.context, id);
   }
 
-  keepNotificationBody(id: string, body: string): Promise<string> {
-    return keepNotificationBody(this.db, id, body);
+  findJob(idOrRef: string): Promise<Job | null> {
+    return findJob(this.context, idOrRef);
   }
 
-  recordNotificationAttempt(attempt: NotificationAttempt): Promise<boolean> {
-    return recordNotificationAttempt(this.db, attempt);
+  listJobs(filter?: JobFilter): Promise<Job[]> {
+    return listJobs(this.context, filter);
   }
 
-  notifications(jobId: string): Promise<Notification[]> {
-    return notificationsOf(this.db, jobId);
+  jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
+    return jobByProviderJobId(this.context, provider, providerJobId);
+  }
+
+  jobsByRefs(refs: readonly string[]): Promise<Job[]> {
+    return jobsByRefs(this.context, refs);
+  }
+
+  events(jobId: string): Promise<JobEvent[]> {
+    return events(this.context, jobId);
+  }
+
+  outputs(jobId: string): Promise<JobOutput[]> {
+    return outputs(this.context, jobId);
+  }
+
+  outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>> {
+    return outputsOfJobs(this.context, jobIds);
+  }
+
+  transition(jobId: string, expect: JobExpectation, to: JobState, patch: JobPatch, reason: string, now: number, detail?: unknown, extras?: TransitionExtras): Promise<Job | null> {
+    return transition(this.context, jobId, expect, to, patch, reason, now, detail, extras);
+  }
+
+  updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null> {
+    return updateJob(this.context, jobId, expect, patch, now);
+  }
+
+  markSubmitSent(jobId: string, owner: string, at: number): Promise<boolean> {
+    return markSubmitSent(this.context, jobId, owner, at);
+  }
+
+  jobBriefs(scope: JobScope): Promise<JobBrief[]> {
+    return jobBriefs(this.context, scope);
+  }
+
+  jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]> {
+    return jobOutcomes(this.context, ids);
+  }
+
+  changedBriefs(scope: JobScope, since: number, limit: number, after?: { updatedAt: number; id: string } | null): Promise<JobBrief[]> {
+    return changedBriefs(this.context, scope, since, limit, after);
+  }
+
+  openCounts(scope: JobScope): Promise<OpenCount[]> {
+    return openCounts(this.context, scope);
+  }
+
+  jobCounts(): Promise<JobCount[]> {
+    return jobCounts(this.context);
+  }
+
+  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {
+    return dueQueued(this.context, now, limit, skipProviders, scope, after);
+  }
+
+  routedQueued(provider: ProviderId, limit: number, scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {
+    return routedQueued(this.context, provider, limit, scope, after);
+  }
+
+  claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
+    return claimForSubmit(this.context, jobId, owner, pools, now, leaseMs, instead);
+  }
+
+  /** `claimForSubmit` by the store's own statements, as SQLite claims (see claims.ts); the claim-function test compares it with PostgreSQL's. */
+  claimByStatements(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
+    return claimByStatements(this.context, jobId, owner, pools, now, leaseMs, instead);
+  }
+
+  dueOwned(owner: string, now: number, limit: number, busy?: { has(id: string): boolean }): Promise<Job[]> {
+    return dueOwned(this.context, owner, now, limit, busy);
+  }
+
+  adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope?: JobScope | null): Promise<Job[]> {
+    return adoptOrphans(this.context, owner, now, leaseMs, isDeadOwner, scope);
+  }
+
+  renewLeases(owner: string, leaseExpiresAt: number): Promise<void> {
+    return renewLeases(this.context, owner, leaseExpiresAt);
+  }
+
+  releaseLeases(owner: string): Promise<void> {
+    return releaseLeases(this.context, owner);
+  }
+
+  nextDueAt(owner: string | null, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean, notifications?: boolean): Promise<NextDue> {
+    return nextDueAt(this.context, owner, skipProviders, after, scope, settlements, notifications);
+  }
+
+  releaseSlots(jobId: string, now: number): Promise<void> {
+    return releaseSlots(this.context, jobId, now);
+  }
+
+  slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
+    return slotPushback(this.context, poolKeys, blockedUntil, now);
+  }
+
+  slotRecover(poolKey: string, now: number): Promise<void> {
+    return slotRecover(this.context, poolKey, now);
+  }
+
+  poolStatus(): Promise<PoolStatus[]> {
+    return poolStatus(this.context);
+  }
+
+  batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
+    return batchSummary(this.context, batchId, tokenId);
+  }
+
+  spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
+    return spendSummary(this.context, from, to, tokenId);
+  }
+
+  spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
+    return spendByDay(this.context, from, to, tokenId);
+  }
+
+  takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
+    return takeRateToken(this.context, windows, now);
+  }
+
+  answerRateToken(token: RateToken, at: number): Promise<void> {
+    return answerRateToken(this.context, token, at);
+  }
+
+  rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]> {
+    return rateWindowUsage(this.context, windows, now);
   }
 
   haltProvider(halt: ProviderHalt): Promise<void> {
@@ -163,48 +280,32 @@ export class KyselyStore implements Store {
     return hasActiveTokens(this.context);
   }
 
+  recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
+    return recentRenderSamples(this.context, provider, model, limit);
+  }
+
+  ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number> {
+    return ledgerTotal(this.context, filter);
+  }
+
+  noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void> {
+    return noteEvent(this.context, jobId, reason, now, detail);
+  }
+
+  dueSettlements(now: number, limit: number, scope?: JobScope | null): Promise<Job[]> {
+    return dueSettlements(this.context, now, limit, scope);
+  }
+
+  settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null> {
+    return settleCharge(this.context, jobId, charge, now);
+  }
+
   recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate"> {
     return recordDelivery(this.context, delivery);
   }
 
   deliveries(filter?: { provider?: ProviderId; jobId?: string }): Promise<WebhookDeliveryRecord[]> {
     return deliveries(this.context, filter);
-  }
-
-  countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void> {
-    return countWebhookRejections(this.context, counts);
-  }
-
-  webhookRejections(filter?: { provider?: string; from?: number; to?: number }): Promise<WebhookRejectionCount[]> {
-    return webhookRejections(this.context, filter);
-  }
-
-  takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
-    return takeRateToken(this.context, windows, now);
-  }
-
-  answerRateToken(token: RateToken, at: number): Promise<void> {
-    return answerRateToken(this.context, token, at);
-  }
-
-  rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]> {
-    return rateWindowUsage(this.context, windows, now);
-  }
-
-  releaseSlots(jobId: string, now: number): Promise<void> {
-    return releaseSlots(this.context, jobId, now);
-  }
-
-  slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
-    return slotPushback(this.context, poolKeys, blockedUntil, now);
-  }
-
-  slotRecover(poolKey: string, now: number): Promise<void> {
-    return slotRecover(this.context, poolKey, now);
-  }
-
-  poolStatus(): Promise<PoolStatus[]> {
-    return poolStatus(this.context);
   }
 
   setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {
@@ -219,139 +320,35 @@ export class KyselyStore implements Store {
     return assignBudget(this.context, budgetId, jobIds, now);
   }
 
-  settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null> {
-    return settleCharge(this.context, jobId, charge, now);
+  countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void> {
+    return countWebhookRejections(this.context, counts);
   }
 
-  ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number> {
-    return ledgerTotal(this.context, filter);
+  webhookRejections(filter?: { provider?: string; from?: number; to?: number }): Promise<WebhookRejectionCount[]> {
+    return webhookRejections(this.context, filter);
   }
 
-  batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
-    return batchSummary(this.context, batchId, tokenId);
+  setNotificationPolicy(policy: NotificationPolicy): void {
+    this.context.notificationPolicy = { ...policy };
   }
 
-  spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
-    return spendSummary(this.context, from, to, tokenId);
+  claimDueNotifications(now: number, limit: number, leaseMs: number, scope: JobScope | null = null): Promise<Notification[]> {
+    return claimDueNotifications(this.db, this.dialect, now, limit, leaseMs, scope);
   }
 
-  spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
-    return spendByDay(this.context, from, to, tokenId);
+  notificationsOwed(scope: JobScope | null): Promise<{ owed: number; neverTried: number }> {
+    return notificationsOwed(this.db, scope);
   }
 
-  insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
-    return insertJobs(this.context, jobs, now);
+  keepNotificationBody(id: string, body: string): Promise<string> {
+    return keepNotificationBody(this.db, id, body);
   }
 
-  getJob(id: string): Promise<Job | null> {
-    return getJob(this.context, id);
+  recordNotificationAttempt(attempt: NotificationAttempt): Promise<boolean> {
+    return recordNotificationAttempt(this.db, attempt);
   }
 
-  findJob(idOrRef: string): Promise<Job | null> {
-    return findJob(this.context, idOrRef);
-  }
-
-  jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
-    return jobByProviderJobId(this.context, provider, providerJobId);
-  }
-
-  listJobs(filter?: JobFilter): Promise<Job[]> {
-    return listJobs(this.context, filter);
-  }
-
-  jobsByRefs(refs: readonly string[]): Promise<Job[]> {
-    return jobsByRefs(this.context, refs);
-  }
-
-  outputs(jobId: string): Promise<JobOutput[]> {
-    return outputs(this.context, jobId);
-  }
-
-  outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>> {
-    return outputsOfJobs(this.context, jobIds);
-  }
-
-  recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
-    return recentRenderSamples(this.context, provider, model, limit);
-  }
-
-  events(jobId: string): Promise<JobEvent[]> {
-    return events(this.context, jobId);
-  }
-
-  noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void> {
-    return noteEvent(this.context, jobId, reason, now, detail);
-  }
-
-  jobBriefs(scope: JobScope): Promise<JobBrief[]> {
-    return jobBriefs(this.context, scope);
-  }
-
-  jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]> {
-    return jobOutcomes(this.context, ids);
-  }
-
-  changedBriefs(scope: JobScope, since: number, limit: number, after?: { updatedAt: number; id: string } | null): Promise<JobBrief[]> {
-    return changedBriefs(this.context, scope, since, limit, after);
-  }
-
-  openCounts(scope: JobScope): Promise<OpenCount[]> {
-    return openCounts(this.context, scope);
-  }
-
-  jobCounts(): Promise<JobCount[]> {
-    return jobCounts(this.context);
-  }
-
-  transition(jobId: string, expect: JobExpectation, to: JobState, patch: JobPatch, reason: string, now: number, detail?: unknown, extras?: TransitionExtras): Promise<Job | null> {
-    return transition(this.context, jobId, expect, to, patch, reason, now, detail, extras);
-  }
-
-  updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null> {
-    return updateJob(this.context, jobId, expect, patch, now);
-  }
-
-  markSubmitSent(jobId: string, owner: string, at: number): Promise<boolean> {
-    return markSubmitSent(this.context, jobId, owner, at);
-  }
-
-  claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
-    return claimForSubmit(this.context, jobId, owner, pools, now, leaseMs, instead);
-  }
-
-  claimByStatements(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
-    return claimByStatements(this.context, jobId, owner, pools, now, leaseMs, instead);
-  }
-
-  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {
-    return dueQueued(this.context, now, limit, skipProviders, scope, after);
-  }
-
-  routedQueued(provider: ProviderId, limit: number, scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {
-    return routedQueued(this.context, provider, limit, scope, after);
-  }
-
-  dueOwned(owner: string, now: number, limit: number, busy?: { has(id: string): boolean }): Promise<Job[]> {
-    return dueOwned(this.context, owner, now, limit, busy);
-  }
-
-  dueSettlements(now: number, limit: number, scope?: JobScope | null): Promise<Job[]> {
-    return dueSettlements(this.context, now, limit, scope);
-  }
-
-  nextDueAt(owner: string | null, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean, notifications?: boolean): Promise<NextDue> {
-    return nextDueAt(this.context, owner, skipProviders, after, scope, settlements, notifications);
-  }
-
-  adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope?: JobScope | null): Promise<Job[]> {
-    return adoptOrphans(this.context, owner, now, leaseMs, isDeadOwner, scope);
-  }
-
-  renewLeases(owner: string, leaseExpiresAt: number): Promise<void> {
-    return renewLeases(this.context, owner, leaseExpiresAt);
-  }
-
-  releaseLeases(owner: string): Promise<void> {
-    return releaseLeases(this.context, owner);
+  notifications(jobId: string): Promise<Notification[]> {
+    return notificationsOf(this.db, jobId);
   }
 }

@@ -1,20 +1,33 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
-import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
 import type { BudgetStatus } from "./budgets.js";
+import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
 import type { ProviderHalt } from "./halts.js";
+import type { Notification, NotificationAttempt, NotificationPolicy } from "./notifications.js";
+import type { RateTake, RateToken, RateWindowUsage } from "./rate-windows.js";
 import type { PoolStatus } from "./slots.js";
 import type { BatchSummary, DailySpend, SpendLine } from "./spend.js";
-import type { RateTake, RateToken, RateWindowUsage } from "./rate-windows.js";
 import type { ApiToken } from "./tokens.js";
 
-export type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
-export type { BudgetStatus } from "./budgets.js";
-export type { ProviderHalt } from "./halts.js";
-export type { PoolStatus } from "./slots.js";
-export type { BatchSummary, DailySpend, SpendLine } from "./spend.js";
-export { RATE_ARRIVAL_BOUND_MS, RATE_IN_FLIGHT_RECHECK_MS, RATE_SEND_BOUND_MS, rateUnansweredExpiryMs, type RateTake, type RateToken, type RateWindowUsage } from "./rate-windows.js";
-export type { ApiToken } from "./tokens.js";
+// Types that live beside their statements (tokens.ts, budgets.ts, …), named here too: the Store speaks them, and its callers import them from here.
+export type {
+  ApiToken,
+  BatchSummary,
+  BudgetStatus,
+  DailySpend,
+  Notification,
+  NotificationAttempt,
+  NotificationPolicy,
+  PoolStatus,
+  ProviderHalt,
+  RateTake,
+  RateToken,
+  RateWindowUsage,
+  SpendLine,
+  WebhookDeliveryRecord,
+  WebhookRejectionCount,
+};
+export { RATE_ARRIVAL_BOUND_MS, RATE_IN_FLIGHT_RECHECK_MS, RATE_SEND_BOUND_MS, rateUnansweredExpiryMs } from "./rate-windows.js";
 
 /** See `Store.nextDueAt`: null where nothing is due later. */
 export interface NextDue {
@@ -411,51 +424,4 @@ export interface Store {
   recordNotificationAttempt(attempt: NotificationAttempt): Promise<boolean>;
   /** A job's notifications, oldest first. */
   notifications(jobId: string): Promise<Notification[]>;
-}
-
-/**
- * Which changes of a job owe a notification (issue 12), from the entry
- * point's MEDIAGATE_NOTIFY_URL and MEDIAGATE_NOTIFY_EVENTS. A job's own
- * `notify_url` is always honoured; `defaultUrl` serves the jobs without one.
- */
-export interface NotificationPolicy {
-  defaultUrl: string | null;
-  /** `terminal`: a job's end; `all`: every change of state after it was queued. */
-  events: "terminal" | "all";
-}
-
-/** A notification a job owes, as stored (migration 11). */
-export interface Notification {
-  /** The Standard Webhooks `webhook-id`: the same on every attempt. */
-  id: string;
-  jobId: string;
-  /** `job.succeeded`, `job.failed`, … (`job.<state>`). */
-  type: string;
-  url: string;
-  /** The bytes every attempt sends, kept at the first attempt; null before it. */
-  body: string | null;
-  /** Attempts claimed so far, the one in flight included. */
-  attempts: number;
-  /** When the job changed (the event's time). */
-  createdAt: number;
-  nextAttemptAt: number;
-  lastAttemptAt: number | null;
-  lastStatus: number | null;
-  lastError: string | null;
-  deliveredAt: number | null;
-  givenUpAt: number | null;
-}
-
-/** How one delivery attempt ended, with the job event that records it. */
-export interface NotificationAttempt {
-  id: string;
-  /** The attempt's number as claimed: the record applies only while the notification is still at it. */
-  attempt: number;
-  at: number;
-  /** The receiver's HTTP status, when it answered. */
-  status: number | null;
-  /** A stable code or short text when it did not answer with 2xx (`http_500`, `ECONNREFUSED`, `unsafe_url`, …). */
-  error: string | null;
-  outcome: { kind: "delivered" } | { kind: "retry"; nextAttemptAt: number } | { kind: "given_up" };
-  event: { reason: string; detail: unknown };
 }
