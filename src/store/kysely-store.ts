@@ -1,35 +1,33 @@
-import { type Compilable, type CompiledQuery, type Expression, type ExpressionBuilder, type Kysely, type LogEvent, type SqlBool, type Transaction, type Updateable, sql } from "kysely";
-import type { BlockedCode, Job, JobEvent, JobOutput, JobState } from "../core/job.js";
-import { isTerminal } from "../core/job.js";
-import { PROVIDER_IDS, type ProviderId, type RateWindow } from "../core/provider-id.js";
-import { patchToRow, rowToJob, rowToOutput, rowWithRequestToJob, toNumber, toNumberOrNull } from "./rows.js";
-import { refRange } from "./ref-prefix.js";
-import type { Database, JobsTable } from "./schema.js";
-import type { WorkSignals } from "./work-signals.js";
-import {
-  claimDueNotifications,
-  DEFAULT_NOTIFICATION_POLICY,
-  insertNotification,
-  keepNotificationBody,
-  newNotificationId,
-  notificationsOf,
-  notificationsOwed,
-  owedNotificationsIn,
-  owedNotificationType,
-  recordNotificationAttempt,
-} from "./notifications.js";
+import type { Kysely, LogEvent } from "kysely";
+import type { Job, JobEvent, JobOutput, JobState } from "../core/job.js";
+import type { ProviderId, RateWindow } from "../core/provider-id.js";
+import { changedBriefs, jobBriefs, jobCounts, jobOutcomes, openCounts } from "./briefs.js";
+import { assignBudget, budget, setBudget, settleCharge } from "./budgets.js";
+import { claimByStatements, claimForSubmit } from "./claims.js";
+import { type StoreContext, storeContext } from "./context.js";
+import { countWebhookRejections, deliveries, recordDelivery, webhookRejections } from "./deliveries.js";
+import { dueOwned, dueQueued, dueSettlements, nextDueAt, routedQueued } from "./due.js";
+import { events, noteEvent } from "./events.js";
+import { clearHalt, haltProvider, halts } from "./halts.js";
+import { findJob, getJob, insertJobs, jobByProviderJobId, jobsByRefs, listJobs, outputs, outputsOfJobs, recentRenderSamples } from "./jobs.js";
+import { adoptOrphans, releaseLeases, renewLeases } from "./leases.js";
+import { claimDueNotifications, keepNotificationBody, notificationsOf, notificationsOwed, recordNotificationAttempt } from "./notifications.js";
+import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.js";
+import type { Database } from "./schema.js";
+import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
+import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import type {
   ApiToken,
   BatchSummary,
-  SpendLine,
   BudgetStatus,
-  DailySpend,
   ClaimInstead,
   ClaimResult,
+  DailySpend,
   JobBrief,
-  JobOutcome,
+  JobCount,
   JobExpectation,
   JobFilter,
+  JobOutcome,
   JobPatch,
   JobScope,
   NewJob,
@@ -38,7 +36,6 @@ import type {
   NotificationAttempt,
   NotificationPolicy,
   OpenCount,
-  JobCount,
   PoolStatus,
   ProviderHalt,
   RateTake,
@@ -46,14 +43,15 @@ import type {
   RateWindowUsage,
   RenderSample,
   SlotPoolRequest,
+  SpendLine,
   Store,
   TransitionExtras,
   WebhookDeliveryRecord,
   WebhookRejectionCount,
 } from "./store.js";
-import { RATE_IN_FLIGHT_RECHECK_MS, rateUnansweredExpiryMs } from "./store.js";
-
-type Db = Kysely<Database> | Transaction<Database>;
+import { createToken, hasActiveTokens, revokeToken, tokenBySecretSha256, tokens } from "./tokens.js";
+import { markSubmitSent, transition, updateJob } from "./transitions.js";
+import type { WorkSignals } from "./work-signals.js";
 
 /** Sees each statement as run: its SQL and its parameters. */
 export type QueryListener = (sql: string, parameters: readonly unknown[], durationMs: number) => void;
@@ -64,297 +62,16 @@ export function queryLog(listener: QueryListener | undefined): { log?: (event: L
   return { log: (event) => listener(event.query.sql, event.query.parameters, event.queryDurationMillis) };
 }
 
-/** Slots are held only while a submit is in flight and while the provider is generating. */
-function holdsSlots(state: JobState): boolean {
-  return state === "submitting" || state === "running";
-}
-
-function states(expect: JobExpectation): readonly JobState[] {
-  return typeof expect.state === "string" ? [expect.state] : expect.state;
-}
-
-/** What an expectation asks of the job's lease, as the statements that check it differ. */
-function leaseKind(expect: JobExpectation | null): "any" | "none" | "owner" {
-  return expect?.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
-}
-
-/** A transition's columns that follow from its target state: a terminal job's end time, and its blockage cleared unless set. */
-function endsAndUnblocks(row: Partial<JobsTable>, to: JobState, patch: JobPatch, now: number): void {
-  if (isTerminal(to) && patch.finishedAt === undefined) row.finished_at = now;
-  if (patch.blockedCode === undefined) row.blocked_code = null;
-}
-
-/** The jobs of one command: its batch (indexed by batch, state, due time) or its few job ids. */
-function inScope(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope): Expression<SqlBool> {
-  const values = scopeValuesOf(scope);
-  return inScopeSlots(eb, scope, <T>(name: string) => values[name] as T);
-}
-
-/** What of a scope changes the SQL of a reusable statement: a command's own ids change from call to call in number only. */
-function scopeKeyOf(scope: JobScope | null): string {
-  return scope === null ? "all" : "batchId" in scope ? "batch" : `ids${scope.jobIds.length}`;
-}
-
-/** The values of a scope's slots (see `inScopeSlots`). */
-function scopeValuesOf(scope: JobScope | null): Record<string, string> {
-  if (scope === null) return {};
-  if ("batchId" in scope) return { batchId: scope.batchId };
-  return Object.fromEntries(scope.jobIds.map((id, index) => [`id${index}`, id]));
-}
-
-/** `inScope` for a reusable statement: its values in slots. */
-function inScopeSlots(eb: ExpressionBuilder<Database, "jobs">, scope: JobScope, slot: <T>(name: string) => T): Expression<SqlBool> {
-  if ("batchId" in scope) return eb("batch_id", "=", slot<string>("batchId"));
-  return scope.jobIds.length ? eb("id", "in", scope.jobIds.map((_, index) => slot<string>(`id${index}`))) : sql<SqlBool>`1 = 0`;
-}
-
-/** Queue entries after `after` in due order (`next_attempt_at`, then id): the next page of a queue. */
-function afterInQueue(eb: ExpressionBuilder<Database, "jobs">, after: { nextAttemptAt: number; id: string }): Expression<SqlBool> {
-  return eb.or([eb("next_attempt_at", ">", after.nextAttemptAt), eb.and([eb("next_attempt_at", "=", after.nextAttemptAt), eb("id", ">", after.id)])]);
-}
-
-function briefOf(row: { id: string; state: string; provider: string; blocked_code: string | null; updated_at: number }): JobBrief {
-  return {
-    id: row.id,
-    state: row.state as JobState,
-    provider: row.provider as ProviderId,
-    blockedCode: row.blocked_code as BlockedCode | null,
-    updatedAt: Number(row.updated_at),
-  };
-}
-
-const OPEN_STATES: JobState[] = ["queued", "submitting", "running", "capturing"];
-
-/** A UTC day in ms: spend is counted by day since the epoch. */
-const DAY_MS = 86_400_000;
-
-/** Ids per statement: well under SQLite's and PostgreSQL's limits on bound parameters. */
-const IDS_PER_STATEMENT = 1_000;
-
-/** A scope of many ids as several, each small enough for one statement. */
-function scopeParts(scope: JobScope): JobScope[] {
-  if ("batchId" in scope || scope.jobIds.length <= IDS_PER_STATEMENT) return [scope];
-  const parts: JobScope[] = [];
-  for (let start = 0; start < scope.jobIds.length; start += IDS_PER_STATEMENT) parts.push({ jobIds: scope.jobIds.slice(start, start + IDS_PER_STATEMENT) });
-  return parts;
-}
-
-/** What a transition reads of the job it locks. */
-type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
-
-/**
- * What a job holds in its budget after a move: a submit that was never
- * accepted (back to the queue, or refused) spent nothing and gives its
- * estimate back; a known charge replaces the estimate; otherwise (running,
- * unknown outcome, a charge the provider settles later) it keeps holding.
- */
-function budgetHeldAfter(current: LockedState, to: JobState, patch: JobPatch): number {
-  const neverAccepted = to === "queued" || (current.state === "submitting" && to === "failed" && !current.providerJobId && !patch.providerJobId);
-  if (neverAccepted) return 0;
-  if (typeof patch.chargeMicroUsd === "number") return patch.chargeMicroUsd;
-  return current.budgetHeldMicroUsd;
-}
-
-function budgetStatusOf(row: { id: string; ceiling_micro_usd: number; committed_micro_usd: number }): BudgetStatus {
-  return { id: row.id, ceilingMicroUsd: Number(row.ceiling_micro_usd), committedMicroUsd: Number(row.committed_micro_usd) };
-}
-
-/** New jobs inserted per statement on SQLite: about 40 columns each, far inside its limit on bound parameters. */
-const INSERT_CHUNK = 500;
-/**
- * New jobs inserted per statement on PostgreSQL, where a column of them is one
- * array parameter (`unnest`): bounded only to keep each statement's text a few
- * megabytes.
- */
-const INSERT_CHUNK_POSTGRES = 5_000;
-/** The columns of a new job's row that PostgreSQL stores as integers (`unnest` needs each array's type). */
-const INTEGER_JOB_COLUMNS: ReadonlySet<string> = new Set([
-  "attempts",
-  "estimate_micro_usd",
-  "charge_micro_usd",
-  "lease_expires_at",
-  "next_attempt_at",
-  "created_at",
-  "updated_at",
-  "submitted_at",
-  "submit_sent_at",
-  "provider_done_at",
-  "finished_at",
-  "tracking_deadline_at",
-  "last_pending_elapsed_ms",
-  "poll_failures",
-  "budget_held_micro_usd",
-]);
-
-/** What `mediagate_claim_or_next` (migrations 15 and 16) answers (its rows as `to_jsonb` writes them). */
-type ClaimAnswer = { instead?: boolean } & (
-  | { kind: "gone" }
-  | { kind: "no_slot"; pool_key: string; retry_at: number | null }
-  | { kind: "over_budget"; budget: { id: string; ceiling_micro_usd: number; committed_micro_usd: number } }
-  | { kind: "claimed"; job: JobsTable; filled: string[] }
-);
-
-/** Due jobs locked at once when a claim's job was taken first: the first one the engine accepts is claimed instead. */
-const NEXT_QUEUED_CANDIDATES = 4;
-
-/**
- * What a claim decides on (its state, its budget and estimate, its attempts so far): read and locked first, where the
- * whole row (44 columns, the request among them) would be read only to be read again, changed, by the claim's update.
- */
-const CLAIMABLE_COLUMNS = ["id", "state", "attempts", "budget_id", "estimate_micro_usd"] as const;
-type Claimable = Pick<Job, "id" | "state" | "attempts" | "budgetId" | "estimateMicroUsd">;
-
-function claimableOf(row: Pick<JobsTable, (typeof CLAIMABLE_COLUMNS)[number]>): Claimable {
-  return { id: row.id, state: row.state as Job["state"], attempts: toNumber(row.attempts), budgetId: row.budget_id, estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd) };
-}
-
-/** One line of a job's event log. */
-function eventRow(jobId: string, at: number, fromState: JobState | null, toState: JobState, reason: string, detail?: unknown) {
-  return { job_id: jobId, at, from_state: fromState, to_state: toState, reason, detail_json: detail === undefined ? null : JSON.stringify(detail) };
-}
-
-/**
- * New jobs and their first events in one PostgreSQL statement: each column an
- * array parameter (`unnest`), not a parameter per value (a chunk of 500 rows was
- * 21,000 parameters to send and parse), the events written by a data-modifying
- * WITH. Every column of `newJobRow` is written, so the two stay in step.
- * A ref another transaction stored meanwhile (two clients sending one ref at
- * once) is skipped, not an error: `ON CONFLICT` waits for that transaction
- * and keeps its row. Returns the ids of the jobs this statement created.
- */
-async function insertJobsWithEventsPostgres(trx: Db, rows: ReadonlyArray<ReturnType<typeof newJobRow>>, events: ReadonlyArray<ReturnType<typeof eventRow>>): Promise<Set<string>> {
-  const columns = Object.keys(rows[0]!) as Array<keyof ReturnType<typeof newJobRow>>;
-  const arrays = columns.map((column) => sql`${rows.map((row) => row[column])}::${sql.raw(INTEGER_JOB_COLUMNS.has(column) ? "bigint" : "text")}[]`);
-  const eventColumns = Object.keys(events[0]!) as Array<keyof ReturnType<typeof eventRow>>;
-  const eventArrays = eventColumns.map((column) => sql`${events.map((row) => row[column])}::${sql.raw(column === "at" ? "bigint" : "text")}[]`);
-  const created = await sql<{ job_id: string }>`
-    with added as (
-      insert into jobs (${sql.join(columns.map((column) => sql.ref(column)))})
-      select * from unnest(${sql.join(arrays)})
-      on conflict (ref) do nothing
-      returning id
-    )
-    insert into job_events (${sql.join(eventColumns.map((column) => sql.ref(column)))})
-    select * from unnest(${sql.join(eventArrays)}) as event (${sql.join(eventColumns.map((column) => sql.ref(column)))})
-    where event.job_id in (select id from added)
-    returning job_id
-  `.execute(trx);
-  return new Set(created.rows.map((row) => row.job_id));
-}
-
-/** The row of a job just validated and queued. */
-function newJobRow(job: NewJob, now: number) {
-  return {
-    id: job.id,
-    ref: job.ref,
-    batch_id: job.batchId,
-    provider: job.provider,
-    model: job.model,
-    operation: job.operation,
-    body_json: JSON.stringify(job.body),
-    facts_json: JSON.stringify(job.facts),
-    warnings_json: JSON.stringify(job.warnings),
-    state: "queued" as const,
-    reason: null,
-    attempts: 0,
-    idempotency_key: null,
-    provider_job_id: null,
-    handles_json: null,
-    provider_status: null,
-    estimate_micro_usd: job.estimateMicroUsd,
-    estimate_source: job.estimateSource,
-    charge_micro_usd: null,
-    charge_source: null,
-    charge_state: "none" as const,
-    error_code: null,
-    error_message: null,
-    error_detail_json: null,
-    out_dir: job.outDir,
-    lease_owner: null,
-    lease_expires_at: null,
-    next_attempt_at: now,
-    created_at: now,
-    updated_at: now,
-    submitted_at: null,
-    submit_sent_at: null,
-    provider_done_at: null,
-    finished_at: null,
-    tracking_deadline_at: null,
-    slots_held_json: "[]",
-    last_pending_elapsed_ms: null,
-    poll_failures: 0,
-    budget_id: job.budgetId ?? null,
-    budget_held_micro_usd: 0,
-    blocked_code: null,
-    route_json: job.route ? JSON.stringify(job.route) : null,
-    token_id: job.tokenId ?? null,
-    notify_url: job.notifyUrl ?? null,
-  };
-}
-
-function tokenOf(row: { id: string; name: string; secret_sha256: string; admin: number | boolean; read_only: number | boolean; budget_id: string | null; created_at: number | string; revoked_at: number | string | null }): ApiToken {
-  return {
-    id: row.id,
-    name: row.name,
-    secretSha256: row.secret_sha256,
-    admin: Number(row.admin) === 1,
-    readOnly: Number(row.read_only) === 1,
-    budgetId: row.budget_id,
-    createdAt: Number(row.created_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
-  };
-}
-
-/**
- * A hot query's row limit, written into the statement: SQLite plans a bound
- * `LIMIT ?` inside a subquery without it (six times slower for the queue's
- * heads). The limits are the store's own small integers; one statement is
- * prepared per distinct value.
- */
-function literalLimit(limit: number) {
-  if (!Number.isSafeInteger(limit) || limit < 0) throw new Error(`a row limit must be a whole number, not ${limit}`);
-  return sql.lit(limit);
-}
-
-/**
- * The columns an update sets, for a reusable statement: their names (sorted,
- * those given as undefined left out, as Kysely leaves them out of an object
- * of values), the SET object in slots, and the slots' values.
- */
-function columnSlots(columns: Partial<JobsTable>) {
-  const names = (Object.keys(columns) as Array<keyof JobsTable>).filter((name) => columns[name] !== undefined).sort();
-  return {
-    names,
-    set: (slot: <T>(name: string) => T) => Object.fromEntries(names.map((name) => [name, slot(`set_${name}`)])) as Updateable<JobsTable>,
-    values: Object.fromEntries(names.map((name) => [`set_${name}`, columns[name]])),
-  };
-}
-
-/** A value's place in a statement built once (see `KyselyStore.reusable`). */
-class Slot {
-  constructor(readonly name: string) {}
-}
-
-/** Statement shapes kept compiled; the loop's hot statements have a few dozen. */
-const REUSABLE_STATEMENTS = 256;
-
-/** Lists of ids up to this long are read by a statement kept compiled for their length (a few shapes, run often). */
-const REUSED_ID_LISTS = 16;
-
 /**
  * The Store over Kysely, shared by SQLite and PostgreSQL. The few places
  * where the dialects differ (row locks for the claim and the slot take) are
- * marked; everything else is the same SQL.
+ * marked; everything else is the same SQL. Each family of statements is a
+ * file of its own (jobs.ts, transitions.ts, claims.ts, due.ts, …) whose
+ * functions take this store object's context; the class hands each call on.
  */
 export class KyselyStore implements Store {
-  /** Slot holds this store deleted and pool capacity it recovered, counted (see `Store.slotReleases`). */
-  slotReleases = 0;
-
-  /** Which changes owe a notification (see `Store.setNotificationPolicy`). */
-  private notificationPolicy: NotificationPolicy = DEFAULT_NOTIFICATION_POLICY;
-
-  /** Compiled statements by shape, each with the names of the slots among its parameters (see `reusable`). */
-  private readonly statements = new Map<string, { compiled: CompiledQuery; places: Array<string | null> }>();
+  /** What each family of statements takes: this store object's db, dialect, statements kept compiled, and counters. */
+  private readonly context: StoreContext;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -363,52 +80,14 @@ export class KyselyStore implements Store {
     /** Other processes told of new work (PostgreSQL's LISTEN/NOTIFY); none for an embedded store. */
     private readonly signals: WorkSignals | null = null,
     /** Told the SQL of each statement `reusable` compiles, for a driver that prepares them (PostgreSQL's named statements). */
-    private readonly onReusable: ((sql: string) => void) | null = null,
-  ) {}
-
-  /**
-   * Runs a statement whose shape `key` names. It is built and compiled at its
-   * first use, with `slot(name)` wherever a value changes from one use to the
-   * next, then reused with `values` put in those places: building and
-   * compiling a statement through Kysely costs more than SQLite takes to run
-   * it, and the engine loop runs a few shapes many times a job. `key` must
-   * name everything that changes the SQL (lists' lengths, optional clauses).
-   */
-  private async reusable<R>(
-    executor: Db,
-    key: string,
-    build: (slot: <T>(name: string) => T) => Compilable<R>,
-    values: Record<string, unknown>,
-  ): Promise<R[]> {
-    let entry = this.statements.get(key);
-    if (!entry) {
-      const named = new Map<string, Slot>();
-      const slot = <T>(name: string): T => {
-        let found = named.get(name);
-        if (!found) named.set(name, (found = new Slot(name)));
-        return found as T;
-      };
-      const compiled = build(slot).compile();
-      const places = compiled.parameters.map((value) => (value instanceof Slot ? value.name : null));
-      for (const name of named.keys()) if (!places.includes(name)) throw new Error(`statement ${key}: ${name} is not one of its parameters`);
-      entry = { compiled, places };
-      this.onReusable?.(compiled.sql);
-      if (this.statements.size >= REUSABLE_STATEMENTS) this.statements.delete(this.statements.keys().next().value!);
-      this.statements.set(key, entry);
-    }
-    const { compiled, places } = entry;
-    const parameters = compiled.parameters.map((value, index) => {
-      const name = places[index];
-      if (name === null || name === undefined) return value;
-      if (!(name in values)) throw new Error(`statement ${key}: no value for ${name}`);
-      return values[name];
-    });
-    return (await executor.executeQuery<R>({ ...compiled, parameters })).rows;
+    onReusable: ((sql: string) => void) | null = null,
+  ) {
+    this.context = storeContext(db, dialect, signals, onReusable);
   }
 
-  async close(): Promise<void> {
-    await this.signals?.close();
-    await this.onClose();
+  /** See `Store.slotReleases`. */
+  get slotReleases(): number {
+    return this.context.slotReleases;
   }
 
   onWork(listener: () => void): () => void {
@@ -416,1484 +95,241 @@ export class KyselyStore implements Store {
   }
 
   async announceWork(): Promise<void> {
-    await this.announce(this.db);
-  }
-
-  /** Sent when `db`'s transaction commits (at once outside one). */
-  private async announce(db: Db): Promise<void> {
-    if (this.signals) await sql`select pg_notify(${this.signals.channel}, ${this.signals.sender})`.execute(db);
-  }
-
-  async insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
-    return this.db.transaction().execute(async (trx) => {
-      const results: Array<{ job: Job; created: boolean }> = [];
-      // A ref given twice in one call is created once; the second gets the first's job, as a ref stored before would.
-      const createdHere = new Map<string, Job>();
-      // A few hundred jobs per statement (a 20,000-line batch is queued in seconds, not one statement per column of work).
-      const chunkSize = this.dialect === "postgres" ? INSERT_CHUNK_POSTGRES : INSERT_CHUNK;
-      for (let start = 0; start < jobs.length; start += chunkSize) {
-        const chunk = jobs.slice(start, start + chunkSize);
-        // PostgreSQL's insert skips a ref stored already (on conflict) and says which it made, so only those refs are read
-        // (below); SQLite's is told beforehand.
-        const stored = new Map(this.dialect === "postgres" ? [] : (await this.jobsWithRefs(trx, chunk.map((job) => job.ref))).map((job) => [job.ref, job]));
-        const fresh: NewJob[] = [];
-        const pendingRefs = new Set<string>();
-        for (const job of chunk) {
-          if (stored.has(job.ref) || createdHere.has(job.ref) || pendingRefs.has(job.ref)) continue;
-          pendingRefs.add(job.ref);
-          fresh.push(job);
-        }
-        if (fresh.length > 0) {
-          // Every column is set here, so the rows as written are the rows as stored: not read back (a 20,000-line
-          // batch would otherwise send 70 MB back from PostgreSQL to be parsed).
-          const rows = fresh.map((job) => newJobRow(job, now));
-          const events = fresh.map((job) =>
-            eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
-          );
-          let createdIds: Set<string> | null = null;
-          if (this.dialect === "postgres") createdIds = await insertJobsWithEventsPostgres(trx, rows, events);
-          else {
-            // SQLite's write transactions run one at a time: no other can have stored a ref since the look above.
-            await trx.insertInto("jobs").values(rows).execute();
-            await trx.insertInto("job_events").values(events).execute();
-          }
-          // A ref stored already (PostgreSQL, which did not look first) or by another transaction since the look: its job.
-          const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id)).map((job) => job.ref);
-          if (taken.length > 0) for (const job of await this.jobsWithRefs(trx, taken)) stored.set(job.ref, job);
-          // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
-          fresh.forEach((job, index) => {
-            if (!stored.has(job.ref)) createdHere.set(job.ref, rowWithRequestToJob(rows[index]!, job));
-          });
-        }
-        const reported = new Set<string>();
-        for (const job of chunk) {
-          const existing = stored.get(job.ref);
-          if (existing) results.push({ job: existing, created: false });
-          else {
-            const created = createdHere.get(job.ref)!;
-            // The first mention of a ref created here is its creation; a repeat is an existing job.
-            const first = job.id === created.id && !reported.has(job.ref);
-            reported.add(job.ref);
-            results.push({ job: created, created: first });
-          }
-        }
-      }
-      if (results.some((result) => result.created)) await this.announce(trx);
-      return results;
-    });
-  }
-
-  async getJob(id: string): Promise<Job | null> {
-    const [row] = await this.reusable(this.db, "getJob", (slot) => this.db.selectFrom("jobs").selectAll().where("id", "=", slot<string>("id")), { id });
-    return row ? rowToJob(row) : null;
-  }
-
-  async findJob(idOrRef: string): Promise<Job | null> {
-    const row =
-      (await this.db.selectFrom("jobs").selectAll().where("id", "=", idOrRef).executeTakeFirst()) ??
-      (await this.db.selectFrom("jobs").selectAll().where("ref", "=", idOrRef).executeTakeFirst());
-    return row ? rowToJob(row) : null;
-  }
-
-  async jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
-    const row = await this.db
-      .selectFrom("jobs")
-      .selectAll()
-      .where("provider", "=", provider)
-      .where("provider_job_id", "=", providerJobId)
-      .executeTakeFirst();
-    return row ? rowToJob(row) : null;
-  }
-
-  async listJobs(filter: JobFilter = {}): Promise<Job[]> {
-    if (filter.ids !== undefined && filter.ids.length > IDS_PER_STATEMENT) {
-      // In parts, then in the order one statement would have given.
-      const jobs: Job[] = [];
-      for (const part of scopeParts({ jobIds: filter.ids })) jobs.push(...(await this.listJobs({ ...filter, ids: "jobIds" in part ? part.jobIds : [], limit: undefined })));
-      const sign = filter.newestFirst ? -1 : 1;
-      jobs.sort((left, right) => sign * (left.createdAt - right.createdAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)));
-      return filter.limit !== undefined ? jobs.slice(0, filter.limit) : jobs;
-    }
-    // A search by the start of a ref reads that range of refs (one token's: jobs_token_ref), then checks the other filters
-    // on the rows found. SQLite, without statistics, would rather follow an index of any other filter (every queued job,
-    // the cursor's creation order) and check the ref of every row it reads: there those terms are written with a unary +,
-    // which keeps a term out of the choice of index (https://sqlite.org/optoverview.html#uplus).
-    const searching = filter.refPrefix !== undefined && this.dialect === "sqlite";
-    const checked = <T>(column: "batch_id" | "state" | "provider" | "created_at") => (searching ? sql<T>`+${sql.ref(column)}` : sql<T>`${sql.ref(column)}`);
-    let query = this.db.selectFrom("jobs").selectAll();
-    if (filter.batchId !== undefined) query = query.where(checked<string>("batch_id"), "=", filter.batchId);
-    if (filter.states?.length) query = query.where(checked<string>("state"), "in", [...filter.states]);
-    if (filter.provider !== undefined) query = query.where(checked<string>("provider"), "=", filter.provider);
-    if (filter.tokenId !== undefined) query = query.where("token_id", "=", filter.tokenId);
-    if (filter.ref !== undefined) query = query.where("ref", "=", filter.ref);
-    if (filter.refPrefix !== undefined) {
-      // A range of the refs in code point order (see ref-prefix.ts), compared as PostgreSQL's "C" collation in migration 12's indexes.
-      const range = refRange(filter.refPrefix);
-      const ref = this.dialect === "postgres" ? sql<string>`ref collate "C"` : sql<string>`ref`;
-      query = query.where(ref, ">=", range.from);
-      if (range.below !== null) query = query.where(ref, "<", range.below);
-    }
-    if (filter.createdAfter !== undefined) query = query.where(checked<number>("created_at"), ">=", filter.createdAfter);
-    if (filter.createdBefore !== undefined) query = query.where(checked<number>("created_at"), "<", filter.createdBefore);
-    if (filter.olderThan !== undefined) {
-      const { createdAt, id } = filter.olderThan;
-      const createdAtColumn = checked<number>("created_at");
-      query = query.where((eb) => eb.or([eb(createdAtColumn, "<", createdAt), eb.and([eb(createdAtColumn, "=", createdAt), eb("id", "<", id)])]));
-    }
-    if (filter.ids !== undefined) {
-      if (filter.ids.length === 0) return [];
-      query = query.where("id", "in", [...filter.ids]);
-    }
-    query = query.orderBy("created_at", filter.newestFirst ? "desc" : "asc").orderBy("id", filter.newestFirst ? "desc" : "asc");
-    if (filter.limit !== undefined) query = query.limit(filter.limit);
-    return (await query.execute()).map(rowToJob);
-  }
-
-  async jobsByRefs(refs: readonly string[]): Promise<Job[]> {
-    return this.jobsWithRefs(this.db, refs);
-  }
-
-  private async jobsWithRefs(db: Db, refs: readonly string[]): Promise<Job[]> {
-    const unique = [...new Set(refs)];
-    if (this.dialect === "postgres") {
-      // One array parameter, however many refs.
-      const rows = await db.selectFrom("jobs").selectAll().where(sql<SqlBool>`ref = any(${unique}::text[])`).execute();
-      return rows.map(rowToJob);
-    }
-    const jobs: Job[] = [];
-    for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
-      const rows = await db.selectFrom("jobs").selectAll().where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();
-      jobs.push(...rows.map(rowToJob));
-    }
-    return jobs;
-  }
-
-  async events(jobId: string): Promise<JobEvent[]> {
-    const rows = await this.db.selectFrom("job_events").selectAll().where("job_id", "=", jobId).orderBy("id").execute();
-    return rows.map((row) => ({
-      id: Number(row.id),
-      jobId: row.job_id,
-      at: Number(row.at),
-      fromState: row.from_state as JobState | null,
-      toState: row.to_state as JobState,
-      reason: row.reason,
-      detail: row.detail_json ? (JSON.parse(row.detail_json) as unknown) : null,
-    }));
-  }
-
-  async outputs(jobId: string): Promise<JobOutput[]> {
-    const rows = await this.db.selectFrom("outputs").selectAll().where("job_id", "=", jobId).orderBy("idx").execute();
-    return rows.map(rowToOutput);
-  }
-
-  async outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>> {
-    const byJob = new Map<string, JobOutput[]>();
-    const unique = [...new Set(jobIds)];
-    for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
-      const rows = await this.db.selectFrom("outputs").selectAll().where("job_id", "in", unique.slice(start, start + IDS_PER_STATEMENT)).orderBy("job_id").orderBy("idx").execute();
-      for (const row of rows) {
-        const list = byJob.get(row.job_id) ?? [];
-        list.push(rowToOutput(row));
-        byJob.set(row.job_id, list);
-      }
-    }
-    return byJob;
-  }
-
-  async transition(
-    jobId: string,
-    expect: JobExpectation,
-    to: JobState,
-    patch: JobPatch,
-    reason: string,
-    now: number,
-    detail?: unknown,
-    extras: TransitionExtras = {},
-  ): Promise<Job | null> {
-    if (this.dialect === "postgres") {
-      const done = await this.transitionInOneStatement(jobId, expect, to, patch, reason, now, detail, extras);
-      if (done !== "budget") return done;
-    }
-    return this.db.transaction().execute(async (trx) => {
-      const current = await this.lockJobState(trx, jobId);
-      if (!current || !this.matches(current, expect)) return null;
-      const row = patchToRow(patch);
-      const releasing = !holdsSlots(to) && current.slotsHeld.length > 0;
-      if (releasing) {
-        await trx.deleteFrom("slot_holds").where("job_id", "=", jobId).execute();
-        row.slots_held_json = "[]";
-      }
-      endsAndUnblocks(row, to, patch, now);
-      if (current.budgetId) {
-        const held = budgetHeldAfter(current, to, patch);
-        if (held !== current.budgetHeldMicroUsd) {
-          await this.commitToBudget(trx, current.budgetId, held - current.budgetHeldMicroUsd, now);
-          row.budget_held_micro_usd = held;
-        }
-      }
-      const event = eventRow(jobId, now, current.state, to, reason, detail);
-      const updated = await this.changeLockedWithEvent(trx, jobId, { ...row, state: to, updated_at: now }, event);
-      for (const output of extras.outputs ?? []) {
-        await trx
-          .insertInto("outputs")
-          .values({
-            job_id: jobId,
-            idx: output.index,
-            path: output.path,
-            url: output.url,
-            content_type: output.contentType,
-            bytes: output.bytes,
-            sha256: output.sha256,
-            metadata_json: JSON.stringify(output.metadata),
-            media_json: JSON.stringify(output.media),
-            saved_at: now,
-          })
-          .onConflict((conflict) => conflict.columns(["job_id", "idx"]).doUpdateSet({
-            path: output.path,
-            url: output.url,
-            content_type: output.contentType,
-            bytes: output.bytes,
-            sha256: output.sha256,
-            metadata_json: JSON.stringify(output.metadata),
-            media_json: JSON.stringify(output.media),
-            saved_at: now,
-          }))
-          .execute();
-      }
-      if (extras.ledger) {
-        await trx
-          .insertInto("ledger")
-          .values({
-            job_id: jobId,
-            provider: updated.provider,
-            model: updated.model,
-            micro_usd: extras.ledger.microUsd,
-            source: extras.ledger.source,
-            at: now,
-          })
-          .onConflict((conflict) => conflict.column("job_id").doNothing())
-          .execute();
-      }
-      if (releasing) this.slotReleases++;
-      return rowToJob(updated);
-    });
-  }
-
-  /**
-   * PostgreSQL: a transition as one statement (data-modifying WITHs), so one
-   * round trip where a transaction takes four or more (begin, the row's
-   * lock, the change and its event, commit): the job's row locked, changed
-   * when it meets `expect`, its slots released when it leaves them, its
-   * event, outputs and ledger line written, all or none. A job that commits
-   * to a budget is left unchanged ("budget"): the held amount is worked out
-   * from the row, in the transaction that follows.
-   */
-  private async transitionInOneStatement(
-    jobId: string,
-    expect: JobExpectation,
-    to: JobState,
-    patch: JobPatch,
-    reason: string,
-    now: number,
-    detail: unknown,
-    extras: TransitionExtras,
-  ): Promise<Job | null | "budget"> {
-    const row = patchToRow(patch);
-    const releasing = !holdsSlots(to);
-    if (releasing) row.slots_held_json = "[]";
-    endsAndUnblocks(row, to, patch, now);
-    const { names, set, values } = columnSlots({ ...row, state: to, updated_at: now });
-    const wanted = states(expect);
-    const lease = leaseKind(expect);
-    const outputs = extras.outputs ?? [];
-    // The notification this move may owe (the state it leaves is read in the statement).
-    const notifyType = owedNotificationType(this.notificationPolicy, null, to);
-    const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}:${notifyType ? "notify" : ""}`;
-    const outputValues = Object.fromEntries(
-      outputs.flatMap((output, index) => [
-        [`o${index}_idx`, output.index],
-        [`o${index}_path`, output.path],
-        [`o${index}_url`, output.url],
-        [`o${index}_type`, output.contentType],
-        [`o${index}_bytes`, output.bytes],
-        [`o${index}_sha256`, output.sha256],
-        [`o${index}_metadata`, JSON.stringify(output.metadata)],
-        [`o${index}_media`, JSON.stringify(output.media)],
-      ]),
-    );
-    const event = eventRow(jobId, now, null, to, reason, detail);
-    const [result] = await this.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_slots: string; cur_budget: string | null; updated_id: string | null }>(
-      this.db,
-      key,
-      (slot) => {
-        const assignments = sql.join(names.map((name) => sql`${sql.ref(name)} = ${set(slot)[name]}`));
-        const leaseCheck = lease === "none" ? sql` and cur.lease_owner is null` : lease === "owner" ? sql` and cur.lease_owner = ${slot<string>("owner")}` : sql``;
-        const text = (name: string) => sql`cast(${slot(name)} as text)`;
-        const bigint = (name: string) => sql`cast(${slot(name)} as bigint)`;
-        const parts = [
-          sql`cur as (select id, state, lease_owner, slots_held_json, budget_id from jobs where id = ${slot<string>("id")} for update)`,
-          sql`updated as (update jobs set ${assignments} from cur where jobs.id = cur.id and cur.state in (${sql.join(wanted.map((_, index) => slot(`state${index}`)))})${leaseCheck} and cur.budget_id is null returning jobs.*, cur.state as from_state)`,
-          sql`event as (insert into job_events (job_id, at, from_state, to_state, reason, detail_json) select id, ${bigint("at")}, from_state, ${text("to_state")}, ${text("reason")}, ${text("detail_json")} from updated)`,
-        ];
-        if (releasing) parts.push(sql`released as (delete from slot_holds where job_id in (select id from updated))`);
-        if (outputs.length > 0) {
-          const rows = sql.join(
-            outputs.map((_, index) => sql`(${sql.join([sql`cast(${slot(`o${index}_idx`)} as integer)`, text(`o${index}_path`), text(`o${index}_url`), text(`o${index}_type`), bigint(`o${index}_bytes`), text(`o${index}_sha256`), text(`o${index}_metadata`), text(`o${index}_media`)])})`),
-          );
-          parts.push(
-            sql`saved as (insert into outputs (job_id, idx, path, url, content_type, bytes, sha256, metadata_json, media_json, saved_at) select updated.id, o.idx, o.path, o.url, o.content_type, o.bytes, o.sha256, o.metadata_json, o.media_json, ${bigint("at")} from updated cross join (values ${rows}) as o (idx, path, url, content_type, bytes, sha256, metadata_json, media_json) on conflict (job_id, idx) do update set path = excluded.path, url = excluded.url, content_type = excluded.content_type, bytes = excluded.bytes, sha256 = excluded.sha256, metadata_json = excluded.metadata_json, media_json = excluded.media_json, saved_at = excluded.saved_at)`,
-          );
-        }
-        if (notifyType) {
-          const url = sql`coalesce(notify_url, ${text("notify_default_url")})`;
-          parts.push(
-            sql`notified as (insert into notifications (id, job_id, batch_id, event_type, url, body_json, attempts, created_at, next_attempt_at) select ${text("notify_id")}, id, batch_id, ${text("notify_type")}, ${url}, null, 0, ${bigint("at")}, ${bigint("at")} from updated where ${url} is not null and from_state <> ${text("to_state")})`,
-          );
-        }
-        if (extras.ledger) {
-          parts.push(sql`charged as (insert into ledger (job_id, provider, model, micro_usd, source, at) select id, provider, model, ${bigint("ledger_micro_usd")}, ${text("ledger_source")}, ${bigint("at")} from updated on conflict (job_id) do nothing)`);
-        }
-        const statement = sql`with ${sql.join(parts)} select updated.*, updated.id as updated_id, cur.state as cur_state, cur.lease_owner as cur_lease_owner, cur.slots_held_json as cur_slots, cur.budget_id as cur_budget from cur left join updated on true`;
-        return { compile: () => statement.compile(this.db) } as Compilable<never>;
-      },
-      {
-        id: jobId,
-        owner: expect.leaseOwner,
-        ...Object.fromEntries(wanted.map((state, index) => [`state${index}`, state])),
-        ...values,
-        ...outputValues,
-        at: now,
-        to_state: to,
-        reason: event.reason,
-        detail_json: event.detail_json,
-        ledger_micro_usd: extras.ledger?.microUsd,
-        ledger_source: extras.ledger?.source,
-        ...(notifyType ? { notify_id: newNotificationId(now), notify_type: notifyType, notify_default_url: this.notificationPolicy.defaultUrl } : {}),
-      },
-    );
-    if (!result) return null;
-    if (result.updated_id === null) {
-      const current = { state: result.cur_state as JobState, leaseOwner: result.cur_lease_owner };
-      return result.cur_budget !== null && this.matches(current, expect) ? "budget" : null;
-    }
-    if (releasing && (JSON.parse(result.cur_slots) as string[]).length > 0) this.slotReleases++;
-    return rowToJob(result);
-  }
-
-  async updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null> {
-    const row = await this.updatedRow(this.db, jobId, { ...patchToRow(patch), updated_at: now }, expect);
-    return row ? rowToJob(row) : null;
-  }
-
-  async markSubmitSent(jobId: string, owner: string, at: number): Promise<boolean> {
-    const rows = await this.reusable(
-      this.db,
-      "markSubmitSent",
-      (slot) =>
-        this.db
-          .updateTable("jobs")
-          .set({ submit_sent_at: slot<number>("at"), updated_at: slot<number>("at") })
-          .where("id", "=", slot<string>("id"))
-          .where("state", "=", "submitting")
-          .where("lease_owner", "=", slot<string>("owner"))
-          .returning("id"),
-      { id: jobId, owner, at },
-    );
-    return rows.length > 0;
-  }
-
-  /**
-   * Sets `columns` on the job when it meets `expect` (any state and lease
-   * when it is null), returning the row as it is after; undefined when it
-   * does not. One compiled statement per set of columns and expectation.
-   */
-  private async updatedRow(executor: Db, jobId: string, columns: Partial<JobsTable>, expect: JobExpectation | null): Promise<JobsTable | undefined> {
-    const { names, set, values } = columnSlots(columns);
-    const wanted = expect ? states(expect) : null;
-    const lease = leaseKind(expect);
-    const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}`;
-    const [row] = await this.reusable(executor, key, (slot) => {
-      let query = executor
-        .updateTable("jobs")
-        .set(set(slot))
-        .where("id", "=", slot<string>("id"));
-      if (wanted) query = query.where("state", "in", [...wanted]);
-      if (lease === "none") query = query.where("lease_owner", "is", null);
-      else if (lease === "owner") query = query.where("lease_owner", "=", slot<string>("owner"));
-      return query.returningAll();
-    }, { id: jobId, owner: expect?.leaseOwner, ...values });
-    return row;
-  }
-
-  async jobBriefs(scope: JobScope): Promise<JobBrief[]> {
-    const briefs: JobBrief[] = [];
-    for (const part of scopeParts(scope)) {
-      const rows = await this.db
-        .selectFrom("jobs")
-        .select(["id", "state", "provider", "blocked_code", "updated_at"])
-        .where((eb) => inScope(eb, part))
-        .execute();
-      for (const row of rows) briefs.push(briefOf(row));
-    }
-    return briefs;
-  }
-
-  async jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]> {
-    if (ids.length === 0) return [];
-    if (ids.length > IDS_PER_STATEMENT) throw new Error(`jobOutcomes reads at most ${IDS_PER_STATEMENT} jobs a call`);
-    const rows = await this.db
-      .selectFrom("jobs")
-      .select(["id", "ref", "state", "reason", "attempts", "provider_job_id", "estimate_micro_usd", "charge_micro_usd", "charge_state", "blocked_code", "error_code", "error_message"])
-      .where("id", "in", [...ids])
-      .execute();
-    return rows.map((row) => ({
-      id: row.id,
-      ref: row.ref,
-      state: row.state as JobState,
-      reason: row.reason,
-      attempts: toNumber(row.attempts),
-      providerJobId: row.provider_job_id,
-      estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd),
-      chargeMicroUsd: toNumberOrNull(row.charge_micro_usd),
-      chargeState: row.charge_state as Job["chargeState"],
-      blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
-      error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
-    }));
-  }
-
-  async changedBriefs(scope: JobScope, since: number, limit: number, after: { updatedAt: number; id: string } | null = null): Promise<JobBrief[]> {
-    const briefs: JobBrief[] = [];
-    for (const part of scopeParts(scope)) {
-      let query = this.db
-        .selectFrom("jobs")
-        .select(["id", "state", "provider", "blocked_code", "updated_at"])
-        .where((eb) => inScope(eb, part))
-        .where("updated_at", ">=", since);
-      if (after) {
-        query = query.where((eb) => eb.or([eb("updated_at", ">", after.updatedAt), eb.and([eb("updated_at", "=", after.updatedAt), eb("id", ">", after.id)])]));
-      }
-      const rows = await query.orderBy("updated_at").orderBy("id").limit(literalLimit(limit)).execute();
-      for (const row of rows) briefs.push(briefOf(row));
-    }
-    return briefs.sort((left, right) => left.updatedAt - right.updatedAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)).slice(0, limit);
-  }
-
-  async openCounts(scope: JobScope): Promise<OpenCount[]> {
-    const counts: OpenCount[] = [];
-    for (const part of scopeParts(scope)) {
-      const rows = await this.db
-        .selectFrom("jobs")
-        .select((eb) => ["state", "provider", eb("blocked_code", "is not", null).as("blocked"), eb.fn.countAll<number>().as("n")])
-        .where((eb) => inScope(eb, part))
-        .where("state", "in", OPEN_STATES)
-        .groupBy(["state", "provider", sql`blocked_code is not null`])
-        .execute();
-      for (const row of rows) {
-        counts.push({ state: row.state as JobState, provider: row.provider as ProviderId, blocked: Boolean(Number(row.blocked)), count: Number(row.n) });
-      }
-    }
-    return counts;
-  }
-
-  async jobCounts(): Promise<JobCount[]> {
-    // Grouped in the order of jobs_queue (state, provider, …), which holds both columns: the count walks that index alone.
-    const rows = await this.db
-      .selectFrom("jobs")
-      .select((eb) => ["state", "provider", eb.fn.countAll<number>().as("n")])
-      .groupBy(["state", "provider"])
-      .execute();
-    return rows.map((row) => ({ state: row.state as JobState, provider: row.provider as ProviderId, count: Number(row.n) }));
-  }
-
-  async dueQueued(
-    now: number,
-    limit: number,
-    skipProviders: readonly string[],
-    scope: JobScope | null = null,
-    after: { nextAttemptAt: number; id: string } | null = null,
-  ): Promise<Job[]> {
-    const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
-    if (providers.length === 0) return [];
-    const key = `dueQueued:${providers.join("")}:${scopeKeyOf(scope)}:${after ? "after" : "first"}:${limit}`;
-    const values = { now, ...scopeValuesOf(scope), ...(after ? { afterAt: after.nextAttemptAt, afterId: after.id } : {}) };
-    const rows = await this.reusable(this.db, key, (slot) => {
-      const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
-      const afterSlots = () => ({ nextAttemptAt: slot<number>("afterAt"), id: slot<string>("afterId") });
-      if (scope && "jobIds" in scope) {
-        // A command's own few jobs: read by their ids.
-        let query = this.db
-          .selectFrom("jobs")
-          .selectAll()
-          .where(inThisScope)
-          .where("state", "=", "queued")
-          .where("next_attempt_at", "<=", slot<number>("now"))
-          .where("provider", "in", providers);
-        if (after) query = query.where((eb) => afterInQueue(eb, afterSlots()));
-        return query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit));
-      }
-      // The head of each provider's queue (jobs_queue, jobs_batch_queue: due order is index order), then
-      // the earliest of those: a halted provider's queue is never walked, and nothing is sorted but the heads.
-      const head = (provider: ProviderId) => {
-        let branch = this.db
-          .selectFrom("jobs")
-          .selectAll()
-          .where("state", "=", "queued")
-          .where("provider", "=", provider)
-          .where("next_attempt_at", "<=", slot<number>("now"));
-        if (scope) branch = branch.where(inThisScope);
-        if (after) branch = branch.where((eb) => afterInQueue(eb, afterSlots()));
-        return this.db.selectFrom(branch.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit)).as(`head_${provider}`)).selectAll();
-      };
-      let heads = head(providers[0]!);
-      for (const provider of providers.slice(1)) heads = heads.unionAll(head(provider));
-      return this.db.selectFrom(heads.as("heads")).selectAll().orderBy("next_attempt_at").orderBy("id").limit(literalLimit(limit));
-    }, values);
-    return rows.map(rowToJob);
-  }
-
-  async routedQueued(provider: ProviderId, limit: number, scope: JobScope | null = null, after: { nextAttemptAt: number; id: string } | null = null): Promise<Job[]> {
-    // jobs_routed_queue (migration 14): partial on route_json, so the routed jobs only; one range of it by state and
-    // provider, in due order.
-    let query = this.db
-      .selectFrom("jobs")
-      .selectAll()
-      .where("state", "=", "queued")
-      .where("route_json", "is not", null)
-      .where("provider", "=", provider);
-    if (scope) query = query.where((eb) => inScope(eb, scope));
-    if (after) query = query.where((eb) => afterInQueue(eb, after));
-    const rows = await query.orderBy("next_attempt_at").orderBy("id").limit(limit).execute();
-    return rows.map(rowToJob);
-  }
-
-  async claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
-    if (this.dialect === "postgres") {
-      const claim = await this.claimInOneStatement(jobId, owner, pools, now, leaseMs, instead);
-      // Taken first, with no job of its model free in its place: the statements offer the queue's others (poolsOf).
-      if (claim.kind !== "gone" || !instead) return claim;
-    }
-    return this.claimByStatements(jobId, owner, pools, now, leaseMs, instead);
-  }
-
-  /**
-   * The claim as the store's own statements in one transaction: SQLite's,
-   * where a statement costs no round trip. On PostgreSQL `mediagate_claim_or_next`
-   * makes the same decision in one call; `test/store/claim-function.test.ts`
-   * runs both there, case by case, and compares what each wrote.
-   */
-  async claimByStatements(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
-    return this.db.transaction().execute(async (trx) => {
-      // What the decision needs, not the whole row: the claimed job comes back whole from its update.
-      const [job] = await this.reusable(
-        trx,
-        "lockClaimable",
-        (slot) => this.locked(trx.selectFrom("jobs").select(CLAIMABLE_COLUMNS).where("id", "=", slot<string>("id")), { skipLocked: true }),
-        { id: jobId },
-      );
-      if (job && job.state === "queued") return this.claimLocked(trx, claimableOf(job), owner, pools, now, leaseMs);
-      const next = instead ? await this.lockNextQueued(trx, instead, now) : null;
-      if (!next) return { kind: "gone" } as const;
-      const claim = await this.claimLocked(trx, next.job, owner, next.pools, now, leaseMs);
-      return claim.kind === "gone" ? claim : { ...claim, instead: true };
-    });
-  }
-
-  /**
-   * The first due jobs of `instead`'s queue that no other engine is claiming, locked
-   * (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite's writer lock already excludes
-   * the others), and the first of them that `poolsOf` accepts.
-   */
-  private async lockNextQueued(trx: Db, instead: ClaimInstead, now: number): Promise<{ job: Job; pools: SlotPoolRequest[] } | null> {
-    for (const row of await this.locked(this.nextQueued(trx, instead, now), { skipLocked: true }).execute()) {
-      const job = rowToJob(row);
-      const pools = instead.poolsOf(job);
-      if (pools) return { job, pools };
-    }
-    return null;
-  }
-
-  /** The first due jobs of `instead`'s queue (its provider's, in its batch). */
-  private nextQueued(db: Db, instead: ClaimInstead, now: number) {
-    let query = db.selectFrom("jobs").selectAll().where("state", "=", "queued").where("provider", "=", instead.provider).where("next_attempt_at", "<=", now);
-    if (instead.scope) query = query.where("batch_id", "=", instead.scope.batchId);
-    return query.orderBy("next_attempt_at").orderBy("id").limit(literalLimit(NEXT_QUEUED_CANDIDATES));
-  }
-
-  /**
-   * PostgreSQL: claimLocked's decision in one round trip where the statements one by one were six
-   * (`mediagate_claim_or_next`, migrations 15 and 16), its locks taken in the same order. With `instead` and its
-   * `sameAs`, a job taken first is replaced in the same call by the queue's next free job of that model and operation,
-   * as the statements' `lockNextQueued` would choose it (see migration 16).
-   */
-  private async claimInOneStatement(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
-    const holds = pools.map((pool) => pool.key);
-    const notifyType = owedNotificationType(this.notificationPolicy, "queued", "submitting");
-    const [row] = await this.reusable<{ claim: ClaimAnswer }>(
-      this.db,
-      "claimInOneStatement",
-      (slot) => {
-        const text = (name: string) => sql`cast(${slot(name)} as text)`;
-        const bigint = (name: string) => sql`cast(${slot(name)} as bigint)`;
-        const statement = sql`select mediagate_claim_or_next(${sql.join([
-          text("next_provider"),
-          text("next_model"),
-          text("next_operation"),
-          text("next_batch_id"),
-          sql`cast(${slot("next_scan")} as integer)`,
-          text("id"),
-          text("owner"),
-          sql`cast(${slot("keys")} as text[])`,
-          sql`cast(${slot("capacities")} as integer[])`,
-          bigint("now"),
-          bigint("lease_ms"),
-          text("holds_json"),
-          text("reason"),
-          text("notify_type"),
-          text("notify_id"),
-          text("notify_default_url"),
-        ])}) as claim`;
-        return { compile: () => statement.compile(this.db) } as Compilable<never>;
-      },
-      {
-        next_provider: instead?.sameAs ? instead.provider : null,
-        next_model: instead?.sameAs?.model ?? null,
-        next_operation: instead?.sameAs?.operation ?? null,
-        next_batch_id: instead?.scope?.batchId ?? null,
-        next_scan: NEXT_QUEUED_CANDIDATES,
-        id: jobId,
-        owner,
-        keys: holds,
-        capacities: pools.map((pool) => pool.capacity),
-        now,
-        lease_ms: leaseMs,
-        holds_json: JSON.stringify(holds),
-        reason: `claimed by ${owner}`,
-        notify_type: notifyType,
-        notify_id: notifyType ? newNotificationId(now) : null,
-        notify_default_url: this.notificationPolicy.defaultUrl ?? null,
-      },
-    );
-    const answer = row!.claim;
-    const inPlace = answer.instead ? { instead: true } : {};
-    switch (answer.kind) {
-      case "gone":
-        return { kind: "gone" };
-      case "no_slot":
-        return { kind: "no_slot", poolKey: answer.pool_key, retryAt: answer.retry_at === null ? null : Number(answer.retry_at), ...inPlace };
-      case "over_budget":
-        return { kind: "over_budget", budget: budgetStatusOf(answer.budget), ...inPlace };
-      case "claimed":
-        return { kind: "claimed", job: rowToJob(answer.job), filled: answer.filled, ...inPlace };
-    }
-  }
-
-  /**
-   * claimForSubmit's decision for a queued job locked in `trx`. PostgreSQL makes the same decision for the job asked
-   * for in migration 15's `mediagate_claim`: a change to one is made to the other (a new migration replacing the
-   * function), and test/store/claim-function.test.ts compares the two case by case.
-   */
-  private async claimLocked(trx: Db, job: Claimable, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
-    const jobId = job.id;
-    const filled: string[] = [];
-    for (const pool of pools) {
-      const readPool = async () => {
-        const [found] = await this.reusable(
-          trx,
-          "readPool",
-          (slot) => this.locked(trx.selectFrom("slot_pools").selectAll().where("pool_key", "=", slot<string>("key"))),
-          { key: pool.key },
-        );
-        return found;
-      };
-      // One statement in the steady state: the pool is written only when it is new or its published capacity changed.
-      let row = await readPool();
-      if (!row) {
-        await trx
-          .insertInto("slot_pools")
-          .values({ pool_key: pool.key, configured_capacity: pool.capacity, learned_capacity: pool.capacity, blocked_until: 0, updated_at: now })
-          .onConflict((conflict) => conflict.column("pool_key").doNothing())
-          .execute();
-        row = await readPool();
-      } else if (Number(row.configured_capacity) !== pool.capacity) {
-        // spec: the published capacity can change (C's tier); learned capacity never exceeds it.
-        await trx
-          .updateTable("slot_pools")
-          .set({ configured_capacity: pool.capacity, learned_capacity: this.least(sql`learned_capacity`, pool.capacity) })
-          .where("pool_key", "=", pool.key)
-          .execute();
-        row = await readPool();
-      }
-      if (!row) throw new Error(`slot pool ${pool.key} could not be created`);
-      if (Number(row.blocked_until) > now) return { kind: "no_slot", poolKey: pool.key, retryAt: Number(row.blocked_until) } as const;
-      const [held] = await this.reusable(
-        trx,
-        "slotsHeld",
-        (slot) => trx.selectFrom("slot_holds").select((eb) => eb.fn.countAll<number>().as("n")).where("pool_key", "=", slot<string>("key")),
-        { key: pool.key },
-      );
-      if (!held) throw new Error(`slot pool ${pool.key} could not be counted`);
-      if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
-      if (Number(held.n) + 1 >= Number(row.learned_capacity)) filled.push(pool.key);
-    }
-    // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
-    const budgetHeld = job.estimateMicroUsd ?? 0;
-    if (job.budgetId) {
-      const [budgetRow] = await this.reusable(
-        trx,
-        "lockBudget",
-        (slot) => this.locked(trx.selectFrom("budgets").selectAll().where("id", "=", slot<string>("id"))),
-        { id: job.budgetId },
-      );
-      if (budgetRow) {
-        const budget = budgetStatusOf(budgetRow);
-        // An unpriced job (run under --allow-unpriced) commits nothing, so it is sent only while the ceiling is not reached.
-        const reached = budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd || (job.estimateMicroUsd === null && budget.committedMicroUsd >= budget.ceilingMicroUsd);
-        if (reached) return { kind: "over_budget", budget } as const;
-        await this.commitToBudget(trx, job.budgetId, budgetHeld, now);
-      }
-    }
-    const holds = pools.map((pool) => pool.key);
-    const columns: Partial<JobsTable> = {
-      state: "submitting",
-      reason: null,
-      blocked_code: null,
-      attempts: job.attempts + 1,
-      lease_owner: owner,
-      lease_expires_at: now + leaseMs,
-      slots_held_json: JSON.stringify(holds),
-      ...(job.budgetId ? { budget_held_micro_usd: budgetHeld } : {}),
-      updated_at: now,
-    };
-    const event = eventRow(jobId, now, "queued", "submitting", `claimed by ${owner}`, { attempt: job.attempts + 1, slots: holds });
-    return { kind: "claimed", job: rowToJob(await this.changeLockedWithEvent(trx, jobId, columns, event, holds)), filled } as const;
-  }
-
-  async dueOwned(owner: string, now: number, limit: number, busy: { has(id: string): boolean } = new Set<string>()): Promise<Job[]> {
-    // Ids first: the jobs being polled or saved right now are due too, and reading their whole rows
-    // on every step would cost more than the step.
-    const due = await this.reusable(this.db, `dueOwned:${limit}`, (slot) =>
-      this.db
-        .selectFrom("jobs")
-        .select("id")
-        .where("lease_owner", "=", slot<string>("owner"))
-        .where("state", "in", ["running", "capturing"])
-        .where("next_attempt_at", "<=", slot<number>("now"))
-        .orderBy("next_attempt_at")
-        .limit(literalLimit(limit)), { owner, now });
-    const ids = due.map((row) => row.id).filter((id) => !busy.has(id));
-    if (ids.length === 0) return [];
-    const read = (idAt: (index: number) => string, ownerValue: string) =>
-      this.db
-        .selectFrom("jobs")
-        .selectAll()
-        .where("id", "in", ids.map((_, index) => idAt(index)))
-        .where("lease_owner", "=", ownerValue)
-        .where("state", "in", ["running", "capturing"])
-        .orderBy("next_attempt_at");
-    // A step's few due jobs (the common case) by a statement kept compiled for their count; a long list built afresh.
-    const rows =
-      ids.length <= REUSED_ID_LISTS
-        ? await this.reusable(this.db, `dueOwnedRows:${ids.length}`, (slot) => read((index) => slot<string>(`id${index}`), slot<string>("owner")), {
-            owner,
-            ...Object.fromEntries(ids.map((id, index) => [`id${index}`, id])),
-          })
-        : await read((index) => ids[index]!, owner).execute();
-    return rows.map(rowToJob);
-  }
-
-  async noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void> {
-    const job = await this.getJob(jobId);
-    if (!job) return;
-    await this.appendEvent(this.db, jobId, now, job.state, job.state, reason, detail);
-  }
-
-  async dueSettlements(now: number, limit: number, scope: JobScope | null = null): Promise<Job[]> {
-    let query = this.db
-      .selectFrom("jobs")
-      .selectAll()
-      .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
-      .where("charge_state", "in", ["pending", "unavailable"])
-      .where("next_attempt_at", "<=", now);
-    if (scope) query = query.where((eb) => inScope(eb, scope));
-    const rows = await query.orderBy("next_attempt_at").limit(literalLimit(limit)).execute();
-    return rows.map(rowToJob);
-  }
-
-  async settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null> {
-    return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .updateTable("jobs")
-        .set({ charge_micro_usd: charge.microUsd, charge_source: charge.source, charge_state: "settled", updated_at: now })
-        .where("id", "=", jobId)
-        .where("charge_state", "in", ["pending", "unavailable"])
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) return null;
-      let job = rowToJob(row);
-      if (job.budgetId && job.budgetHeldMicroUsd !== charge.microUsd) {
-        await this.commitToBudget(trx, job.budgetId, charge.microUsd - job.budgetHeldMicroUsd, now);
-        await trx.updateTable("jobs").set({ budget_held_micro_usd: charge.microUsd }).where("id", "=", jobId).execute();
-        job = { ...job, budgetHeldMicroUsd: charge.microUsd };
-      }
-      await trx
-        .insertInto("ledger")
-        .values({ job_id: jobId, provider: job.provider, model: job.model, micro_usd: charge.microUsd, source: charge.source, at: now })
-        .onConflict((conflict) => conflict.column("job_id").doNothing())
-        .execute();
-      await trx
-        .insertInto("job_events")
-        .values({ job_id: jobId, at: now, from_state: job.state, to_state: job.state, reason: `charge settled: ${charge.microUsd} micro-USD (${charge.source})`, detail_json: null })
-        .execute();
-      return job;
-    });
-  }
-
-  async adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope: JobScope | null = null): Promise<Job[]> {
-    let candidatesQuery = this.db
-      .selectFrom("jobs")
-      .select(["id", "lease_owner", "lease_expires_at"])
-      .where("state", "in", ["submitting", "running", "capturing"])
-      .where((eb) => eb.or([eb("lease_owner", "is", null), eb("lease_owner", "<>", owner)]));
-    if (scope) candidatesQuery = candidatesQuery.where((eb) => inScope(eb, scope));
-    const candidates = await candidatesQuery.execute();
-    const adopted: Job[] = [];
-    for (const candidate of candidates) {
-      const expired = candidate.lease_expires_at === null || Number(candidate.lease_expires_at) < now;
-      if (!expired && !(candidate.lease_owner && isDeadOwner(candidate.lease_owner))) continue;
-      let query = this.db
-        .updateTable("jobs")
-        .set({ lease_owner: owner, lease_expires_at: now + leaseMs, next_attempt_at: now, updated_at: now })
-        .where("id", "=", candidate.id)
-        .where("state", "in", ["submitting", "running", "capturing"]);
-      query =
-        candidate.lease_owner === null
-          ? query.where("lease_owner", "is", null)
-          : query.where("lease_owner", "=", candidate.lease_owner);
-      const result = await query.executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 0) continue;
-      const job = await this.getJob(candidate.id);
-      if (job) adopted.push(job);
-    }
-    return adopted;
-  }
-
-  async renewLeases(owner: string, leaseExpiresAt: number): Promise<void> {
-    await this.db
-      .updateTable("jobs")
-      .set({ lease_expires_at: leaseExpiresAt })
-      .where("lease_owner", "=", owner)
-      .where("state", "in", ["submitting", "running", "capturing"])
-      .execute();
-  }
-
-  async releaseLeases(owner: string): Promise<void> {
-    await this.db
-      .updateTable("jobs")
-      .set({ lease_owner: null, lease_expires_at: null })
-      .where("lease_owner", "=", owner)
-      .execute();
-  }
-
-  async nextDueAt(owner: string | null, skipProviders: readonly string[], after: number, scope: JobScope | null = null, settlements = true, notifications = false): Promise<NextDue> {
-    // The first entry after `after` of each provider's queue (an index seek each), then the least of them, and the
-    // least of the queues' alone.
-    const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
-    if (providers.length === 0 && owner === null && !settlements && !notifications) return { at: null, queuedAt: null };
-    const key = `nextDueAt:${providers.join("")}:${scopeKeyOf(scope)}:${owner !== null}:${settlements}:${notifications}`;
-    const [row] = await this.reusable(this.db, key, (slot) => {
-      const inThisScope = (eb: ExpressionBuilder<Database, "jobs">) => inScopeSlots(eb, scope!, slot);
-      const firstDue = (provider: ProviderId) => {
-        let branch = this.db
-          .selectFrom("jobs")
-          .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`1`.as("queued")])
-          .where("state", "=", "queued")
-          .where("provider", "=", provider)
-          .where("next_attempt_at", ">", slot<number>("after"));
-        if (scope) branch = branch.where(inThisScope);
-        return branch;
-      };
-      let settling = this.db
-        .selectFrom("jobs")
-        .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
-        .where("charge_state", "in", ["pending", "unavailable"])
-        .where("state", "in", ["succeeded", "failed", "cancelled", "expired"])
-        .where("next_attempt_at", ">", slot<number>("after"));
-      if (scope) settling = settling.where(inThisScope);
-      const branches = providers.map(firstDue);
-      if (owner !== null) {
-        branches.push(
-          this.db
-            .selectFrom("jobs")
-            .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
-            .where("lease_owner", "=", slot<string>("owner"))
-            .where("state", "in", ["running", "capturing"])
-            .where("next_attempt_at", ">", slot<number>("after")),
-        );
-      }
-      if (settlements) branches.push(settling);
-      // Through notifications_due: only the notifications still owed.
-      const owed = () =>
-        owedNotificationsIn(this.db, scope, slot)
-          .select((eb) => [eb.fn.min("next_attempt_at").as("at"), sql<number>`0`.as("queued")])
-          .where("next_attempt_at", ">", slot<number>("after"));
-      const [first, ...others] = branches;
-      // Every provider skipped and nothing else asked for but the notifications: they alone.
-      let all = first ?? owed();
-      for (const branch of others) all = all.unionAll(branch);
-      if (notifications && first) all = all.unionAll(owed());
-      return this.db
-        .selectFrom(all.as("due"))
-        .select((eb) => [eb.fn.min("at").as("at"), eb.fn.min(eb.case().when("queued", "=", 1).then(eb.ref("at")).end()).as("queued_at")]);
-    }, { owner, after, ...scopeValuesOf(scope) });
-    const number = (value: unknown) => (value === null || value === undefined ? null : Number(value));
-    return { at: number(row?.at), queuedAt: number(row?.queued_at) };
-  }
-
-  async releaseSlots(jobId: string, now: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom("slot_holds").where("job_id", "=", jobId).execute();
-      await trx.updateTable("jobs").set({ slots_held_json: "[]", updated_at: now }).where("id", "=", jobId).execute();
-    });
-    this.slotReleases++;
-  }
-
-  async slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      for (const key of poolKeys) {
-        const held = await trx
-          .selectFrom("slot_holds")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("pool_key", "=", key)
-          .executeTakeFirstOrThrow();
-        await trx
-          .updateTable("slot_pools")
-          .set({
-            learned_capacity: this.greatest(1, this.least(sql`learned_capacity`, Number(held.n))),
-            blocked_until: this.greatest(sql`blocked_until`, blockedUntil),
-            updated_at: now,
-          })
-          .where("pool_key", "=", key)
-          .execute();
-      }
-    });
-  }
-
-  async slotRecover(poolKey: string, now: number): Promise<void> {
-    const result = await this.db
-      .updateTable("slot_pools")
-      .set({ learned_capacity: sql<number>`learned_capacity + 1`, updated_at: now })
-      .where("pool_key", "=", poolKey)
-      .where("learned_capacity", "<", sql<number>`configured_capacity`)
-      .where("blocked_until", "<=", now)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) > 0) this.slotReleases++;
-  }
-
-  async poolStatus(): Promise<PoolStatus[]> {
-    const pools = await this.db.selectFrom("slot_pools").selectAll().orderBy("pool_key").execute();
-    const holds = await this.db
-      .selectFrom("slot_holds")
-      .select(["pool_key", (eb) => eb.fn.countAll<number>().as("n")])
-      .groupBy("pool_key")
-      .execute();
-    const held = new Map(holds.map((row) => [row.pool_key, Number(row.n)]));
-    return pools.map((pool) => ({
-      key: pool.pool_key,
-      configuredCapacity: Number(pool.configured_capacity),
-      learnedCapacity: Number(pool.learned_capacity),
-      held: held.get(pool.pool_key) ?? 0,
-      blockedUntil: Number(pool.blocked_until),
-    }));
-  }
-
-  async batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
-    let query = this.db
-      .selectFrom("jobs")
-      .select([
-        "state",
-        (eb) => eb.fn.countAll<number>().as("n"),
-        (eb) => eb.fn.sum<number>("estimate_micro_usd").as("estimate"),
-        (eb) => eb.fn.sum<number>(eb.case().when("estimate_micro_usd", "is", null).then(1).else(0).end()).as("unpriced"),
-        (eb) => eb.fn.sum<number>("charge_micro_usd").as("charged"),
-      ])
-      .where("batch_id", "=", batchId);
-    if (tokenId !== undefined) query = query.where("token_id", "=", tokenId);
-    const rows = await query.groupBy("state").execute();
-    const summary: BatchSummary = { jobs: 0, byState: {}, estimateMicroUsd: 0, unpriced: 0, chargedMicroUsd: 0 };
-    for (const row of rows) {
-      const count = Number(row.n);
-      summary.jobs += count;
-      summary.byState[row.state as JobState] = count;
-      summary.estimateMicroUsd += Number(row.estimate ?? 0);
-      summary.unpriced += Number(row.unpriced ?? 0);
-      summary.chargedMicroUsd += Number(row.charged ?? 0);
-    }
-    return summary;
-  }
-
-  async spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
-    let settled = this.db
-      .selectFrom("ledger")
-      .innerJoin("jobs", "jobs.id", "ledger.job_id")
-      .select(["ledger.provider", "ledger.model", "jobs.token_id", (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
-      .where("ledger.at", ">=", from)
-      .where("ledger.at", "<", to);
-    if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
-    let estimated = this.db
-      .selectFrom("jobs")
-      .select(["provider", "model", "token_id", (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total"), (eb) => eb.fn.countAll<number>().as("n")])
-      .where("created_at", ">=", from)
-      .where("created_at", "<", to);
-    if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
-    const lines = new Map<string, SpendLine>();
-    const lineOf = (provider: string, model: string, token: string | null) => {
-      const key = JSON.stringify([provider, model, token]);
-      let line = lines.get(key);
-      if (!line) lines.set(key, (line = { provider: provider as ProviderId, model, tokenId: token, settledMicroUsd: 0, estimatedMicroUsd: 0, jobs: 0 }));
-      return line;
-    };
-    for (const row of await settled.groupBy(["ledger.provider", "ledger.model", "jobs.token_id"]).execute()) lineOf(row.provider, row.model, row.token_id).settledMicroUsd += Number(row.total ?? 0);
-    for (const row of await estimated.groupBy(["provider", "model", "token_id"]).execute()) {
-      const line = lineOf(row.provider, row.model, row.token_id);
-      line.estimatedMicroUsd += Number(row.total ?? 0);
-      line.jobs += Number(row.n);
-    }
-    return [...lines.values()].sort((left, right) => left.provider.localeCompare(right.provider) || left.model.localeCompare(right.model) || String(left.tokenId).localeCompare(String(right.tokenId)));
-  }
-
-  async spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
-    // Integer division on both dialects (SQLite INTEGER, PostgreSQL BIGINT); the literal keeps the select and group by one expression.
-    const dayOf = (column: "ledger.at" | "created_at") => sql<number>`${sql.ref(column)} / ${sql.lit(DAY_MS)}`;
-    let settled = this.db
-      .selectFrom("ledger")
-      .innerJoin("jobs", "jobs.id", "ledger.job_id")
-      .select(["ledger.provider", dayOf("ledger.at").as("day"), (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
-      .where("ledger.at", ">=", from)
-      .where("ledger.at", "<", to);
-    if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
-    let estimated = this.db
-      .selectFrom("jobs")
-      .select(["provider", dayOf("created_at").as("day"), (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total")])
-      .where("created_at", ">=", from)
-      .where("created_at", "<", to);
-    if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
-    const days = new Map<string, DailySpend>();
-    const dayLine = (provider: string, day: number) => {
-      const key = `${day}:${provider}`;
-      let line = days.get(key);
-      if (!line) days.set(key, (line = { day: day * DAY_MS, provider: provider as ProviderId, settledMicroUsd: 0, estimatedMicroUsd: 0 }));
-      return line;
-    };
-    for (const row of await settled.groupBy(["ledger.provider", dayOf("ledger.at")]).execute()) dayLine(row.provider, Number(row.day)).settledMicroUsd += Number(row.total ?? 0);
-    for (const row of await estimated.groupBy(["provider", dayOf("created_at")]).execute()) dayLine(row.provider, Number(row.day)).estimatedMicroUsd += Number(row.total ?? 0);
-    return [...days.values()].sort((left, right) => left.day - right.day || left.provider.localeCompare(right.provider));
-  }
-
-  async takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
-    if (windows.length === 0) return { granted: true, token: { eventIds: [], at: typeof now === "function" ? now() : now } };
-    return this.db.transaction().execute(async (trx): Promise<RateTake> => {
-      if (this.dialect === "postgres") {
-        // Serialise takers of the same windows across workers.
-        for (const window of windows) await sql`select pg_advisory_xact_lock(hashtext(${window.key}))`.execute(trx);
-      }
-      // Read the time once the lock is held: a time taken before waiting for it would stamp the
-      // request too early, and the window would let more through than the provider allows.
-      const at = typeof now === "function" ? now() : now;
-      let waitMs = 0;
-      for (const window of windows) {
-        const since = at - window.windowMs;
-        await trx
-          .deleteFrom("rate_events")
-          .where("window_key", "=", window.key)
-          .where((eb) =>
-            eb.or([
-              eb("answered_at", "<=", since),
-              eb.and([eb("answered_at", "is", null), eb("at", "<=", at - rateUnansweredExpiryMs(window.windowMs))]),
-            ]),
-          )
-          .execute();
-        const inWindow = await trx
-          .selectFrom("rate_events")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("window_key", "=", window.key)
-          .executeTakeFirstOrThrow();
-        if (Number(inWindow.n) >= window.limit) {
-          // The window has room again once enough of its earliest-answered requests fall out of it;
-          // if one of those is still in flight, when is unknown: look again shortly.
-          const excess = Number(inWindow.n) - window.limit + 1;
-          const leaving = await trx
-            .selectFrom("rate_events")
-            .select("answered_at")
-            .where("window_key", "=", window.key)
-            .orderBy(sql`coalesce(answered_at, ${Number.MAX_SAFE_INTEGER})`)
-            .limit(1)
-            .offset(excess - 1)
-            .executeTakeFirstOrThrow();
-          const leavesIn =
-            leaving.answered_at === null ? RATE_IN_FLIGHT_RECHECK_MS : Number(leaving.answered_at) + window.windowMs - at + 1;
-          waitMs = Math.max(waitMs, leavesIn);
-        }
-      }
-      if (waitMs > 0) return { granted: false, waitMs };
-      const eventIds: number[] = [];
-      for (const window of windows) {
-        const row = await trx.insertInto("rate_events").values({ window_key: window.key, at, answered_at: null }).returning("id").executeTakeFirstOrThrow();
-        eventIds.push(Number(row.id));
-      }
-      return { granted: true, token: { eventIds, at } };
-    });
-  }
-
-  async answerRateToken(token: RateToken, at: number): Promise<void> {
-    if (token.eventIds.length === 0) return;
-    await this.db.updateTable("rate_events").set({ answered_at: Math.max(at, token.at) }).where("id", "in", token.eventIds).execute();
-  }
-
-  async rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]> {
-    const usage: RateWindowUsage[] = [];
-    for (const window of windows) {
-      // What takeRateToken would still count: answered within the window, or unanswered and not yet expired.
-      const row = await this.db
-        .selectFrom("rate_events")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("window_key", "=", window.key)
-        .where((eb) =>
-          eb.or([eb("answered_at", ">", now - window.windowMs), eb.and([eb("answered_at", "is", null), eb("at", ">", now - rateUnansweredExpiryMs(window.windowMs))])]),
-        )
-        .executeTakeFirstOrThrow();
-      usage.push({ key: window.key, used: Number(row.n), limit: window.limit, windowMs: window.windowMs });
-    }
-    return usage;
-  }
-
-  async haltProvider(halt: ProviderHalt): Promise<void> {
-    await this.db
-      .insertInto("provider_halts")
-      .values({ provider: halt.provider, code: halt.code, message: halt.message, job_id: halt.jobId, at: halt.at })
-      .onConflict((conflict) => conflict.column("provider").doNothing())
-      .execute();
-  }
-
-  async clearHalt(provider: ProviderId): Promise<void> {
-    await this.db.deleteFrom("provider_halts").where("provider", "=", provider).execute();
-  }
-
-  async halts(): Promise<ProviderHalt[]> {
-    const rows = await this.db.selectFrom("provider_halts").selectAll().execute();
-    return rows.map((row) => ({
-      provider: row.provider as ProviderId,
-      code: row.code,
-      message: row.message,
-      jobId: row.job_id,
-      at: Number(row.at),
-    }));
-  }
-
-  async recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
-    const rows = await this.db
-      .selectFrom("jobs")
-      .select(["submitted_at", "provider_done_at", "last_pending_elapsed_ms"])
-      .where("provider", "=", provider)
-      .where("model", "=", model)
-      .where("provider_done_at", "is not", null)
-      .where("submitted_at", "is not", null)
-      .orderBy("provider_done_at", "desc")
-      .limit(literalLimit(limit))
-      .execute();
-    return rows.map((row) => ({
-      doneElapsedMs: Number(row.provider_done_at) - Number(row.submitted_at),
-      pendingElapsedMs: row.last_pending_elapsed_ms === null ? null : Number(row.last_pending_elapsed_ms),
-    }));
-  }
-
-  async recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate"> {
-    const row = {
-      provider: delivery.provider,
-      delivery_id: delivery.deliveryId,
-      job_id: delivery.jobId,
-      outcome: delivery.outcome,
-      reason: delivery.reason,
-      received_at: delivery.at,
-    };
-    const result = await this.db
-      .insertInto("webhook_deliveries")
-      .values(row)
-      .onConflict((conflict) => conflict.columns(["provider", "delivery_id"]).doNothing())
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0 ? "recorded" : "duplicate";
-  }
-
-  async deliveries(filter: { provider?: ProviderId; jobId?: string } = {}): Promise<WebhookDeliveryRecord[]> {
-    let query = this.db.selectFrom("webhook_deliveries").selectAll().orderBy("id");
-    if (filter.provider) query = query.where("provider", "=", filter.provider);
-    if (filter.jobId) query = query.where("job_id", "=", filter.jobId);
-    return (await query.execute()).map((row) => ({
-      provider: row.provider as ProviderId,
-      deliveryId: row.delivery_id,
-      jobId: row.job_id,
-      outcome: row.outcome as WebhookDeliveryRecord["outcome"],
-      reason: row.reason,
-      at: Number(row.received_at),
-    }));
-  }
-
-  async ledgerTotal(filter: { provider?: ProviderId; from?: number; to?: number } = {}): Promise<number> {
-    let query = this.db.selectFrom("ledger").select((eb) => eb.fn.sum<number>("micro_usd").as("total"));
-    if (filter.provider) query = query.where("provider", "=", filter.provider);
-    if (filter.from !== undefined) query = query.where("at", ">=", filter.from);
-    if (filter.to !== undefined) query = query.where("at", "<=", filter.to);
-    const row = await query.executeTakeFirst();
-    return Number(row?.total ?? 0);
-  }
-
-  async createToken(token: ApiToken): Promise<ApiToken | null> {
-    const taken = await this.db.selectFrom("api_tokens").select("id").where("name", "=", token.name).executeTakeFirst();
-    if (taken) return null;
-    await this.db
-      .insertInto("api_tokens")
-      .values({
-        id: token.id,
-        name: token.name,
-        secret_sha256: token.secretSha256,
-        admin: token.admin ? 1 : 0,
-        read_only: token.readOnly ? 1 : 0,
-        budget_id: token.budgetId,
-        created_at: token.createdAt,
-        revoked_at: token.revokedAt,
-      })
-      .onConflict((conflict) => conflict.column("name").doNothing())
-      .execute();
-    const stored = await this.db.selectFrom("api_tokens").selectAll().where("id", "=", token.id).executeTakeFirst();
-    return stored ? tokenOf(stored) : null;
-  }
-
-  async tokenBySecretSha256(secretSha256: string): Promise<ApiToken | null> {
-    const row = await this.db.selectFrom("api_tokens").selectAll().where("secret_sha256", "=", secretSha256).executeTakeFirst();
-    return row ? tokenOf(row) : null;
-  }
-
-  async tokens(): Promise<ApiToken[]> {
-    return (await this.db.selectFrom("api_tokens").selectAll().orderBy("created_at").orderBy("id").execute()).map(tokenOf);
-  }
-
-  async revokeToken(nameOrId: string, at: number): Promise<ApiToken | null> {
-    await this.db
-      .updateTable("api_tokens")
-      .set({ revoked_at: at })
-      .where((eb) => eb.or([eb("name", "=", nameOrId), eb("id", "=", nameOrId)]))
-      .where("revoked_at", "is", null)
-      .execute();
-    const row = await this.db.selectFrom("api_tokens").selectAll().where((eb) => eb.or([eb("name", "=", nameOrId), eb("id", "=", nameOrId)])).executeTakeFirst();
-    return row ? tokenOf(row) : null;
-  }
-
-  async hasActiveTokens(): Promise<boolean> {
-    return (await this.db.selectFrom("api_tokens").select("id").where("revoked_at", "is", null).limit(1).executeTakeFirst()) !== undefined;
-  }
-
-  async setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {
-    await this.db
-      .insertInto("budgets")
-      .values({ id, ceiling_micro_usd: ceilingMicroUsd, committed_micro_usd: 0, updated_at: now })
-      .onConflict((conflict) => conflict.column("id").doUpdateSet({ ceiling_micro_usd: ceilingMicroUsd, updated_at: now }))
-      .execute();
-    return (await this.budget(id))!;
-  }
-
-  async budget(id: string): Promise<BudgetStatus | null> {
-    const row = await this.db.selectFrom("budgets").selectAll().where("id", "=", id).executeTakeFirst();
-    return row ? budgetStatusOf(row) : null;
-  }
-
-  async assignBudget(budgetId: string, jobIds: readonly string[], now: number): Promise<void> {
-    // Chunked: a batch of thousands would pass SQLite's limit of bound parameters in one IN list.
-    for (let start = 0; start < jobIds.length; start += 500) {
-      await this.db
-        .updateTable("jobs")
-        .set({ budget_id: budgetId, updated_at: now })
-        .where("id", "in", jobIds.slice(start, start + 500))
-        .where("state", "=", "queued")
-        .where((eb) => eb.or([eb("budget_id", "is", null), eb("budget_id", "<>", budgetId)]))
-        .execute();
-    }
-  }
-
-  private async commitToBudget(trx: Db, budgetId: string, deltaMicroUsd: number, now: number): Promise<void> {
-    if (deltaMicroUsd === 0) return;
-    await this.reusable(
-      trx,
-      "commitToBudget",
-      (slot) =>
-        trx
-          .updateTable("budgets")
-          .set({ committed_micro_usd: sql<number>`committed_micro_usd + ${slot<number>("delta")}`, updated_at: slot<number>("now") })
-          .where("id", "=", slot<string>("id")),
-      { delta: deltaMicroUsd, now, id: budgetId },
-    );
-  }
-
-  /**
-   * The rows a read inside a transaction is about to change, locked: on
-   * PostgreSQL by `FOR UPDATE` (`SKIP LOCKED` passes over rows another
-   * engine holds); SQLite's write transaction (begun IMMEDIATE) holds the
-   * whole database already.
-   */
-  private locked<Q extends { forUpdate(): Q; skipLocked(): Q }>(query: Q, options: { skipLocked?: boolean } = {}): Q {
-    if (this.dialect !== "postgres") return query;
-    return options.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
-  }
-
-  /** Scalar min/max: SQLite spells them min()/max(), PostgreSQL least()/greatest(). */
-  private least(a: unknown, b: unknown) {
-    return this.dialect === "postgres" ? sql<number>`least(${a}, ${b})` : sql<number>`min(${a}, ${b})`;
-  }
-
-  private greatest(a: unknown, b: unknown) {
-    return this.dialect === "postgres" ? sql<number>`greatest(${a}, ${b})` : sql<number>`max(${a}, ${b})`;
-  }
-
-  private matches(job: Pick<Job, "state" | "leaseOwner">, expect: JobExpectation): boolean {
-    if (!states(expect).includes(job.state)) return false;
-    if (expect.leaseOwner === undefined) return true;
-    return job.leaseOwner === expect.leaseOwner;
-  }
-
-  /**
-   * Sets `columns` on a job locked in `trx`, appends its event and holds the
-   * slots of the pools keyed in `holds` for it, at the event's time; the row
-   * as it is after. One round trip on PostgreSQL, where each statement is one
-   * (SQLite runs in-process, a statement at a time).
-   */
-  private async changeLockedWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>, holds: readonly string[] = []): Promise<JobsTable> {
-    let updated: JobsTable | undefined;
-    if (this.dialect === "postgres") {
-      updated = await this.updatedRowWithEvent(trx, jobId, columns, event, holds);
-    } else {
-      for (const key of holds) {
-        await this.reusable(
-          trx,
-          "holdSlot",
-          (slot) => trx.insertInto("slot_holds").values({ pool_key: slot<string>("key"), job_id: slot<string>("jobId"), acquired_at: slot<number>("now") }),
-          { key, jobId, now: event.at },
-        );
-      }
-      updated = await this.updatedRow(trx, jobId, columns, null);
-      if (updated) await this.appendEventRow(trx, event);
-    }
-    if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
-    await this.oweNotification(trx, updated, event);
-    return updated;
-  }
-
-  /**
-   * The notification a change owes (issue 12), written in the change's own
-   * transaction: a job that ended owes it even if the process dies the next
-   * moment, so no pass over finished jobs is ever needed to find one missing.
-   */
-  private async oweNotification(trx: Db, row: JobsTable, event: ReturnType<typeof eventRow>): Promise<void> {
-    const type = owedNotificationType(this.notificationPolicy, event.from_state, event.to_state);
-    const url = row.notify_url ?? this.notificationPolicy.defaultUrl;
-    if (type && url) await insertNotification(trx, { id: newNotificationId(event.at), jobId: row.id, batchId: row.batch_id, type, url, at: event.at });
-  }
-
-  /**
-   * PostgreSQL: sets `columns` on the job, appends `event` and holds the
-   * slots of `holds` for it in one statement (a data-modifying WITH),
-   * returning the row as it is after.
-   */
-  private async updatedRowWithEvent(trx: Db, jobId: string, columns: Partial<JobsTable>, event: ReturnType<typeof eventRow>, holds: readonly string[] = []): Promise<JobsTable | undefined> {
-    const { names, set, values } = columnSlots(columns);
-    const holdKeys = Object.fromEntries(holds.map((key, index) => [`hold${index}`, key]));
-    const [row] = await this.reusable(trx, `updateJobWithEvent:${names.join(",")}:${holds.length}`, (slot) => {
-      const changed = trx
-        .with("updated", (db) =>
-          db
-            .updateTable("jobs")
-            .set(set(slot))
-            .where("id", "=", slot<string>("id"))
-            .returningAll(),
-        )
-        .with("event", (db) =>
-          db
-            .insertInto("job_events")
-            .columns(["job_id", "at", "from_state", "to_state", "reason", "detail_json"])
-            .expression((eb) =>
-              eb
-                .selectFrom("updated")
-                .select([
-                  "updated.id",
-                  sql<number>`cast(${slot<number>("at")} as bigint)`.as("at"),
-                  sql<string | null>`cast(${slot<string | null>("from_state")} as text)`.as("from_state"),
-                  sql<string>`cast(${slot<string>("to_state")} as text)`.as("to_state"),
-                  sql<string>`cast(${slot<string>("reason")} as text)`.as("reason"),
-                  sql<string | null>`cast(${slot<string | null>("detail_json")} as text)`.as("detail_json"),
-                ]),
-            ),
-        );
-      if (holds.length === 0) return changed.selectFrom("updated").selectAll();
-      return changed
-        .with("held", (db) =>
-          db
-            .insertInto("slot_holds")
-            .values(holds.map((_, index) => ({ pool_key: slot<string>(`hold${index}`), job_id: slot<string>("id"), acquired_at: slot<number>("at") }))),
-        )
-        .selectFrom("updated")
-        .selectAll();
-    },
-    { id: jobId, ...values, ...holdKeys, at: event.at, from_state: event.from_state, to_state: event.to_state, reason: event.reason, detail_json: event.detail_json });
-    return row as JobsTable | undefined;
-  }
-
-  /** The job's row locked, and what a transition needs of it (not its body or answers: it reads back the whole row it writes). */
-  private async lockJobState(trx: Db, jobId: string): Promise<LockedState | null> {
-    const [row] = await this.reusable(
-      trx,
-      "lockJobState",
-      (slot) =>
-        this.locked(
-          trx
-            .selectFrom("jobs")
-            .select(["state", "lease_owner", "slots_held_json", "budget_id", "budget_held_micro_usd", "provider_job_id"])
-            .where("id", "=", slot<string>("id")),
-        ),
-      { id: jobId },
-    );
-    if (!row) return null;
-    return {
-      state: row.state as JobState,
-      leaseOwner: row.lease_owner,
-      slotsHeld: JSON.parse(row.slots_held_json) as string[],
-      budgetId: row.budget_id,
-      budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
-      providerJobId: row.provider_job_id,
-    };
-  }
-
-  private async appendEvent(
-    trx: Db,
-    jobId: string,
-    at: number,
-    fromState: JobState | null,
-    toState: JobState,
-    reason: string,
-    detail?: unknown,
-  ): Promise<void> {
-    await this.appendEventRow(trx, eventRow(jobId, at, fromState, toState, reason, detail));
-  }
-
-  private async appendEventRow(trx: Db, row: ReturnType<typeof eventRow>): Promise<void> {
-    await this.reusable(trx, "appendEvent", (slot) => trx.insertInto("job_events").values({
-      job_id: slot<string>("job_id"),
-      at: slot<number>("at"),
-      from_state: slot<string | null>("from_state"),
-      to_state: slot<string>("to_state"),
-      reason: slot<string>("reason"),
-      detail_json: slot<string | null>("detail_json"),
-    }), row);
+    await this.context.announce(this.db);
+  }
+
+  async close(): Promise<void> {
+    await this.signals?.close();
+    await this.onClose();
+  }
+
+  insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
+    return insertJobs(this.context, jobs, now);
+  }
+
+  getJob(id: string): Promise<Job | null> {
+    return getJob(this.context, id);
+  }
+
+  findJob(idOrRef: string): Promise<Job | null> {
+    return findJob(this.context, idOrRef);
+  }
+
+  listJobs(filter?: JobFilter): Promise<Job[]> {
+    return listJobs(this.context, filter);
+  }
+
+  jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
+    return jobByProviderJobId(this.context, provider, providerJobId);
+  }
+
+  jobsByRefs(refs: readonly string[]): Promise<Job[]> {
+    return jobsByRefs(this.context, refs);
+  }
+
+  events(jobId: string): Promise<JobEvent[]> {
+    return events(this.context, jobId);
+  }
+
+  outputs(jobId: string): Promise<JobOutput[]> {
+    return outputs(this.context, jobId);
+  }
+
+  outputsOfJobs(jobIds: readonly string[]): Promise<Map<string, JobOutput[]>> {
+    return outputsOfJobs(this.context, jobIds);
+  }
+
+  transition(jobId: string, expect: JobExpectation, to: JobState, patch: JobPatch, reason: string, now: number, detail?: unknown, extras?: TransitionExtras): Promise<Job | null> {
+    return transition(this.context, jobId, expect, to, patch, reason, now, detail, extras);
+  }
+
+  updateJob(jobId: string, expect: JobExpectation, patch: JobPatch, now: number): Promise<Job | null> {
+    return updateJob(this.context, jobId, expect, patch, now);
+  }
+
+  markSubmitSent(jobId: string, owner: string, at: number): Promise<boolean> {
+    return markSubmitSent(this.context, jobId, owner, at);
+  }
+
+  jobBriefs(scope: JobScope): Promise<JobBrief[]> {
+    return jobBriefs(this.context, scope);
+  }
+
+  jobOutcomes(ids: readonly string[]): Promise<JobOutcome[]> {
+    return jobOutcomes(this.context, ids);
+  }
+
+  changedBriefs(scope: JobScope, since: number, limit: number, after?: { updatedAt: number; id: string } | null): Promise<JobBrief[]> {
+    return changedBriefs(this.context, scope, since, limit, after);
+  }
+
+  openCounts(scope: JobScope): Promise<OpenCount[]> {
+    return openCounts(this.context, scope);
+  }
+
+  jobCounts(): Promise<JobCount[]> {
+    return jobCounts(this.context);
+  }
+
+  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {
+    return dueQueued(this.context, now, limit, skipProviders, scope, after);
+  }
+
+  routedQueued(provider: ProviderId, limit: number, scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {
+    return routedQueued(this.context, provider, limit, scope, after);
+  }
+
+  claimForSubmit(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
+    return claimForSubmit(this.context, jobId, owner, pools, now, leaseMs, instead);
+  }
+
+  /** `claimForSubmit` by the store's own statements, as SQLite claims (see claims.ts); the claim-function test compares it with PostgreSQL's. */
+  claimByStatements(jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
+    return claimByStatements(this.context, jobId, owner, pools, now, leaseMs, instead);
+  }
+
+  dueOwned(owner: string, now: number, limit: number, busy?: { has(id: string): boolean }): Promise<Job[]> {
+    return dueOwned(this.context, owner, now, limit, busy);
+  }
+
+  adoptOrphans(owner: string, now: number, leaseMs: number, isDeadOwner: (owner: string) => boolean, scope?: JobScope | null): Promise<Job[]> {
+    return adoptOrphans(this.context, owner, now, leaseMs, isDeadOwner, scope);
+  }
+
+  renewLeases(owner: string, leaseExpiresAt: number): Promise<void> {
+    return renewLeases(this.context, owner, leaseExpiresAt);
+  }
+
+  releaseLeases(owner: string): Promise<void> {
+    return releaseLeases(this.context, owner);
+  }
+
+  nextDueAt(owner: string | null, skipProviders: readonly string[], after: number, scope?: JobScope | null, settlements?: boolean, notifications?: boolean): Promise<NextDue> {
+    return nextDueAt(this.context, owner, skipProviders, after, scope, settlements, notifications);
+  }
+
+  releaseSlots(jobId: string, now: number): Promise<void> {
+    return releaseSlots(this.context, jobId, now);
+  }
+
+  slotPushback(poolKeys: readonly string[], blockedUntil: number, now: number): Promise<void> {
+    return slotPushback(this.context, poolKeys, blockedUntil, now);
+  }
+
+  slotRecover(poolKey: string, now: number): Promise<void> {
+    return slotRecover(this.context, poolKey, now);
+  }
+
+  poolStatus(): Promise<PoolStatus[]> {
+    return poolStatus(this.context);
+  }
+
+  batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
+    return batchSummary(this.context, batchId, tokenId);
+  }
+
+  spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
+    return spendSummary(this.context, from, to, tokenId);
+  }
+
+  spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
+    return spendByDay(this.context, from, to, tokenId);
+  }
+
+  takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {
+    return takeRateToken(this.context, windows, now);
+  }
+
+  answerRateToken(token: RateToken, at: number): Promise<void> {
+    return answerRateToken(this.context, token, at);
+  }
+
+  rateWindowUsage(windows: readonly RateWindow[], now: number): Promise<RateWindowUsage[]> {
+    return rateWindowUsage(this.context, windows, now);
+  }
+
+  haltProvider(halt: ProviderHalt): Promise<void> {
+    return haltProvider(this.context, halt);
+  }
+
+  clearHalt(provider: ProviderId): Promise<void> {
+    return clearHalt(this.context, provider);
+  }
+
+  halts(): Promise<ProviderHalt[]> {
+    return halts(this.context);
+  }
+
+  createToken(token: ApiToken): Promise<ApiToken | null> {
+    return createToken(this.context, token);
+  }
+
+  tokenBySecretSha256(secretSha256: string): Promise<ApiToken | null> {
+    return tokenBySecretSha256(this.context, secretSha256);
+  }
+
+  tokens(): Promise<ApiToken[]> {
+    return tokens(this.context);
+  }
+
+  revokeToken(nameOrId: string, at: number): Promise<ApiToken | null> {
+    return revokeToken(this.context, nameOrId, at);
+  }
+
+  hasActiveTokens(): Promise<boolean> {
+    return hasActiveTokens(this.context);
+  }
+
+  recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
+    return recentRenderSamples(this.context, provider, model, limit);
+  }
+
+  ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number> {
+    return ledgerTotal(this.context, filter);
+  }
+
+  noteEvent(jobId: string, reason: string, now: number, detail?: unknown): Promise<void> {
+    return noteEvent(this.context, jobId, reason, now, detail);
+  }
+
+  dueSettlements(now: number, limit: number, scope?: JobScope | null): Promise<Job[]> {
+    return dueSettlements(this.context, now, limit, scope);
+  }
+
+  settleCharge(jobId: string, charge: { microUsd: number; source: string }, now: number): Promise<Job | null> {
+    return settleCharge(this.context, jobId, charge, now);
+  }
+
+  recordDelivery(delivery: WebhookDeliveryRecord): Promise<"recorded" | "duplicate"> {
+    return recordDelivery(this.context, delivery);
+  }
+
+  deliveries(filter?: { provider?: ProviderId; jobId?: string }): Promise<WebhookDeliveryRecord[]> {
+    return deliveries(this.context, filter);
+  }
+
+  setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus> {
+    return setBudget(this.context, id, ceilingMicroUsd, now);
+  }
+
+  budget(id: string): Promise<BudgetStatus | null> {
+    return budget(this.context, id);
+  }
+
+  assignBudget(budgetId: string, jobIds: readonly string[], now: number): Promise<void> {
+    return assignBudget(this.context, budgetId, jobIds, now);
+  }
+
+  countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void> {
+    return countWebhookRejections(this.context, counts);
+  }
+
+  webhookRejections(filter?: { provider?: string; from?: number; to?: number }): Promise<WebhookRejectionCount[]> {
+    return webhookRejections(this.context, filter);
   }
 
   setNotificationPolicy(policy: NotificationPolicy): void {
-    this.notificationPolicy = { ...policy };
+    this.context.notificationPolicy = { ...policy };
   }
 
   claimDueNotifications(now: number, limit: number, leaseMs: number, scope: JobScope | null = null): Promise<Notification[]> {
@@ -1914,50 +350,5 @@ export class KyselyStore implements Store {
 
   notifications(jobId: string): Promise<Notification[]> {
     return notificationsOf(this.db, jobId);
-  }
-
-  // Refused webhook deliveries, counted rather than stored one by one (migration 6).
-  async countWebhookRejections(counts: readonly WebhookRejectionCount[]): Promise<void> {
-    if (counts.length === 0) return;
-    await this.db.transaction().execute(async (trx) => {
-      for (const count of counts) {
-        await trx
-          .insertInto("webhook_rejections")
-          .values({
-            provider: count.provider,
-            reason: count.reason,
-            bucket_start: count.bucketStart,
-            refused: count.refused,
-            throttled: count.throttled,
-            first_at: count.firstAt,
-            last_at: count.lastAt,
-          })
-          .onConflict((conflict) =>
-            conflict.columns(["provider", "reason", "bucket_start"]).doUpdateSet({
-              refused: sql<number>`webhook_rejections.refused + excluded.refused`,
-              throttled: sql<number>`webhook_rejections.throttled + excluded.throttled`,
-              first_at: this.least(sql`webhook_rejections.first_at`, sql`excluded.first_at`),
-              last_at: this.greatest(sql`webhook_rejections.last_at`, sql`excluded.last_at`),
-            }),
-          )
-          .execute();
-      }
-    });
-  }
-
-  async webhookRejections(filter: { provider?: string; from?: number; to?: number } = {}): Promise<WebhookRejectionCount[]> {
-    let query = this.db.selectFrom("webhook_rejections").selectAll().orderBy("bucket_start").orderBy("provider").orderBy("reason");
-    if (filter.provider !== undefined) query = query.where("provider", "=", filter.provider);
-    if (filter.from !== undefined) query = query.where("bucket_start", ">=", filter.from);
-    if (filter.to !== undefined) query = query.where("bucket_start", "<=", filter.to);
-    return (await query.execute()).map((row) => ({
-      provider: row.provider,
-      reason: row.reason,
-      bucketStart: Number(row.bucket_start),
-      refused: Number(row.refused),
-      throttled: Number(row.throttled),
-      firstAt: Number(row.first_at),
-      lastAt: Number(row.last_at),
-    }));
   }
 }

@@ -1,16 +1,62 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { newId } from "../core/ids.js";
 import { isTerminal, type JobState } from "../core/job.js";
+import type { Db } from "./context.js";
 import type { Database, NotificationsTable } from "./schema.js";
-import type { JobScope, Notification, NotificationAttempt, NotificationPolicy } from "./store.js";
+import type { JobScope } from "./store.js";
 
 /**
  * The notifications' statements (issue 12, migration 11), beside the store
  * that runs them. The one that owes a notification is written by the job's
- * change itself (see `KyselyStore.transition`); these take, record and read.
+ * change itself (see transitions.ts); these take, record and read.
  */
 
-type Db = Kysely<Database> | Transaction<Database>;
+/**
+ * Which changes of a job owe a notification (issue 12), from the entry
+ * point's MEDIAGATE_NOTIFY_URL and MEDIAGATE_NOTIFY_EVENTS. A job's own
+ * `notify_url` is always honoured; `defaultUrl` serves the jobs without one.
+ */
+export interface NotificationPolicy {
+  defaultUrl: string | null;
+  /** `terminal`: a job's end; `all`: every change of state after it was queued. */
+  events: "terminal" | "all";
+}
+
+/** A notification a job owes, as stored (migration 11). */
+export interface Notification {
+  /** The Standard Webhooks `webhook-id`: the same on every attempt. */
+  id: string;
+  jobId: string;
+  /** `job.succeeded`, `job.failed`, … (`job.<state>`). */
+  type: string;
+  url: string;
+  /** The bytes every attempt sends, kept at the first attempt; null before it. */
+  body: string | null;
+  /** Attempts claimed so far, the one in flight included. */
+  attempts: number;
+  /** When the job changed (the event's time). */
+  createdAt: number;
+  nextAttemptAt: number;
+  lastAttemptAt: number | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  deliveredAt: number | null;
+  givenUpAt: number | null;
+}
+
+/** How one delivery attempt ended, with the job event that records it. */
+export interface NotificationAttempt {
+  id: string;
+  /** The attempt's number as claimed: the record applies only while the notification is still at it. */
+  attempt: number;
+  at: number;
+  /** The receiver's HTTP status, when it answered. */
+  status: number | null;
+  /** A stable code or short text when it did not answer with 2xx (`http_500`, `ECONNREFUSED`, `unsafe_url`, …). */
+  error: string | null;
+  outcome: { kind: "delivered" } | { kind: "retry"; nextAttemptAt: number } | { kind: "given_up" };
+  event: { reason: string; detail: unknown };
+}
 
 /** Until the entry point says otherwise: a job's end, told to its own `notify_url` only. */
 export const DEFAULT_NOTIFICATION_POLICY: NotificationPolicy = { defaultUrl: null, events: "terminal" };

@@ -97,7 +97,7 @@ function cannotRunPrepared(error: unknown): boolean {
 }
 
 /**
- * The store's hot statements (those `KyselyStore.reusable` compiles once:
+ * The store's hot statements (those its `reusable` compiles once, reusable.ts:
  * a few dozen fixed shapes, run several times a job) sent as named prepared
  * statements, so that each connection parses and plans them once rather
  * than on every call. Unnamed, a claim's statement cost PostgreSQL 1.6 ms

@@ -1,4 +1,4 @@
-import type { Job, JobOutput, JobRoute } from "../core/job.js";
+import type { Job, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { MediaFacts } from "../core/media-facts.js";
 import type { ProviderId } from "../core/provider-id.js";
 import type { JobsTable, OutputsTable } from "./schema.js";
@@ -126,4 +126,9 @@ export function rowToOutput(row: OutputsTable): JobOutput {
     metadata: JSON.parse(row.metadata_json) as Record<string, unknown>,
     media: row.media_json ? (JSON.parse(row.media_json) as MediaFacts) : {},
   };
+}
+
+/** One line of a job's event log. */
+export function eventRow(jobId: string, at: number, fromState: JobState | null, toState: JobState, reason: string, detail?: unknown) {
+  return { job_id: jobId, at, from_state: fromState, to_state: toState, reason, detail_json: detail === undefined ? null : JSON.stringify(detail) };
 }

@@ -1,5 +1,33 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
+import type { BudgetStatus } from "./budgets.js";
+import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
+import type { ProviderHalt } from "./halts.js";
+import type { Notification, NotificationAttempt, NotificationPolicy } from "./notifications.js";
+import type { RateTake, RateToken, RateWindowUsage } from "./rate-windows.js";
+import type { PoolStatus } from "./slots.js";
+import type { BatchSummary, DailySpend, SpendLine } from "./spend.js";
+import type { ApiToken } from "./tokens.js";
+
+// Types that live beside their statements (tokens.ts, budgets.ts, …), named here too: the Store speaks them, and its callers import them from here.
+export type {
+  ApiToken,
+  BatchSummary,
+  BudgetStatus,
+  DailySpend,
+  Notification,
+  NotificationAttempt,
+  NotificationPolicy,
+  PoolStatus,
+  ProviderHalt,
+  RateTake,
+  RateToken,
+  RateWindowUsage,
+  SpendLine,
+  WebhookDeliveryRecord,
+  WebhookRejectionCount,
+};
+export { RATE_ARRIVAL_BOUND_MS, RATE_IN_FLIGHT_RECHECK_MS, RATE_SEND_BOUND_MS, rateUnansweredExpiryMs } from "./rate-windows.js";
 
 /** See `Store.nextDueAt`: null where nothing is due later. */
 export interface NextDue {
@@ -103,18 +131,6 @@ export interface JobFilter {
   newestFirst?: boolean;
 }
 
-/** An API token as stored: never its secret, only the secret's sha256. */
-export interface ApiToken {
-  id: string;
-  name: string;
-  secretSha256: string;
-  admin: boolean;
-  readOnly: boolean;
-  budgetId: string | null;
-  createdAt: number;
-  revokedAt: number | null;
-}
-
 export interface SlotPoolRequest {
   key: string;
   capacity: number;
@@ -196,21 +212,6 @@ export interface JobCount {
   count: number;
 }
 
-export interface BudgetStatus {
-  id: string;
-  ceilingMicroUsd: number;
-  /** Estimates held by sent, not yet charged jobs, plus the charges of charged ones. */
-  committedMicroUsd: number;
-}
-
-export interface ProviderHalt {
-  provider: ProviderId;
-  code: string;
-  message: string;
-  jobId: string | null;
-  at: number;
-}
-
 export interface RenderSample {
   /** Elapsed ms from submit to the poll that saw the job done (an upper bound of its render time). */
   doneElapsedMs: number;
@@ -218,63 +219,10 @@ export interface RenderSample {
   pendingElapsedMs: number | null;
 }
 
-export interface BatchSummary {
-  jobs: number;
-  byState: Partial<Record<JobState, number>>;
-  estimateMicroUsd: number;
-  unpriced: number;
-  chargedMicroUsd: number;
-}
-
-export interface SpendLine {
-  provider: ProviderId;
-  model: string;
-  tokenId: string | null;
-  settledMicroUsd: number;
-  estimatedMicroUsd: number;
-  jobs: number;
-}
-
-/** One provider's spend on one UTC day: the ledger's charges that day beside the estimates of the jobs created that day. */
-export interface DailySpend {
-  /** The day's first millisecond (UTC). */
-  day: number;
-  provider: ProviderId;
-  settledMicroUsd: number;
-  estimatedMicroUsd: number;
-}
-
-/** How many requests a rate window counts now, against its limit. */
-export interface RateWindowUsage {
-  key: string;
-  used: number;
-  limit: number;
-  windowMs: number;
-}
-
-export interface PoolStatus {
-  key: string;
-  configuredCapacity: number;
-  learnedCapacity: number;
-  held: number;
-  blockedUntil: number;
-}
-
 /**
  * Everything the engine, CLI and server keep. Implemented once over Kysely
  * for SQLite and PostgreSQL; nothing above this interface knows which.
  */
-/** One webhook delivery as received. `deliveryId` is null for rejected ones. */
-export interface WebhookDeliveryRecord {
-  provider: ProviderId;
-  deliveryId: string | null;
-  jobId: string | null;
-  /** applied: a job was nudged or updated; unmatched: verified but no job of ours; rejected: failed verification. */
-  outcome: "applied" | "unmatched" | "rejected";
-  reason: string;
-  at: number;
-}
-
 export interface Store {
   readonly dialect: "sqlite" | "postgres";
   /**
@@ -477,93 +425,3 @@ export interface Store {
   /** A job's notifications, oldest first. */
   notifications(jobId: string): Promise<Notification[]>;
 }
-
-/**
- * Which changes of a job owe a notification (issue 12), from the entry
- * point's MEDIAGATE_NOTIFY_URL and MEDIAGATE_NOTIFY_EVENTS. A job's own
- * `notify_url` is always honoured; `defaultUrl` serves the jobs without one.
- */
-export interface NotificationPolicy {
-  defaultUrl: string | null;
-  /** `terminal`: a job's end; `all`: every change of state after it was queued. */
-  events: "terminal" | "all";
-}
-
-/** A notification a job owes, as stored (migration 11). */
-export interface Notification {
-  /** The Standard Webhooks `webhook-id`: the same on every attempt. */
-  id: string;
-  jobId: string;
-  /** `job.succeeded`, `job.failed`, … (`job.<state>`). */
-  type: string;
-  url: string;
-  /** The bytes every attempt sends, kept at the first attempt; null before it. */
-  body: string | null;
-  /** Attempts claimed so far, the one in flight included. */
-  attempts: number;
-  /** When the job changed (the event's time). */
-  createdAt: number;
-  nextAttemptAt: number;
-  lastAttemptAt: number | null;
-  lastStatus: number | null;
-  lastError: string | null;
-  deliveredAt: number | null;
-  givenUpAt: number | null;
-}
-
-/** How one delivery attempt ended, with the job event that records it. */
-export interface NotificationAttempt {
-  id: string;
-  /** The attempt's number as claimed: the record applies only while the notification is still at it. */
-  attempt: number;
-  at: number;
-  /** The receiver's HTTP status, when it answered. */
-  status: number | null;
-  /** A stable code or short text when it did not answer with 2xx (`http_500`, `ECONNREFUSED`, `unsafe_url`, …). */
-  error: string | null;
-  outcome: { kind: "delivered" } | { kind: "retry"; nextAttemptAt: number } | { kind: "given_up" };
-  event: { reason: string; detail: unknown };
-}
-
-/** Refused webhook deliveries of one provider, for one reason, in one time bucket. */
-export interface WebhookRejectionCount {
-  /** One of our provider ids, or `unknown` when the request named none. */
-  provider: string;
-  /** A stable code (`bad_signature`, `no_webhook_route`, `too_large`, …). */
-  reason: string;
-  bucketStart: number;
-  refused: number;
-  /** How many of `refused` were answered 429, their source being past its bound. */
-  throttled: number;
-  firstAt: number;
-  lastAt: number;
-}
-
-export interface RateToken {
-  /** One rate event per window. */
-  eventIds: number[];
-  /** When the request was stamped as sent. */
-  at: number;
-}
-
-export type RateTake = { granted: true; token: RateToken } | { granted: false; waitMs: number };
-
-/**
- * The latest a granted request can arrive at the provider after its token:
- * the engine sends it within `RATE_SEND_BOUND_MS` of the token or not at all,
- * and fetch gives up 30 s after sending.
- */
-export const RATE_ARRIVAL_BOUND_MS = 90_000;
-/** A granted request must leave within this long of its token (a slow store write before a submit), or it is not sent. */
-export const RATE_SEND_BOUND_MS = 60_000;
-/**
- * A request never answered (its engine died) arrived at the latest
- * `RATE_ARRIVAL_BOUND_MS` after its token, so it leaves a window of
- * `windowMs` by then plus the window: it stops counting after that, not
- * after a fixed ten minutes (which kept E's 4 a minute closed long after a crash).
- */
-export function rateUnansweredExpiryMs(windowMs: number): number {
-  return RATE_ARRIVAL_BOUND_MS + windowMs;
-}
-/** When a full window's next leaver is still in flight, look again after this long. */
-export const RATE_IN_FLIGHT_RECHECK_MS = 1_000;
