@@ -3,13 +3,10 @@ import { fallOver } from "./fallover.js";
 import { EventEmitter, setMaxListeners } from "node:events";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { type Clock, SLEEP_ENDED, systemClock } from "../core/clock.js";
-import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
-import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
-import { type CallContext, PROVIDER_IDS, type ProviderAdapter, type ProviderId, type ProviderStatus, type RateWindow, type ValidatedRequest } from "../providers/adapter.js";
-import { ProviderHttp } from "../providers/http.js";
+import { type CallContext, PROVIDER_IDS, type ProviderId, type ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import { type ClaimInstead, type JobScope, type NextDue, type Notification, RATE_SEND_BOUND_MS, type SlotPoolRequest, type Store } from "../store/store.js";
+import type { ClaimInstead, JobScope, NextDue, Notification, SlotPoolRequest, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -18,7 +15,7 @@ import { limitsOf } from "./context.js";
 import { type EngineLogger, silentLogger } from "./logger.js";
 import { isDeadOwner, newOwnerName } from "./owner.js";
 import { PollScheduler } from "./polling.js";
-import { RateLimiter } from "./rate-limiter.js";
+import { ProviderCalls } from "./provider-calls.js";
 import { recoverInterruptedSubmit, submitJob } from "./submit.js";
 import { settleJob } from "./settle.js";
 import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
@@ -114,7 +111,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly log: EngineLogger;
   private readonly maxInFlight: number;
   private readonly idleTickMs: number;
-  private readonly counters = new Map<ProviderId, ProviderCounters>();
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly submitting = new Set<string>();
   /**
@@ -161,8 +157,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private stopListening: () => void = () => undefined;
   private listening = false;
   private readonly polls: PollScheduler;
-  private readonly rateLimiter: RateLimiter;
-  private readonly policies = new Map<ProviderId, UrlPolicy>();
+  private readonly calls: ProviderCalls;
   private readonly abortController = new AbortController();
   private readonly stopWaiting = new AbortController();
   private wakeUp: (() => void) | null = null;
@@ -223,7 +218,17 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     setMaxListeners(0, this.abortController.signal);
     setMaxListeners(0, this.stopWaiting.signal);
     this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
-    this.rateLimiter = new RateLimiter(this.store, this.clock);
+    this.calls = new ProviderCalls({
+      store: this.store,
+      clock: this.clock,
+      owner: this.owner,
+      providers: options.providers,
+      secrets: options.secrets,
+      allowPrivateUrls: options.allowPrivateUrls ?? false,
+      publicUrl: options.publicUrl ?? null,
+      signal: this.abortController.signal,
+      stopWaiting: this.stopWaiting.signal,
+    });
     this.notifyContext = options.notifications
       ? { store: this.store, clock: this.clock, log: this.log, notifier: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal: this.abortController.signal }
       : null;
@@ -239,9 +244,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       log: this.log,
       polls: this.polls,
       outputs: rememberingFolderChecks(options.outputs ?? defaultOutputs, () => this.clock.now()),
-      adapter: (provider) => this.adapter(provider),
-      callContext: (job, request, callOptions) => this.callContext(job, request, callOptions?.rateLimited ?? true),
-      counters: (provider) => this.countersFor(provider),
+      adapter: (provider) => this.calls.adapter(provider),
+      callContext: (job, request, callOptions) => this.calls.callContext(job, request, callOptions?.rateLimited ?? true),
+      counters: (provider) => this.calls.countersFor(provider),
       timed: async (provider, step, call) => {
         const startedAt = this.clock.now();
         let outcome: StepTiming["outcome"] = "error";
@@ -287,7 +292,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
 
   /** Request and error counts per provider since this engine started. */
   stats(): Record<string, ProviderCounters> {
-    return Object.fromEntries(this.counters);
+    return this.calls.stats();
   }
 
   /**
@@ -380,24 +385,12 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
 
   /** Every secret to redact: configured keys and what adapters hold now (tokens). */
   secrets(): string[] {
-    const adapterSecrets = [...this.options.providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? []);
-    return [...this.options.secrets(), ...adapterSecrets];
+    return this.calls.secrets();
   }
 
   /** A call context for provider-level calls outside any job (webhook verification fetching keys, account reads). */
-  async providerContext(provider: ProviderId): Promise<CallContext> {
-    const counters = this.countersFor(provider);
-    const http = new ProviderHttp({
-      provider,
-      clock: this.clock,
-      secrets: () => this.secrets(),
-      urlPolicy: await this.urlPolicy(provider),
-      afterResponse: ({ status }) => {
-        counters.requests++;
-        if (status === 429) counters.status429++;
-      },
-    });
-    return { http, clock: this.clock, signal: this.abortController.signal };
+  providerContext(provider: ProviderId): Promise<CallContext> {
+    return this.calls.providerContext(provider);
   }
 
   /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
@@ -449,101 +442,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const wakeUp = this.wakeUp;
     this.wakeUp = null;
     wakeUp?.();
-  }
-
-  private adapter(provider: ProviderId): ProviderAdapter {
-    const entry = this.options.providers.get(provider);
-    if (!entry?.adapter) throw new ConfigError(`MEDIAGATE_${provider.toUpperCase()}_BASE_URL`, `provider ${provider.toUpperCase()} is not supported by this version`);
-    if (entry.missing.length > 0) {
-      throw new ConfigError(entry.missing[0]!, `provider ${provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
-    }
-    return entry.adapter;
-  }
-
-  /** Why jobs of this provider cannot be sent now, or null when they can. */
-  private unavailableReason(provider: ProviderId): string | null {
-    try {
-      this.adapter(provider);
-      return null;
-    } catch (error) {
-      return (error as Error).message;
-    }
-  }
-
-  private countersFor(provider: ProviderId): ProviderCounters {
-    let counters = this.counters.get(provider);
-    if (!counters) {
-      counters = { requests: 0, status429: 0, backpressure: 0, submits: 0, polls: 0, downloads: 0, claims: 0, claimsLost: 0 };
-      this.counters.set(provider, counters);
-    }
-    return counters;
-  }
-
-  private async urlPolicy(provider: ProviderId): Promise<UrlPolicy> {
-    let policy = this.policies.get(provider);
-    if (!policy) {
-      const baseUrl = this.options.providers.get(provider)?.baseUrl;
-      policy = baseUrl
-        ? await policyForBase(baseUrl, this.options.allowPrivateUrls ?? false)
-        : { allowHttp: false, allowPrivate: this.options.allowPrivateUrls ?? false };
-      this.policies.set(provider, policy);
-    }
-    return policy;
-  }
-
-  private async callContext(job: Job, request: ValidatedRequest, rateLimited: boolean): Promise<CallContext> {
-    const limits = this.adapter(job.provider).limits(request);
-    const counters = this.countersFor(job.provider);
-    const abortable = job.state !== "submitting";
-    const signal = abortable ? this.abortController.signal : undefined;
-    const http = new ProviderHttp({
-      provider: job.provider,
-      clock: this.clock,
-      secrets: () => this.secrets(),
-      urlPolicy: await this.urlPolicy(job.provider),
-      ...(rateLimited ? { beforeRequest: this.beforeRequest(job, limits.rateWindows, signal) } : {}),
-      afterResponse: ({ status }) => {
-        counters.requests++;
-        if (status === 429) counters.status429++;
-      },
-    });
-    const adapter = this.adapter(job.provider);
-    const publicUrl = this.options.publicUrl?.replace(/\/+$/, "");
-    const callbackUrl = publicUrl && adapter.webhooks ? `${publicUrl}/webhooks/${job.provider}/${encodeURIComponent(job.id)}` : null;
-    return {
-      http,
-      clock: this.clock,
-      ...(signal ? { signal } : {}),
-      job: { id: job.id, idempotencyKey: job.idempotencyKey, callbackUrl },
-    };
-  }
-
-  /**
-   * Before each request of a job: its rate token, then, for a submit, a note
-   * in the store that a request is leaving. A job found in `submitting`
-   * after a crash without that note never sent anything and is safely queued
-   * again, even on a provider without idempotency.
-   */
-  private beforeRequest(job: Job, windows: readonly RateWindow[], signal: AbortSignal | undefined): () => Promise<() => Promise<void>> {
-    const submitting = job.state === "submitting";
-    let noted = false;
-    return async () => {
-      const answered = await this.rateLimiter.take(windows, signal ?? this.stopWaiting.signal, submitting ? "submit" : "read");
-      const grantedAt = this.clock.now();
-      if (submitting && !noted) {
-        noted = true;
-        const ours = await this.store.markSubmitSent(job.id, this.owner, grantedAt);
-        // Another engine has the job now (this one's lease lapsed): it must not be sent from here.
-        if (!ours) throw new Error(`job ${job.id} is no longer this engine's to submit`);
-        const late = this.clock.now() - grantedAt;
-        if (windows.length > 0 && late > RATE_SEND_BOUND_MS) {
-          // Sent this late, a crash could leave it counted past the store's bound on unanswered requests.
-          await answered();
-          throw new Error(`the store took ${Math.round(late / 1000)} s to note the submit, longer than its rate token allows`);
-        }
-      }
-      return answered;
-    };
   }
 
   /** Notification attempts this engine has in flight. */
@@ -810,7 +708,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           break;
         }
         if (this.busy(job.id)) continue;
-        if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.unavailableReason(job.provider));
+        if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.calls.unavailableReason(job.provider));
         const reason = unavailable.get(job.provider);
         if (reason) {
           await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
@@ -824,7 +722,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         }
         const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs, this.claimInstead(job, unavailable));
         const refusedInstead = (claim.kind === "no_slot" || claim.kind === "over_budget") && claim.instead === true;
-        if (claim.kind === "gone") this.countersFor(job.provider).claimsLost++;
+        if (claim.kind === "gone") this.calls.countersFor(job.provider).claimsLost++;
         if (refusedInstead) {
           // Taken by another engine, and the job considered in its place could not be sent now (the pool is full, as
           // it is for a single engine that finds no slot; or its budget): what is learned of the pool is kept.
@@ -835,7 +733,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           continue;
         }
         if (claim.kind === "claimed") {
-          this.countersFor(job.provider).claims++;
+          this.calls.countersFor(job.provider).claims++;
           claimed = true;
           if (claim.filled.length > 0) {
             // It took a pool's last free slot: the next job needing that pool is held back as if its claim had found
