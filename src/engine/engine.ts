@@ -18,6 +18,7 @@ import { PollScheduler } from "./polling.js";
 import { ProviderCalls } from "./provider-calls.js";
 import { recoverInterruptedSubmit, submitJob } from "./submit.js";
 import { settleJob } from "./settle.js";
+import { StepsInFlight } from "./in-flight.js";
 import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
 import { trackJob } from "./track.js";
 import { observingJobWrites } from "./job-writes.js";
@@ -111,15 +112,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly log: EngineLogger;
   private readonly maxInFlight: number;
   private readonly idleTickMs: number;
-  private readonly inFlight = new Map<string, Promise<void>>();
-  private readonly submitting = new Set<string>();
-  /**
-   * Jobs whose task ended during the current tick. The rows a tick read
-   * before that end are stale (a capture's failure count, a due time now in
-   * the future): starting the job from them would repeat a step, a download
-   * or a read, so it waits for the next tick's fresh read.
-   */
-  private readonly endedThisTick = new Set<string>();
+  private readonly steps: StepsInFlight;
   /** Slot pools a claim found full since `fullPoolsSince` (see `FULL_POOL_RECHECK_MS`). */
   private readonly fullPools = new Set<string>();
   private fullPoolsSince = 0;
@@ -132,7 +125,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly blockedProviders = new Set<ProviderId>();
   /** The store's `slotReleases` at the last queue read: a page holds about as many jobs as slots freed since. */
   private releasesAtQueueRead: number | null = null;
-  private readonly busyIds = { has: (id: string) => this.busy(id) };
   /**
    * Providers whose due queue was last read empty, and until when that is
    * trusted: an idle tick, as long as an idle engine takes to see a job
@@ -228,6 +220,22 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       publicUrl: options.publicUrl ?? null,
       signal: this.abortController.signal,
       stopWaiting: this.stopWaiting.signal,
+    });
+    this.steps = new StepsInFlight({
+      store: this.store,
+      log: this.log,
+      signal: this.abortController.signal,
+      failed: (jobId) => {
+        this.ownedUnknown = true;
+        const known = this.owned.get(jobId);
+        if (known) known.wake = -1;
+      },
+      ended: (freedSomething) => {
+        // A freed slot, or room for a step the last tick had none for, can start queued work: a full look.
+        // Otherwise the step only moved its job's next due time, and the loop measures its nap again.
+        if (freedSomething || this.tickCut) this.wakeLoop();
+        else this.dueChanged();
+      },
     });
     this.notifyContext = options.notifications
       ? { store: this.store, clock: this.clock, log: this.log, notifier: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal: this.abortController.signal }
@@ -342,9 +350,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.stopWaiting.abort(new Error("engine stopping"));
     this.wake();
     await this.loopDone?.catch(() => undefined);
-    await Promise.allSettled([...this.submitting].map((id) => this.inFlight.get(id)));
+    await Promise.allSettled(this.steps.submits());
     this.abortController.abort(new Error("engine stopping"));
-    await Promise.allSettled([...this.inFlight.values(), ...this.deliveries]);
+    await Promise.allSettled([...this.steps.all(), ...this.deliveries]);
     await this.store.releaseLeases(this.owner);
   }
 
@@ -426,7 +434,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    */
   private nextOwnedDue(after: number): number | null {
     let soonest: number | null = null;
-    for (const [id, { job: { nextAttemptAt: at } }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.inFlight.has(id)) soonest = at;
+    for (const [id, { job: { nextAttemptAt: at } }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.steps.has(id)) soonest = at;
     return soonest;
   }
 
@@ -475,36 +483,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         }
       });
     this.deliveries.add(task);
-  }
-
-  private spawn(job: Job, work: () => Promise<void>, isSubmit: boolean): void {
-    if (isSubmit) this.submitting.add(job.id);
-    const releasesAtStart = this.store.slotReleases;
-    let failed = false;
-    const task = work()
-      .catch((error: unknown) => {
-        failed = true;
-        // What the step wrote before it failed is not known here: the store says where its job is (the row kept here
-        // still times the nap, but is not polled from).
-        this.ownedUnknown = true;
-        const known = this.owned.get(job.id);
-        if (known) known.wake = -1;
-        if (this.abortController.signal.aborted) return;
-        this.log.error({ jobId: job.id, err: error instanceof Error ? error.message : String(error) }, "job step failed unexpectedly");
-      })
-      .finally(() => {
-        this.endedThisTick.add(job.id);
-        // A step spawned for the job after this one (see the claim in `tick`) is the job's now.
-        if (this.inFlight.get(job.id) === task) {
-          this.inFlight.delete(job.id);
-          this.submitting.delete(job.id);
-        }
-        // A freed slot, or room for a step the last tick had none for, can start queued work: a full look.
-        // Otherwise the step only moved its job's next due time, and the loop measures its nap again.
-        if (failed || this.tickCut || this.store.slotReleases !== releasesAtStart) this.wakeLoop();
-        else this.dueChanged();
-      });
-    this.inFlight.set(job.id, task);
   }
 
   /** Ends the loop's nap to measure it again: a step set its job's next due time, which may come first. */
@@ -597,7 +575,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       const at = ownedAt === null ? others.at : others.at === null ? ownedAt : Math.min(ownedAt, others.at);
       const delay = at === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, at - this.clock.now()));
       if (delay > 0) {
-        if (this.inFlight.size === 0) this.emit("idle");
+        if (this.steps.size === 0) this.emit("idle");
         await this.nap(delay);
         napped = true;
       }
@@ -646,7 +624,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     for (;;) {
       const page = await this.store.routedQueued(provider, REROUTE_PAGE, this.scope, after);
       for (const job of page) {
-        if (this.busy(job.id) || !job.route || job.route.next.length === 0) continue;
+        if (this.steps.busy(job.id) || !job.route || job.route.next.length === 0) continue;
         await fallOver(this.context, job, "queued", why);
       }
       if (page.length < REROUTE_PAGE) return;
@@ -668,7 +646,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       this.fullPoolsSince = this.clock.now();
       this.fullPoolsReleases = this.store.slotReleases;
     }
-    this.endedThisTick.clear();
+    this.steps.tickBegins();
     this.tickCut = false;
     this.pollKnownDue(now);
     if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
@@ -690,7 +668,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const freed = this.releasesAtQueueRead === null ? QUEUE_PAGE : this.store.slotReleases - this.releasesAtQueueRead;
     const pageSize = Math.min(QUEUE_PAGE, Math.max(2, freed + 1));
     let queueRead = false;
-    for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.inFlight.size < this.maxInFlight; page++) {
+    for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.steps.size < this.maxInFlight; page++) {
       this.releasesAtQueueRead = this.store.slotReleases;
       const queueSkip = [...new Set([...skip, ...this.blockedProviders, ...this.trustedEmptyQueues(now)])];
       const queued = await this.store.dueQueued(now, pageSize, queueSkip, this.scope, after);
@@ -703,11 +681,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       const heldBack = new Set<ProviderId>();
       for (const job of queued) {
         if (this.stopping) break;
-        if (this.inFlight.size >= this.maxInFlight) {
+        if (this.steps.size >= this.maxInFlight) {
           this.tickCut = true;
           break;
         }
-        if (this.busy(job.id)) continue;
+        if (this.steps.busy(job.id)) continue;
         if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.calls.unavailableReason(job.provider));
         const reason = unavailable.get(job.provider);
         if (reason) {
@@ -744,8 +722,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           this.emit("job", claim.job);
           // Claimed in place of a job taken first, it may be one whose step here has just put it back in the queue
           // (the store chose it, not this engine): it is sent once that step has ended.
-          const ending = this.inFlight.get(claim.job.id);
-          this.spawn(claim.job, async () => {
+          const ending = this.steps.running(claim.job.id);
+          this.steps.spawn(claim.job, async () => {
             await ending?.catch(() => undefined);
             await submitJob(this.context, claim.job);
           }, true);
@@ -790,26 +768,26 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);
       if (settling.length === SETTLEMENT_PAGE) this.tickCut = true;
       for (const job of settling) {
-        if (this.stopping || this.busy(job.id)) continue;
-        this.spawn(job, () => settleJob(this.context, job), false);
+        if (this.stopping || this.steps.busy(job.id)) continue;
+        this.steps.spawn(job, () => settleJob(this.context, job), false);
       }
     }
     if (!this.ownedReadNeeded(now)) return;
     this.ownedUnknown = false;
     this.lastOwnedReadAt = now;
-    const expected = [...this.owned].filter(([id, { job }]) => job.nextAttemptAt <= now && !this.busy(id));
-    const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.busyIds);
+    const expected = [...this.owned].filter(([id, { job }]) => job.nextAttemptAt <= now && !this.steps.busy(id));
+    const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.steps.busyIds);
     if (owned.length === OWNED_PAGE) this.tickCut = true;
     for (const job of owned) this.noteJob(job);
     if (!this.tickCut) {
       // Due here, yet not due in the store (taken over after a lapsed lease, cancelled, moved by another process): the
       // store's due time stands, read when it comes.
       const read = new Set(owned.map((job) => job.id));
-      for (const [id, known] of expected) if (!read.has(id) && this.owned.get(id) === known && !this.busy(id)) this.owned.delete(id);
+      for (const [id, known] of expected) if (!read.has(id) && this.owned.get(id) === known && !this.steps.busy(id)) this.owned.delete(id);
     }
     for (const job of owned) {
-      if (this.stopping || this.busy(job.id)) continue;
-      this.spawn(job, () => trackJob(this.context, job), false);
+      if (this.stopping || this.steps.busy(job.id)) continue;
+      this.steps.spawn(job, () => trackJob(this.context, job), false);
     }
   }
 
@@ -829,13 +807,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private pollKnownDue(now: number): void {
     if (this.stopping) return;
     for (const [id, { job, wake }] of this.owned) {
-      if (wake !== this.wakes || job.state !== "running" || job.nextAttemptAt > now || this.busy(id)) continue;
-      if (this.inFlight.size >= this.maxInFlight) {
+      if (wake !== this.wakes || job.state !== "running" || job.nextAttemptAt > now || this.steps.busy(id)) continue;
+      if (this.steps.size >= this.maxInFlight) {
         this.tickCut = true;
         return;
       }
       this.owned.delete(id);
-      this.spawn(job, () => trackJob(this.context, job), false);
+      this.steps.spawn(job, () => trackJob(this.context, job), false);
     }
   }
 
@@ -845,7 +823,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    */
   private ownedReadNeeded(now: number): boolean {
     if (this.ownedUnknown || now - this.lastOwnedReadAt >= this.idleTickMs) return true;
-    for (const [id, { job }] of this.owned) if (job.nextAttemptAt <= now && !this.busy(id)) return true;
+    for (const [id, { job }] of this.owned) if (job.nextAttemptAt <= now && !this.steps.busy(id)) return true;
     return false;
   }
 
@@ -873,7 +851,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       scope: this.scope,
       sameAs: { model: asked.model, operation: asked.operation },
       poolsOf: (candidate) => {
-        if (this.busy(candidate.id)) return null;
+        if (this.steps.busy(candidate.id)) return null;
         const pools = limitsOf(this.context, candidate).slotPools;
         return this.knownFull(pools) ? null : pools;
       },
@@ -885,11 +863,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     return pools.some((pool) => this.fullPools.has(pool.key));
   }
 
-  /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
-  private busy(jobId: string): boolean {
-    return this.inFlight.has(jobId) || this.endedThisTick.has(jobId);
-  }
-
   private async adoptOrphans(): Promise<void> {
     const now = this.clock.now();
     this.lastAdoptAt = now;
@@ -897,16 +870,16 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     for (const job of adopted) {
       this.noteJob(job);
       this.log.info({ jobId: job.id, state: job.state }, "resuming a job left by a stopped engine");
-      if (job.state === "submitting") this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
+      if (job.state === "submitting") this.steps.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
     }
     // A claim whose commit succeeded while its answer was lost (the store's connection cut at that moment)
     // leaves a job `submitting` under this engine's own lease that nothing here works on; renewing the lease
     // would keep every other engine off it for ever. Submitting jobs are few (bounded by the slots).
     if (this.stopping) return;
-    const stranded = (await this.store.listJobs({ states: ["submitting"] })).filter((job) => job.leaseOwner === this.owner && !this.inFlight.has(job.id));
+    const stranded = (await this.store.listJobs({ states: ["submitting"] })).filter((job) => job.leaseOwner === this.owner && !this.steps.has(job.id));
     for (const job of stranded) {
       this.log.warn({ jobId: job.id }, "recovering a claim whose answer was lost");
-      this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
+      this.steps.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
     }
   }
 
