@@ -2,11 +2,11 @@ import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
 import { fallOver } from "./fallover.js";
 import { EventEmitter, setMaxListeners } from "node:events";
 import { fullJitterBackoffMs } from "../core/backoff.js";
-import { type Clock, SLEEP_ENDED, systemClock } from "../core/clock.js";
+import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
 import { type CallContext, PROVIDER_IDS, type ProviderId, type ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import type { ClaimInstead, JobScope, NextDue, Notification, SlotPoolRequest, Store } from "../store/store.js";
+import type { ClaimInstead, JobScope, Notification, SlotPoolRequest, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -19,6 +19,7 @@ import { ProviderCalls } from "./provider-calls.js";
 import { recoverInterruptedSubmit, submitJob } from "./submit.js";
 import { settleJob } from "./settle.js";
 import { StepsInFlight } from "./in-flight.js";
+import { Naps } from "./naps.js";
 import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
 import { trackJob } from "./track.js";
 import { observingJobWrites } from "./job-writes.js";
@@ -129,7 +130,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    * Providers whose due queue was last read empty, and until when that is
    * trusted: an idle tick, as long as an idle engine takes to see a job
    * another process queued without a nudge. A queued job coming due (see
-   * `napUntilDue`), a nudge, or a job queued here ends it sooner.
+   * `Naps.napUntilDue`), a nudge, or a job queued here ends it sooner.
    */
   private readonly emptyQueues = new Map<ProviderId, number>();
   private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
@@ -152,12 +153,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly calls: ProviderCalls;
   private readonly abortController = new AbortController();
   private readonly stopWaiting = new AbortController();
-  private wakeUp: (() => void) | null = null;
-  private wakeRequested = false;
-  /** A step ended without freeing anything: only due times may have moved, so the nap is measured again (no tick). */
-  private dueMoved = false;
-  /** The last tick stopped at a page or in-flight limit: due work may be left that it did not reach. */
-  private tickCut = false;
+  private readonly naps: Naps;
   /**
    * The jobs this engine tracks (running or capturing under its lease), as its own steps last wrote them: the loop
    * naps by their next due times, and polls a running one when it comes due without reading it back (see
@@ -174,16 +170,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   /** The store may hold due times of this engine's jobs that `owned` lacks (it just started, or was woken from outside). */
   private ownedUnknown = true;
   private lastOwnedReadAt = Number.NEGATIVE_INFINITY;
-  /**
-   * The next due time of everything but this engine's own jobs (queues, charges to settle, notifications) as last
-   * read: for which providers skipped, when, and at which count of `othersChanged`. What this engine does that moves
-   * it (a job sent back to the queue or held for a slot, a notification claimed or tried, a job ended owing a
-   * notification or a settlement) counts a change, and a changed value is read again; so is one reached, and one an
-   * idle tick old (work another process left without a word).
-   */
-  private othersDue: { due: NextDue; skip: string; readAt: number; changes: number } | null = null;
-  /** Changes to the next due time of other work since the engine started (see `othersDue`). */
-  private othersChanged = 0;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -230,12 +216,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         const known = this.owned.get(jobId);
         if (known) known.wake = -1;
       },
-      ended: (freedSomething) => {
-        // A freed slot, or room for a step the last tick had none for, can start queued work: a full look.
-        // Otherwise the step only moved its job's next due time, and the loop measures its nap again.
-        if (freedSomething || this.tickCut) this.wakeLoop();
-        else this.dueChanged();
-      },
+      ended: (freedSomething) => this.naps.stepEnded(freedSomething),
     });
     this.notifyContext = options.notifications
       ? { store: this.store, clock: this.clock, log: this.log, notifier: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal: this.abortController.signal }
@@ -243,6 +224,20 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.settles = PROVIDER_IDS.some((provider) => {
       const entry = options.providers.get(provider);
       return entry?.adapter?.settle !== undefined && entry.missing.length === 0;
+    });
+    this.naps = new Naps({
+      store: this.store,
+      clock: this.clock,
+      idleTickMs: this.idleTickMs,
+      scope: () => this.scope,
+      settles: this.settles,
+      delivers: () => this.delivers(),
+      stopping: () => this.stopping,
+      nextOwnedDue: (after) => this.nextOwnedDue(after),
+      napping: () => {
+        if (this.steps.size === 0) this.emit("idle");
+      },
+      queuedDue: () => this.emptyQueues.clear(),
     });
     this.context = {
       store: observingJobWrites(this.store, (job) => this.noteJob(job)),
@@ -272,7 +267,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         if (job.state === "queued") this.emptyQueues.delete(job.provider);
         this.emit("job", job);
       },
-      wake: () => this.wakeLoop(),
+      wake: () => this.naps.wakeLoop(),
       haltsChanged: () => {
         this.halted = null;
         this.haltsWritten++;
@@ -407,8 +402,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     // Told from outside: another process may have queued work or moved one of this engine's jobs.
     this.ownedUnknown = true;
     this.wakes++;
-    this.invalidateOthersDue();
-    this.wakeLoop();
+    this.naps.othersMoved();
+    this.naps.wakeLoop();
   }
 
   /** A job as one of this engine's steps (or its nudge) just wrote it: its next due time if it is still this engine's to track. */
@@ -419,11 +414,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     }
     this.owned.delete(job.id);
     // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
-    if (job.state === "queued" || this.delivers() || this.settles) this.invalidateOthersDue();
-  }
-
-  private invalidateOthersDue(): void {
-    this.othersChanged++;
+    if (job.state === "queued" || this.delivers() || this.settles) this.naps.othersMoved();
   }
 
   /**
@@ -436,20 +427,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     let soonest: number | null = null;
     for (const [id, { job: { nextAttemptAt: at } }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.steps.has(id)) soonest = at;
     return soonest;
-  }
-
-  /** Ends the loop's nap (a task here ended: a slot may be free, a job due). */
-  private wakeLoop(): void {
-    // Remembered when the loop is busy, so a slot freed mid-tick is not missed until the next idle tick.
-    this.wakeRequested = true;
-    this.endNap();
-  }
-
-  /** Ends the loop's nap, if it naps (what it does then depends on the flags its wakers set). */
-  private endNap(): void {
-    const wakeUp = this.wakeUp;
-    this.wakeUp = null;
-    wakeUp?.();
   }
 
   /** Notification attempts this engine has in flight. */
@@ -475,20 +452,14 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       })
       .finally(() => {
         this.deliveries.delete(task);
-        this.invalidateOthersDue();
+        this.naps.othersMoved();
         if (this.notificationsLeft) {
           this.notificationsLeft = false;
           this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
-          this.wakeLoop();
+          this.naps.wakeLoop();
         }
       });
     this.deliveries.add(task);
-  }
-
-  /** Ends the loop's nap to measure it again: a step set its job's next due time, which may come first. */
-  private dueChanged(): void {
-    this.dueMoved = true;
-    this.endNap();
   }
 
   /**
@@ -512,19 +483,19 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         failures++;
         const retryInMs = fullJitterBackoffMs(failures, { baseMs: 500, capMs: 30_000 });
         this.log.error({ err: error instanceof Error ? error.message : String(error), failures, retryInMs }, "engine step failed; retrying");
-        await this.nap(retryInMs);
+        await this.naps.nap(retryInMs);
       }
     }
   }
 
   private async iteration(): Promise<void> {
-    this.wakeRequested = false;
+    this.naps.clearWake();
     const skip = await this.skippedProviders();
     const tickAt = this.clock.now();
     await this.tick(skip, tickAt);
     if (this.stopping) return;
     // A tick that reached all due work (started or waiting for a slot) is followed by a nap; one cut short is not.
-    const napped = !this.tickCut && !this.wakeRequested && (await this.napUntilDue(skip, tickAt));
+    const napped = !this.naps.tickCut && !this.naps.woken && (await this.naps.napUntilDue(skip, tickAt));
     if (napped) {
       // Settlements that came due meanwhile are read at once.
       this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
@@ -535,66 +506,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.iterations++;
-  }
-
-  /**
-   * Naps until the next job falls due (at most `idleTickMs`), or until
-   * woken. A step that ends without freeing a slot only moves its own job's
-   * due time: the nap is measured again (one read) instead of a whole tick.
-   * Due times after `after` (the tick's time) count: a job due by then was
-   * started or waits for a slot, whose release wakes the loop. A queued
-   * job's due time reached (by the nap or before it) ends every queue's
-   * trusted emptiness; nothing else does but a nudge, a job queued here
-   * and the trust's own end. Returns whether it napped.
-   */
-  private async napUntilDue(skip: ProviderId[], after: number): Promise<boolean> {
-    let napped = false;
-    for (;;) {
-      this.dueMoved = false;
-      const cached = this.othersDue;
-      const skipKey = skip.join(",");
-      const now = this.clock.now();
-      let others: NextDue;
-      if (
-        cached === null ||
-        cached.changes !== this.othersChanged ||
-        cached.skip !== skipKey ||
-        now - cached.readAt >= this.idleTickMs ||
-        (cached.due.at !== null && cached.due.at <= after)
-      ) {
-        const changes = this.othersChanged;
-        others = await this.store.nextDueAt(null, skip, after, this.scope, this.settles, this.delivers());
-        if (this.wakeRequested || this.stopping) return napped;
-        // Moved while the store answered (a job sent back to the queue): the answer may not hold it.
-        if (changes !== this.othersChanged) continue;
-        this.othersDue = { due: others, skip: skipKey, readAt: now, changes };
-      } else {
-        others = cached.due;
-      }
-      const ownedAt = this.nextOwnedDue(after);
-      const at = ownedAt === null ? others.at : others.at === null ? ownedAt : Math.min(ownedAt, others.at);
-      const delay = at === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, at - this.clock.now()));
-      if (delay > 0) {
-        if (this.steps.size === 0) this.emit("idle");
-        await this.nap(delay);
-        napped = true;
-      }
-      if (others.queuedAt !== null && this.clock.now() >= others.queuedAt) this.emptyQueues.clear();
-      if (delay === 0 || !this.dueMoved || this.wakeRequested || this.stopping) return napped;
-    }
-  }
-
-  /** Sleeps `ms` of the engine's clock, or until woken (a freed slot, a nudge, stop). */
-  private async nap(ms: number): Promise<void> {
-    const napping = new AbortController();
-    await new Promise<void>((resolve) => {
-      this.wakeUp = resolve;
-      this.clock.sleep(ms, napping.signal).then(resolve, resolve);
-    });
-    this.wakeUp = null;
-    // Woken before its end: its timer goes too. Left running, a stopped engine's last nap kept its process alive for
-    // the rest of it (up to an idle tick: a batch exited 400 ms after its last job was saved).
-    napping.abort(SLEEP_ENDED);
   }
 
   private async skippedProviders(): Promise<ProviderId[]> {
@@ -635,8 +546,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
 
   /**
    * One pass: adopt orphans now and then, renew leases, claim and submit,
-   * poll what is due at `now`. Sets `tickCut` when a page or in-flight limit
-   * left due work unread.
+   * poll what is due at `now`. Cuts the tick (see `Naps.cutTick`) when a page
+   * or in-flight limit left due work unread.
    */
   private async tick(skip: ProviderId[], now: number): Promise<void> {
     // A slot released through this store (at once) or anywhere (after a while): full pools are asked again.
@@ -647,7 +558,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       this.fullPoolsReleases = this.store.slotReleases;
     }
     this.steps.tickBegins();
-    this.tickCut = false;
+    this.naps.tickBegins();
     this.pollKnownDue(now);
     if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
     if (now - this.lastRenewAt >= this.leaseMs / 3) {
@@ -682,7 +593,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       for (const job of queued) {
         if (this.stopping) break;
         if (this.steps.size >= this.maxInFlight) {
-          this.tickCut = true;
+          this.naps.cutTick();
           break;
         }
         if (this.steps.busy(job.id)) continue;
@@ -690,7 +601,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         const reason = unavailable.get(job.provider);
         if (reason) {
           await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
-          this.invalidateOthersDue();
+          this.naps.othersMoved();
           continue;
         }
         const pools = limitsOf(this.context, job).slotPools;
@@ -731,7 +642,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           const { budget } = claim;
           const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
           const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
-          this.invalidateOthersDue();
+          this.naps.othersMoved();
           if (updated && job.reason !== reason) this.emit("job", updated);
         } else if (claim.kind === "no_slot") {
           heldBack.add(job.provider);
@@ -739,7 +650,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           const waiting = `waiting for a slot (${claim.poolKey})`;
           if (job.reason !== waiting || claim.retryAt !== null) {
             await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
-            this.invalidateOthersDue();
+            this.naps.othersMoved();
           }
         }
       }
@@ -754,19 +665,19 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
     }
     // Ended by its page count with claims still succeeding: more may be due.
-    if (!queueRead) this.tickCut = true;
+    if (!queueRead) this.naps.cutTick();
     if (this.delivers() && now - this.lastNotificationReadAt >= NOTIFICATION_READ_EVERY_MS && this.deliveries.size < MAX_DELIVERIES && !this.stopping) {
       this.lastNotificationReadAt = now;
       const room = MAX_DELIVERIES - this.deliveries.size;
       const due = await this.store.claimDueNotifications(now, room, NOTIFY_LEASE_MS, this.scope);
-      if (due.length > 0) this.invalidateOthersDue();
+      if (due.length > 0) this.naps.othersMoved();
       this.notificationsLeft = due.length === room;
       for (const notification of due) this.deliver(notification);
     }
     if (this.settles && now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
       this.lastSettlementReadAt = now;
       const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);
-      if (settling.length === SETTLEMENT_PAGE) this.tickCut = true;
+      if (settling.length === SETTLEMENT_PAGE) this.naps.cutTick();
       for (const job of settling) {
         if (this.stopping || this.steps.busy(job.id)) continue;
         this.steps.spawn(job, () => settleJob(this.context, job), false);
@@ -777,9 +688,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.lastOwnedReadAt = now;
     const expected = [...this.owned].filter(([id, { job }]) => job.nextAttemptAt <= now && !this.steps.busy(id));
     const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.steps.busyIds);
-    if (owned.length === OWNED_PAGE) this.tickCut = true;
+    if (owned.length === OWNED_PAGE) this.naps.cutTick();
     for (const job of owned) this.noteJob(job);
-    if (!this.tickCut) {
+    if (!this.naps.tickCut) {
       // Due here, yet not due in the store (taken over after a lapsed lease, cancelled, moved by another process): the
       // store's due time stands, read when it comes.
       const read = new Set(owned.map((job) => job.id));
@@ -809,7 +720,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     for (const [id, { job, wake }] of this.owned) {
       if (wake !== this.wakes || job.state !== "running" || job.nextAttemptAt > now || this.steps.busy(id)) continue;
       if (this.steps.size >= this.maxInFlight) {
-        this.tickCut = true;
+        this.naps.cutTick();
         return;
       }
       this.owned.delete(id);

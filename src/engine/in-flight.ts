@@ -10,7 +10,7 @@ export interface StepHooks {
   signal: AbortSignal;
   /** A step failed: what it wrote before is not known here (the engine then reads the store for its own jobs). */
   failed(jobId: string): void;
-  /** A step ended; `freedSomething` when it failed or a slot was released meanwhile. */
+  /** A step ended; `freedSomething` when it failed or a slot was released meanwhile (see `Naps.stepEnded`). */
   ended(freedSomething: boolean): void;
 }
 
