@@ -20,8 +20,8 @@ import { recoverInterruptedSubmit, submitJob } from "./submit.js";
 import { settleJob } from "./settle.js";
 import { StepsInFlight } from "./in-flight.js";
 import { Naps } from "./naps.js";
+import { OwnedJobs } from "./owned.js";
 import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
-import { trackJob } from "./track.js";
 import { observingJobWrites } from "./job-writes.js";
 
 export interface EngineOptions {
@@ -76,8 +76,7 @@ const BUDGET_RECHECK_MS = 5_000;
 /** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
 const QUEUE_PAGE = 16;
 const QUEUE_PAGES = 8;
-/** Owned jobs due for a step, and charges due for a read, taken per tick. */
-const OWNED_PAGE = 256;
+/** Charges due for a read taken per tick. */
 const SETTLEMENT_PAGE = 64;
 /** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
 const FULL_POOL_RECHECK_MS = 1_000;
@@ -93,12 +92,6 @@ const SETTLEMENT_READ_EVERY_MS = 500;
  * by the provider as the one that caused the halt was (nothing is charged).
  */
 const HALTS_READ_EVERY_MS = 1_000;
-
-/** One of this engine's jobs as its own step last wrote it, and the count of words from outside by then (`wakes`). */
-interface OwnedJob {
-  job: Job;
-  wake: number;
-}
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -154,22 +147,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly abortController = new AbortController();
   private readonly stopWaiting = new AbortController();
   private readonly naps: Naps;
-  /**
-   * The jobs this engine tracks (running or capturing under its lease), as its own steps last wrote them: the loop
-   * naps by their next due times, and polls a running one when it comes due without reading it back (see
-   * `pollKnownDue`); it looks in the store for its due jobs only when it may not know them (see `ownedReadNeeded`).
-   * What another process writes to one of its jobs (a webhook's nudge, a cancel) is read at the next tick after a
-   * wake, and at least once an idle tick.
-   */
-  private readonly owned = new Map<string, OwnedJob>();
-  /**
-   * Words from outside so far (see `wake`): a job of `owned` noted before the latest may have been moved by another
-   * process (a webhook's nudge, a cancel), which only the store knows.
-   */
-  private wakes = 0;
-  /** The store may hold due times of this engine's jobs that `owned` lacks (it just started, or was woken from outside). */
-  private ownedUnknown = true;
-  private lastOwnedReadAt = Number.NEGATIVE_INFINITY;
+  private readonly owned: OwnedJobs;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -211,11 +189,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       store: this.store,
       log: this.log,
       signal: this.abortController.signal,
-      failed: (jobId) => {
-        this.ownedUnknown = true;
-        const known = this.owned.get(jobId);
-        if (known) known.wake = -1;
-      },
+      failed: (jobId) => this.owned.stepFailed(jobId),
       ended: (freedSomething) => this.naps.stepEnded(freedSomething),
     });
     this.notifyContext = options.notifications
@@ -233,14 +207,14 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       settles: this.settles,
       delivers: () => this.delivers(),
       stopping: () => this.stopping,
-      nextOwnedDue: (after) => this.nextOwnedDue(after),
+      nextOwnedDue: (after) => this.owned.nextDue(after),
       napping: () => {
         if (this.steps.size === 0) this.emit("idle");
       },
       queuedDue: () => this.emptyQueues.clear(),
     });
     this.context = {
-      store: observingJobWrites(this.store, (job) => this.noteJob(job)),
+      store: observingJobWrites(this.store, (job) => this.owned.note(job)),
       clock: this.clock,
       owner: this.owner,
       leaseMs: this.leaseMs,
@@ -281,6 +255,20 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       stopWaiting: this.stopWaiting.signal,
       givenUp: () => this.givenUp,
     };
+    this.owned = new OwnedJobs({
+      store: this.store,
+      owner: this.owner,
+      idleTickMs: this.idleTickMs,
+      maxInFlight: this.maxInFlight,
+      context: this.context,
+      steps: this.steps,
+      naps: this.naps,
+      stopping: () => this.stopping,
+      untracked: (job) => {
+        // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
+        if (job.state === "queued" || this.delivers() || this.settles) this.naps.othersMoved();
+      },
+    });
   }
 
   /** The median render time learned for a provider and model (for progress estimates), or null. */
@@ -378,7 +366,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const now = this.clock.now();
     const updated = await this.store.updateJob(job.id, { state: "running" }, { nextAttemptAt: now }, now);
     if (!updated) return false;
-    this.noteJob(updated);
+    this.owned.note(updated);
     if (status && updated.leaseOwner === this.owner) this.knownStatuses.set(job.id, status);
     // Another engine owns it: tell that engine's process (it reads the job at once rather than at its due time).
     if (updated.leaseOwner !== null && updated.leaseOwner !== this.owner) await this.store.announceWork().catch(() => undefined);
@@ -400,33 +388,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   wake(): void {
     this.emptyQueues.clear();
     // Told from outside: another process may have queued work or moved one of this engine's jobs.
-    this.ownedUnknown = true;
-    this.wakes++;
+    this.owned.toldFromOutside();
     this.naps.othersMoved();
     this.naps.wakeLoop();
-  }
-
-  /** A job as one of this engine's steps (or its nudge) just wrote it: its next due time if it is still this engine's to track. */
-  private noteJob(job: Job): void {
-    if (job.leaseOwner === this.owner && (job.state === "running" || job.state === "capturing")) {
-      this.owned.set(job.id, { job, wake: this.wakes });
-      return;
-    }
-    this.owned.delete(job.id);
-    // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
-    if (job.state === "queued" || this.delivers() || this.settles) this.naps.othersMoved();
-  }
-
-  /**
-   * The soonest due time later than `after` (the tick's time) of this engine's jobs that no step works on now, or
-   * null. A job whose step ended during the tick counts with its new due time. One due by `after` was started by the
-   * tick, or its step ended without moving it (a stop's abort, the store failing): it is not looked at again before
-   * the next tick.
-   */
-  private nextOwnedDue(after: number): number | null {
-    let soonest: number | null = null;
-    for (const [id, { job: { nextAttemptAt: at } }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.steps.has(id)) soonest = at;
-    return soonest;
   }
 
   /** Notification attempts this engine has in flight. */
@@ -559,7 +523,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     }
     this.steps.tickBegins();
     this.naps.tickBegins();
-    this.pollKnownDue(now);
+    this.owned.pollKnownDue(now);
     if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
     if (now - this.lastRenewAt >= this.leaseMs / 3) {
       this.lastRenewAt = now;
@@ -683,59 +647,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         this.steps.spawn(job, () => settleJob(this.context, job), false);
       }
     }
-    if (!this.ownedReadNeeded(now)) return;
-    this.ownedUnknown = false;
-    this.lastOwnedReadAt = now;
-    const expected = [...this.owned].filter(([id, { job }]) => job.nextAttemptAt <= now && !this.steps.busy(id));
-    const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.steps.busyIds);
-    if (owned.length === OWNED_PAGE) this.naps.cutTick();
-    for (const job of owned) this.noteJob(job);
-    if (!this.naps.tickCut) {
-      // Due here, yet not due in the store (taken over after a lapsed lease, cancelled, moved by another process): the
-      // store's due time stands, read when it comes.
-      const read = new Set(owned.map((job) => job.id));
-      for (const [id, known] of expected) if (!read.has(id) && this.owned.get(id) === known && !this.steps.busy(id)) this.owned.delete(id);
-    }
-    for (const job of owned) {
-      if (this.stopping || this.steps.busy(job.id)) continue;
-      this.steps.spawn(job, () => trackJob(this.context, job), false);
-    }
-  }
-
-  /**
-   * Polls this engine's running jobs that are due by `now` as its own steps last wrote them, first in the tick and
-   * without reading them back: reading their ids and rows (two round trips on PostgreSQL, behind the queue's read)
-   * made a poll start 10 ms after its due time on average in a worker, and a late poll is a late hand-over of the
-   * slot. Only jobs noted since the last word from outside (`wakes`: every wake, a webhook's nudge or another
-   * process's notice, may have moved any of them); the store is still read at least once an idle tick.
-   *
-   * A job another process changed without a word (taken over after a lapsed lease, cancelled by a command on the
-   * same SQLite file) is polled once more at most: every write of the poll's step expects the job running under this
-   * engine's lease, so nothing else follows, and the job is forgotten here as it is polled; only its step's own write
-   * puts it back (refused, the store's word stands, read when it comes). Capturing jobs are read from the store:
-   * their step downloads the result without a write before it.
-   */
-  private pollKnownDue(now: number): void {
-    if (this.stopping) return;
-    for (const [id, { job, wake }] of this.owned) {
-      if (wake !== this.wakes || job.state !== "running" || job.nextAttemptAt > now || this.steps.busy(id)) continue;
-      if (this.steps.size >= this.maxInFlight) {
-        this.naps.cutTick();
-        return;
-      }
-      this.owned.delete(id);
-      this.steps.spawn(job, () => trackJob(this.context, job), false);
-    }
-  }
-
-  /**
-   * Whether this tick reads the store for this engine's due jobs: one of them is due by `now` as far as this engine
-   * knows, the store may hold due times it does not know, or an idle tick has passed since the last read.
-   */
-  private ownedReadNeeded(now: number): boolean {
-    if (this.ownedUnknown || now - this.lastOwnedReadAt >= this.idleTickMs) return true;
-    for (const [id, { job }] of this.owned) if (job.nextAttemptAt <= now && !this.steps.busy(id)) return true;
-    return false;
+    if (this.owned.readNeeded(now)) await this.owned.readDue(now);
   }
 
   /** Providers whose due queue was read empty less than an idle tick ago (expired entries dropped). */
@@ -779,7 +691,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.lastAdoptAt = now;
     const adopted = await this.store.adoptOrphans(this.owner, now, this.leaseMs, isDeadOwner, this.scope);
     for (const job of adopted) {
-      this.noteJob(job);
+      this.owned.note(job);
       this.log.info({ jobId: job.id, state: job.state }, "resuming a job left by a stopped engine");
       if (job.state === "submitting") this.steps.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
     }

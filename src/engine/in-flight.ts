@@ -8,7 +8,7 @@ export interface StepHooks {
   log: EngineLogger;
   /** Aborted when the engine stops or gives up: a step failing then is not logged. */
   signal: AbortSignal;
-  /** A step failed: what it wrote before is not known here (the engine then reads the store for its own jobs). */
+  /** A step failed: what it wrote before is not known here (see `OwnedJobs.stepFailed`). */
   failed(jobId: string): void;
   /** A step ended; `freedSomething` when it failed or a slot was released meanwhile (see `Naps.stepEnded`). */
   ended(freedSomething: boolean): void;

@@ -13,7 +13,7 @@ export interface NapSources {
   settles: boolean;
   delivers(): boolean;
   stopping(): boolean;
-  /** The soonest due time later than `after` of this engine's own jobs that no step works on now (see `Engine.nextOwnedDue`). */
+  /** The soonest due time later than `after` of this engine's own jobs that no step works on now (see `OwnedJobs.nextDue`). */
   nextOwnedDue(after: number): number | null;
   /** The loop is about to nap (idle, when no step runs). */
   napping(): void;
