@@ -1,5 +1,4 @@
 import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
-import { fallOver } from "./fallover.js";
 import { EventEmitter, setMaxListeners } from "node:events";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { type Clock, systemClock } from "../core/clock.js";
@@ -21,6 +20,7 @@ import { settleJob } from "./settle.js";
 import { StepsInFlight } from "./in-flight.js";
 import { Naps } from "./naps.js";
 import { OwnedJobs } from "./owned.js";
+import { HaltedProviders } from "./halts.js";
 import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
 import { observingJobWrites } from "./job-writes.js";
 
@@ -67,8 +67,6 @@ export interface EngineOptions {
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
 const IDLE_TICK_MS = 500;
-/** Routed jobs moved off a halted provider per store read. */
-const REROUTE_PAGE = 100;
 const ADOPT_EVERY_MS = 5_000;
 const SLOT_RECOVERY_QUIET_MS = 30_000;
 /** A job held back by its budget is looked at again this often: a charge below its estimate, or a refused submit, frees room. */
@@ -85,14 +83,6 @@ const NOTIFICATION_READ_EVERY_MS = 500;
 const MAX_DELIVERIES = 32;
 /** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
 const SETTLEMENT_READ_EVERY_MS = 500;
-/**
- * Halted providers are read again at most this often (and at once after this
- * engine halts one): a halt set or cleared by another process is seen within
- * it. A submit sent meanwhile to a provider another process halted is refused
- * by the provider as the one that caused the halt was (nothing is charged).
- */
-const HALTS_READ_EVERY_MS = 1_000;
-
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
  * provider-specific: adapters say what a request needs (slots, rate windows,
@@ -134,12 +124,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly notifyContext: NotifyContext | null;
   /** Whether a configured provider settles charges after the end (B): otherwise no settlement is ever read. */
   private readonly settles: boolean;
-  /** The halted providers as last read, and when (see `HALTS_READ_EVERY_MS`); null to read them at the next tick. */
-  private halted: { providers: ProviderId[]; readAt: number } | null = null;
-  /** Halted providers whose routed queued jobs were moved on already (see `rerouteHalted`). */
-  private readonly reroutedFor = new Set<ProviderId>();
-  /** Counts this engine's own halts: a read that began before one must not be kept as current. */
-  private haltsWritten = 0;
   private stopListening: () => void = () => undefined;
   private listening = false;
   private readonly polls: PollScheduler;
@@ -148,6 +132,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly stopWaiting = new AbortController();
   private readonly naps: Naps;
   private readonly owned: OwnedJobs;
+  private readonly halts: HaltedProviders;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -242,10 +227,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         this.emit("job", job);
       },
       wake: () => this.naps.wakeLoop(),
-      haltsChanged: () => {
-        this.halted = null;
-        this.haltsWritten++;
-      },
+      haltsChanged: () => this.halts.written(),
       takeKnownStatus: (jobId) => {
         const status = this.knownStatuses.get(jobId);
         this.knownStatuses.delete(jobId);
@@ -255,6 +237,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       stopWaiting: this.stopWaiting.signal,
       givenUp: () => this.givenUp,
     };
+    this.halts = new HaltedProviders({ store: this.store, clock: this.clock, context: this.context, steps: this.steps, scope: () => this.scope });
     this.owned = new OwnedJobs({
       store: this.store,
       owner: this.owner,
@@ -454,7 +437,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
 
   private async iteration(): Promise<void> {
     this.naps.clearWake();
-    const skip = await this.skippedProviders();
+    const skip = await this.halts.skippedProviders();
     const tickAt = this.clock.now();
     await this.tick(skip, tickAt);
     if (this.stopping) return;
@@ -470,42 +453,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.iterations++;
-  }
-
-  private async skippedProviders(): Promise<ProviderId[]> {
-    const now = this.clock.now();
-    if (this.halted !== null && now - this.halted.readAt < HALTS_READ_EVERY_MS) return this.halted.providers;
-    const written = this.haltsWritten;
-    const halts = await this.store.halts();
-    const providers = [...new Set(halts.map((halt) => halt.provider))];
-    // A halt written here while the store answered may be missing from the answer: read again next tick.
-    this.halted = written === this.haltsWritten ? { providers, readAt: now } : null;
-    for (const provider of this.reroutedFor) if (!providers.includes(provider)) this.reroutedFor.delete(provider);
-    for (const halt of halts) {
-      if (this.reroutedFor.has(halt.provider)) continue;
-      this.reroutedFor.add(halt.provider);
-      await this.rerouteHalted(halt.provider, `${halt.provider.toUpperCase()} is halted (${halt.code}: ${halt.message})`);
-    }
-    return providers;
-  }
-
-  /**
-   * A provider was halted (no credits, a refused key): the routed jobs queued
-   * for it move to the next target of their routes, once per halt, a page at a
-   * time; the others wait for the halt to be cleared, as before.
-   */
-  private async rerouteHalted(provider: ProviderId, why: string): Promise<void> {
-    let after: { nextAttemptAt: number; id: string } | null = null;
-    for (;;) {
-      const page = await this.store.routedQueued(provider, REROUTE_PAGE, this.scope, after);
-      for (const job of page) {
-        if (this.steps.busy(job.id) || !job.route || job.route.next.length === 0) continue;
-        await fallOver(this.context, job, "queued", why);
-      }
-      if (page.length < REROUTE_PAGE) return;
-      const last = page.at(-1)!;
-      after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
-    }
   }
 
   /**
