@@ -5,7 +5,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
 import { type CallContext, PROVIDER_IDS, type ProviderId, type ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import type { ClaimInstead, JobScope, Notification, SlotPoolRequest, Store } from "../store/store.js";
+import type { ClaimInstead, JobScope, SlotPoolRequest, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -21,7 +21,8 @@ import { StepsInFlight } from "./in-flight.js";
 import { Naps } from "./naps.js";
 import { OwnedJobs } from "./owned.js";
 import { HaltedProviders } from "./halts.js";
-import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
+import { Deliveries } from "./deliveries.js";
+import type { NotifierOptions } from "./notify.js";
 import { observingJobWrites } from "./job-writes.js";
 
 export interface EngineOptions {
@@ -78,9 +79,6 @@ const QUEUE_PAGES = 8;
 const SETTLEMENT_PAGE = 64;
 /** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
 const FULL_POOL_RECHECK_MS = 1_000;
-/** Notifications due are looked for at most this often while the loop is busy (and after each nap), and so many are sent at once. */
-const NOTIFICATION_READ_EVERY_MS = 500;
-const MAX_DELIVERIES = 32;
 /** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
 const SETTLEMENT_READ_EVERY_MS = 500;
 /**
@@ -117,11 +115,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    */
   private readonly emptyQueues = new Map<ProviderId, number>();
   private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
-  private lastNotificationReadAt = Number.NEGATIVE_INFINITY;
-  /** Notification attempts in flight; and whether the last read found more due than there was room for. */
-  private readonly deliveries = new Set<Promise<void>>();
-  private notificationsLeft = false;
-  private readonly notifyContext: NotifyContext | null;
   /** Whether a configured provider settles charges after the end (B): otherwise no settlement is ever read. */
   private readonly settles: boolean;
   private stopListening: () => void = () => undefined;
@@ -133,6 +126,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly naps: Naps;
   private readonly owned: OwnedJobs;
   private readonly halts: HaltedProviders;
+  private readonly deliveries: Deliveries;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -177,9 +171,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       failed: (jobId) => this.owned.stepFailed(jobId),
       ended: (freedSomething) => this.naps.stepEnded(freedSomething),
     });
-    this.notifyContext = options.notifications
-      ? { store: this.store, clock: this.clock, log: this.log, notifier: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal: this.abortController.signal }
-      : null;
     this.settles = PROVIDER_IDS.some((provider) => {
       const entry = options.providers.get(provider);
       return entry?.adapter?.settle !== undefined && entry.missing.length === 0;
@@ -197,6 +188,16 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         if (this.steps.size === 0) this.emit("idle");
       },
       queuedDue: () => this.emptyQueues.clear(),
+    });
+    this.deliveries = new Deliveries({
+      store: this.store,
+      clock: this.clock,
+      log: this.log,
+      notifications: options.notifications,
+      allowPrivateUrls: options.allowPrivateUrls ?? false,
+      signal: this.abortController.signal,
+      naps: this.naps,
+      scope: () => this.scope,
     });
     this.context = {
       store: observingJobWrites(this.store, (job) => this.owned.note(job)),
@@ -318,7 +319,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     await this.loopDone?.catch(() => undefined);
     await Promise.allSettled(this.steps.submits());
     this.abortController.abort(new Error("engine stopping"));
-    await Promise.allSettled([...this.steps.all(), ...this.deliveries]);
+    await Promise.allSettled([...this.steps.all(), ...this.deliveries.all()]);
     await this.store.releaseLeases(this.owner);
   }
 
@@ -381,32 +382,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     return this.deliveries.size;
   }
 
-  /**
-   * Whether this engine delivers notifications: it was given how. A command's engine delivers its own jobs' only, and
-   * only under MEDIAGATE_NOTIFY_URL (a command's jobs have no notify_url of their own: only the API takes one).
-   */
+  /** Whether this engine delivers notifications: it was given how, and a command's engine only under MEDIAGATE_NOTIFY_URL (see `Deliveries.delivers`). */
   delivers(): boolean {
-    return this.notifyContext !== null && (this.scope === null || Boolean(this.notifyContext.notifier.defaultUrl));
-  }
-
-  /** One attempt at a claimed notification, in the background; a read follows its end when more were due than room. */
-  private deliver(notification: Notification): void {
-    const task: Promise<void> = deliverNotification(this.notifyContext!, notification)
-      .catch((error: unknown) => {
-        // Unrecorded (the store failed): the claim lapses and the attempt is made again after it.
-        if (this.abortController.signal.aborted) return;
-        this.log.error({ jobId: notification.jobId, notification: notification.id, err: error instanceof Error ? error.message : String(error) }, "notification attempt failed unexpectedly");
-      })
-      .finally(() => {
-        this.deliveries.delete(task);
-        this.naps.othersMoved();
-        if (this.notificationsLeft) {
-          this.notificationsLeft = false;
-          this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
-          this.naps.wakeLoop();
-        }
-      });
-    this.deliveries.add(task);
+    return this.deliveries.delivers();
   }
 
   /**
@@ -446,7 +424,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (napped) {
       // Settlements that came due meanwhile are read at once.
       this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
-      this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
+      this.deliveries.readSoon();
     } else {
       // An embedded store answers without I/O: without this, steps that keep finding work would run
       // as one chain of microtasks, and no provider's answer (or signal, or timer) would ever be read.
@@ -577,14 +555,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     }
     // Ended by its page count with claims still succeeding: more may be due.
     if (!queueRead) this.naps.cutTick();
-    if (this.delivers() && now - this.lastNotificationReadAt >= NOTIFICATION_READ_EVERY_MS && this.deliveries.size < MAX_DELIVERIES && !this.stopping) {
-      this.lastNotificationReadAt = now;
-      const room = MAX_DELIVERIES - this.deliveries.size;
-      const due = await this.store.claimDueNotifications(now, room, NOTIFY_LEASE_MS, this.scope);
-      if (due.length > 0) this.naps.othersMoved();
-      this.notificationsLeft = due.length === room;
-      for (const notification of due) this.deliver(notification);
-    }
+    if (this.deliveries.readDue(now) && !this.stopping) await this.deliveries.claimDue(now);
     if (this.settles && now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
       this.lastSettlementReadAt = now;
       const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);
