@@ -16,12 +16,12 @@ import { isDeadOwner, newOwnerName } from "./owner.js";
 import { PollScheduler } from "./polling.js";
 import { ProviderCalls } from "./provider-calls.js";
 import { recoverInterruptedSubmit, submitJob } from "./submit.js";
-import { settleJob } from "./settle.js";
 import { StepsInFlight } from "./in-flight.js";
 import { Naps } from "./naps.js";
 import { OwnedJobs } from "./owned.js";
 import { HaltedProviders } from "./halts.js";
 import { Deliveries } from "./deliveries.js";
+import { chargesSettleLater, SettlementReads } from "./settlement-reads.js";
 import type { NotifierOptions } from "./notify.js";
 import { observingJobWrites } from "./job-writes.js";
 
@@ -75,12 +75,9 @@ const BUDGET_RECHECK_MS = 5_000;
 /** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
 const QUEUE_PAGE = 16;
 const QUEUE_PAGES = 8;
-/** Charges due for a read taken per tick. */
-const SETTLEMENT_PAGE = 64;
 /** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
 const FULL_POOL_RECHECK_MS = 1_000;
-/** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
-const SETTLEMENT_READ_EVERY_MS = 500;
+
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
  * provider-specific: adapters say what a request needs (slots, rate windows,
@@ -114,9 +111,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    * `Naps.napUntilDue`), a nudge, or a job queued here ends it sooner.
    */
   private readonly emptyQueues = new Map<ProviderId, number>();
-  private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
-  /** Whether a configured provider settles charges after the end (B): otherwise no settlement is ever read. */
-  private readonly settles: boolean;
   private stopListening: () => void = () => undefined;
   private listening = false;
   private readonly polls: PollScheduler;
@@ -127,6 +121,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly owned: OwnedJobs;
   private readonly halts: HaltedProviders;
   private readonly deliveries: Deliveries;
+  private readonly settlements: SettlementReads;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -171,16 +166,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       failed: (jobId) => this.owned.stepFailed(jobId),
       ended: (freedSomething) => this.naps.stepEnded(freedSomething),
     });
-    this.settles = PROVIDER_IDS.some((provider) => {
-      const entry = options.providers.get(provider);
-      return entry?.adapter?.settle !== undefined && entry.missing.length === 0;
-    });
+    const settles = chargesSettleLater(options.providers);
     this.naps = new Naps({
       store: this.store,
       clock: this.clock,
       idleTickMs: this.idleTickMs,
       scope: () => this.scope,
-      settles: this.settles,
+      settles,
       delivers: () => this.delivers(),
       stopping: () => this.stopping,
       nextOwnedDue: (after) => this.owned.nextDue(after),
@@ -239,6 +231,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       givenUp: () => this.givenUp,
     };
     this.halts = new HaltedProviders({ store: this.store, clock: this.clock, context: this.context, steps: this.steps, scope: () => this.scope });
+    this.settlements = new SettlementReads({ store: this.store, settles, context: this.context, steps: this.steps, naps: this.naps, scope: () => this.scope, stopping: () => this.stopping });
     this.owned = new OwnedJobs({
       store: this.store,
       owner: this.owner,
@@ -250,7 +243,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       stopping: () => this.stopping,
       untracked: (job) => {
         // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
-        if (job.state === "queued" || this.delivers() || this.settles) this.naps.othersMoved();
+        if (job.state === "queued" || this.delivers() || settles) this.naps.othersMoved();
       },
     });
   }
@@ -423,7 +416,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const napped = !this.naps.tickCut && !this.naps.woken && (await this.naps.napUntilDue(skip, tickAt));
     if (napped) {
       // Settlements that came due meanwhile are read at once.
-      this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
+      this.settlements.readSoon();
       this.deliveries.readSoon();
     } else {
       // An embedded store answers without I/O: without this, steps that keep finding work would run
@@ -556,15 +549,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     // Ended by its page count with claims still succeeding: more may be due.
     if (!queueRead) this.naps.cutTick();
     if (this.deliveries.readDue(now) && !this.stopping) await this.deliveries.claimDue(now);
-    if (this.settles && now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
-      this.lastSettlementReadAt = now;
-      const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);
-      if (settling.length === SETTLEMENT_PAGE) this.naps.cutTick();
-      for (const job of settling) {
-        if (this.stopping || this.steps.busy(job.id)) continue;
-        this.steps.spawn(job, () => settleJob(this.context, job), false);
-      }
-    }
+    if (this.settlements.readDue(now)) await this.settlements.startDue(now);
     if (this.owned.readNeeded(now)) await this.owned.readDue(now);
   }
 
