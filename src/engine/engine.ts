@@ -5,7 +5,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
 import { type CallContext, PROVIDER_IDS, type ProviderId, type ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import type { ClaimInstead, JobScope, SlotPoolRequest, Store } from "../store/store.js";
+import type { ClaimInstead, JobScope, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -22,6 +22,7 @@ import { OwnedJobs } from "./owned.js";
 import { HaltedProviders } from "./halts.js";
 import { Deliveries } from "./deliveries.js";
 import { chargesSettleLater, SettlementReads } from "./settlement-reads.js";
+import { FullPools, recoverSlots } from "./slots.js";
 import type { NotifierOptions } from "./notify.js";
 import { observingJobWrites } from "./job-writes.js";
 
@@ -69,14 +70,11 @@ export interface EngineOptions {
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
 const IDLE_TICK_MS = 500;
 const ADOPT_EVERY_MS = 5_000;
-const SLOT_RECOVERY_QUIET_MS = 30_000;
 /** A job held back by its budget is looked at again this often: a charge below its estimate, or a refused submit, frees room. */
 const BUDGET_RECHECK_MS = 5_000;
 /** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
 const QUEUE_PAGE = 16;
 const QUEUE_PAGES = 8;
-/** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
-const FULL_POOL_RECHECK_MS = 1_000;
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -92,16 +90,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly maxInFlight: number;
   private readonly idleTickMs: number;
   private readonly steps: StepsInFlight;
-  /** Slot pools a claim found full since `fullPoolsSince` (see `FULL_POOL_RECHECK_MS`). */
-  private readonly fullPools = new Set<string>();
-  private fullPoolsSince = 0;
-  /** The store's `slotReleases` when `fullPools` was last cleared. */
-  private fullPoolsReleases = -1;
-  /**
-   * Providers whose queue head was all held back by full pools: their queue
-   * is not read again until `fullPools` is cleared (the head would be the same).
-   */
-  private readonly blockedProviders = new Set<ProviderId>();
   /** The store's `slotReleases` at the last queue read: a page holds about as many jobs as slots freed since. */
   private releasesAtQueueRead: number | null = null;
   /**
@@ -122,6 +110,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly halts: HaltedProviders;
   private readonly deliveries: Deliveries;
   private readonly settlements: SettlementReads;
+  private readonly fullPools: FullPools;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -167,6 +156,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       ended: (freedSomething) => this.naps.stepEnded(freedSomething),
     });
     const settles = chargesSettleLater(options.providers);
+    this.fullPools = new FullPools(this.store, this.clock);
     this.naps = new Naps({
       store: this.store,
       clock: this.clock,
@@ -432,13 +422,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
    * or in-flight limit left due work unread.
    */
   private async tick(skip: ProviderId[], now: number): Promise<void> {
-    // A slot released through this store (at once) or anywhere (after a while): full pools are asked again.
-    if (this.store.slotReleases !== this.fullPoolsReleases || this.clock.now() - this.fullPoolsSince >= FULL_POOL_RECHECK_MS) {
-      this.fullPools.clear();
-      this.blockedProviders.clear();
-      this.fullPoolsSince = this.clock.now();
-      this.fullPoolsReleases = this.store.slotReleases;
-    }
+    this.fullPools.refresh();
     this.steps.tickBegins();
     this.naps.tickBegins();
     this.owned.pollKnownDue(now);
@@ -449,7 +433,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     }
     if (now - this.lastRecoveryAt >= 10_000) {
       this.lastRecoveryAt = now;
-      await this.recoverSlots(now);
+      await recoverSlots(this.store, now);
     }
     const unavailable = new Map<ProviderId, string | null>();
     // The queue is read a small page at a time, and only while claims succeed: a provider whose slots are
@@ -463,7 +447,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     let queueRead = false;
     for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.steps.size < this.maxInFlight; page++) {
       this.releasesAtQueueRead = this.store.slotReleases;
-      const queueSkip = [...new Set([...skip, ...this.blockedProviders, ...this.trustedEmptyQueues(now)])];
+      const queueSkip = [...new Set([...skip, ...this.fullPools.blockedProviders(), ...this.trustedEmptyQueues(now)])];
       const queued = await this.store.dueQueued(now, pageSize, queueSkip, this.scope, after);
       if (queued.length < pageSize) {
         // Every provider read has fewer due jobs than the page: those with none are not read again for a while.
@@ -487,7 +471,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
           continue;
         }
         const pools = limitsOf(this.context, job).slotPools;
-        if (this.knownFull(pools)) {
+        if (this.fullPools.knownFull(pools)) {
           heldBack.add(job.provider);
           continue;
         }
@@ -538,7 +522,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       }
       // A provider with a job held back by a full pool is not read again until a slot is released (or a
       // second passes): its next jobs would mostly wait for the same pool. Only the others are read on.
-      for (const provider of heldBack) this.blockedProviders.add(provider);
+      for (const provider of heldBack) this.fullPools.block(provider);
       if (!claimed || queued.length < pageSize || heldBack.size > 0) {
         queueRead = true;
         break;
@@ -579,14 +563,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       poolsOf: (candidate) => {
         if (this.steps.busy(candidate.id)) return null;
         const pools = limitsOf(this.context, candidate).slotPools;
-        return this.knownFull(pools) ? null : pools;
+        return this.fullPools.knownFull(pools) ? null : pools;
       },
     };
-  }
-
-  /** Whether one of these pools was found full since a slot was last released (see `fullPools`). */
-  private knownFull(pools: readonly SlotPoolRequest[]): boolean {
-    return pools.some((pool) => this.fullPools.has(pool.key));
   }
 
   private async adoptOrphans(): Promise<void> {
@@ -606,14 +585,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     for (const job of stranded) {
       this.log.warn({ jobId: job.id }, "recovering a claim whose answer was lost");
       this.steps.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
-    }
-  }
-
-  private async recoverSlots(now: number): Promise<void> {
-    for (const pool of await this.store.poolStatus()) {
-      if (pool.learnedCapacity < pool.configuredCapacity && pool.blockedUntil + SLOT_RECOVERY_QUIET_MS <= now) {
-        await this.store.slotRecover(pool.key, now);
-      }
     }
   }
 }
