@@ -3,19 +3,17 @@ import { EventEmitter, setMaxListeners } from "node:events";
 import { fullJitterBackoffMs } from "../core/backoff.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
-import { type CallContext, PROVIDER_IDS, type ProviderId, type ProviderStatus } from "../providers/adapter.js";
+import type { CallContext, ProviderId, ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import type { ClaimInstead, JobScope, Store } from "../store/store.js";
+import type { JobScope, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
-import { formatMicroUsd } from "../core/money.js";
 import type { EngineContext, ProviderCounters, StepTiming } from "./context.js";
-import { limitsOf } from "./context.js";
 import { type EngineLogger, silentLogger } from "./logger.js";
 import { isDeadOwner, newOwnerName } from "./owner.js";
 import { PollScheduler } from "./polling.js";
 import { ProviderCalls } from "./provider-calls.js";
-import { recoverInterruptedSubmit, submitJob } from "./submit.js";
+import { recoverInterruptedSubmit } from "./submit.js";
 import { StepsInFlight } from "./in-flight.js";
 import { Naps } from "./naps.js";
 import { OwnedJobs } from "./owned.js";
@@ -23,6 +21,7 @@ import { HaltedProviders } from "./halts.js";
 import { Deliveries } from "./deliveries.js";
 import { chargesSettleLater, SettlementReads } from "./settlement-reads.js";
 import { FullPools, recoverSlots } from "./slots.js";
+import { Claims } from "./claims.js";
 import type { NotifierOptions } from "./notify.js";
 import { observingJobWrites } from "./job-writes.js";
 
@@ -70,11 +69,6 @@ export interface EngineOptions {
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
 const IDLE_TICK_MS = 500;
 const ADOPT_EVERY_MS = 5_000;
-/** A job held back by its budget is looked at again this often: a charge below its estimate, or a refused submit, frees room. */
-const BUDGET_RECHECK_MS = 5_000;
-/** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
-const QUEUE_PAGE = 16;
-const QUEUE_PAGES = 8;
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -90,15 +84,6 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly maxInFlight: number;
   private readonly idleTickMs: number;
   private readonly steps: StepsInFlight;
-  /** The store's `slotReleases` at the last queue read: a page holds about as many jobs as slots freed since. */
-  private releasesAtQueueRead: number | null = null;
-  /**
-   * Providers whose due queue was last read empty, and until when that is
-   * trusted: an idle tick, as long as an idle engine takes to see a job
-   * another process queued without a nudge. A queued job coming due (see
-   * `Naps.napUntilDue`), a nudge, or a job queued here ends it sooner.
-   */
-  private readonly emptyQueues = new Map<ProviderId, number>();
   private stopListening: () => void = () => undefined;
   private listening = false;
   private readonly polls: PollScheduler;
@@ -111,6 +96,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly deliveries: Deliveries;
   private readonly settlements: SettlementReads;
   private readonly fullPools: FullPools;
+  private readonly claims: Claims;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
@@ -169,7 +155,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       napping: () => {
         if (this.steps.size === 0) this.emit("idle");
       },
-      queuedDue: () => this.emptyQueues.clear(),
+      queuedDue: () => this.claims.forgetEmptyQueues(),
     });
     this.deliveries = new Deliveries({
       store: this.store,
@@ -206,7 +192,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       fallbackAfterMs: options.fallbackAfterMs ?? DEFAULT_FALLBACK_AFTER_MS,
       emit: (job) => {
         // A job back in the queue (a submit that was not sent) makes its provider's queue worth reading.
-        if (job.state === "queued") this.emptyQueues.delete(job.provider);
+        if (job.state === "queued") this.claims.queued(job.provider);
         this.emit("job", job);
       },
       wake: () => this.naps.wakeLoop(),
@@ -220,6 +206,21 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       stopWaiting: this.stopWaiting.signal,
       givenUp: () => this.givenUp,
     };
+    this.claims = new Claims({
+      store: this.store,
+      owner: this.owner,
+      leaseMs: this.leaseMs,
+      idleTickMs: this.idleTickMs,
+      maxInFlight: this.maxInFlight,
+      context: this.context,
+      calls: this.calls,
+      steps: this.steps,
+      fullPools: this.fullPools,
+      naps: this.naps,
+      scope: () => this.scope,
+      stopping: () => this.stopping,
+      emit: (job) => this.emit("job", job),
+    });
     this.halts = new HaltedProviders({ store: this.store, clock: this.clock, context: this.context, steps: this.steps, scope: () => this.scope });
     this.settlements = new SettlementReads({ store: this.store, settles, context: this.context, steps: this.steps, naps: this.naps, scope: () => this.scope, stopping: () => this.stopping });
     this.owned = new OwnedJobs({
@@ -353,7 +354,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
 
   /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
   wake(): void {
-    this.emptyQueues.clear();
+    this.claims.forgetEmptyQueues();
     // Told from outside: another process may have queued work or moved one of this engine's jobs.
     this.owned.toldFromOutside();
     this.naps.othersMoved();
@@ -435,137 +436,10 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       this.lastRecoveryAt = now;
       await recoverSlots(this.store, now);
     }
-    const unavailable = new Map<ProviderId, string | null>();
-    // The queue is read a small page at a time, and only while claims succeed: a provider whose slots are
-    // all taken costs one page per tick, however long its queue (the heads of the other providers' queues
-    // are in every page).
-    // A page holds about as many jobs as slots were freed since the last read, and one more: each job read is a whole
-    // row (its request among 44 columns), and one read beyond what can be claimed is read again by the next tick.
-    let after: { nextAttemptAt: number; id: string } | null = null;
-    const freed = this.releasesAtQueueRead === null ? QUEUE_PAGE : this.store.slotReleases - this.releasesAtQueueRead;
-    const pageSize = Math.min(QUEUE_PAGE, Math.max(2, freed + 1));
-    let queueRead = false;
-    for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.steps.size < this.maxInFlight; page++) {
-      this.releasesAtQueueRead = this.store.slotReleases;
-      const queueSkip = [...new Set([...skip, ...this.fullPools.blockedProviders(), ...this.trustedEmptyQueues(now)])];
-      const queued = await this.store.dueQueued(now, pageSize, queueSkip, this.scope, after);
-      if (queued.length < pageSize) {
-        // Every provider read has fewer due jobs than the page: those with none are not read again for a while.
-        const present = new Set(queued.map((job) => job.provider));
-        for (const provider of PROVIDER_IDS) if (!queueSkip.includes(provider) && !present.has(provider)) this.emptyQueues.set(provider, now + this.idleTickMs);
-      }
-      let claimed = false;
-      const heldBack = new Set<ProviderId>();
-      for (const job of queued) {
-        if (this.stopping) break;
-        if (this.steps.size >= this.maxInFlight) {
-          this.naps.cutTick();
-          break;
-        }
-        if (this.steps.busy(job.id)) continue;
-        if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.calls.unavailableReason(job.provider));
-        const reason = unavailable.get(job.provider);
-        if (reason) {
-          await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
-          this.naps.othersMoved();
-          continue;
-        }
-        const pools = limitsOf(this.context, job).slotPools;
-        if (this.fullPools.knownFull(pools)) {
-          heldBack.add(job.provider);
-          continue;
-        }
-        const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs, this.claimInstead(job, unavailable));
-        const refusedInstead = (claim.kind === "no_slot" || claim.kind === "over_budget") && claim.instead === true;
-        if (claim.kind === "gone") this.calls.countersFor(job.provider).claimsLost++;
-        if (refusedInstead) {
-          // Taken by another engine, and the job considered in its place could not be sent now (the pool is full, as
-          // it is for a single engine that finds no slot; or its budget): what is learned of the pool is kept.
-          if (claim.kind === "no_slot") {
-            heldBack.add(job.provider);
-            this.fullPools.add(claim.poolKey);
-          }
-          continue;
-        }
-        if (claim.kind === "claimed") {
-          this.calls.countersFor(job.provider).claims++;
-          claimed = true;
-          if (claim.filled.length > 0) {
-            // It took a pool's last free slot: the next job needing that pool is held back as if its claim had found
-            // none (a claim that could only fail is not made, and the queue is not read further for it).
-            heldBack.add(job.provider);
-            for (const key of claim.filled) this.fullPools.add(key);
-          }
-          this.emit("job", claim.job);
-          // Claimed in place of a job taken first, it may be one whose step here has just put it back in the queue
-          // (the store chose it, not this engine): it is sent once that step has ended.
-          const ending = this.steps.running(claim.job.id);
-          this.steps.spawn(claim.job, async () => {
-            await ending?.catch(() => undefined);
-            await submitJob(this.context, claim.job);
-          }, true);
-        } else if (claim.kind === "over_budget") {
-          const { budget } = claim;
-          const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
-          const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
-          this.naps.othersMoved();
-          if (updated && job.reason !== reason) this.emit("job", updated);
-        } else if (claim.kind === "no_slot") {
-          heldBack.add(job.provider);
-          this.fullPools.add(claim.poolKey);
-          const waiting = `waiting for a slot (${claim.poolKey})`;
-          if (job.reason !== waiting || claim.retryAt !== null) {
-            await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
-            this.naps.othersMoved();
-          }
-        }
-      }
-      // A provider with a job held back by a full pool is not read again until a slot is released (or a
-      // second passes): its next jobs would mostly wait for the same pool. Only the others are read on.
-      for (const provider of heldBack) this.fullPools.block(provider);
-      if (!claimed || queued.length < pageSize || heldBack.size > 0) {
-        queueRead = true;
-        break;
-      }
-      const last = queued[queued.length - 1]!;
-      after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
-    }
-    // Ended by its page count with claims still succeeding: more may be due.
-    if (!queueRead) this.naps.cutTick();
+    await this.claims.claimDue(skip, now);
     if (this.deliveries.readDue(now) && !this.stopping) await this.deliveries.claimDue(now);
     if (this.settlements.readDue(now)) await this.settlements.startDue(now);
     if (this.owned.readNeeded(now)) await this.owned.readDue(now);
-  }
-
-  /** Providers whose due queue was read empty less than an idle tick ago (expired entries dropped). */
-  private trustedEmptyQueues(now: number): ProviderId[] {
-    const empty: ProviderId[] = [];
-    for (const [provider, until] of this.emptyQueues) {
-      if (until > now) empty.push(provider);
-      else this.emptyQueues.delete(provider);
-    }
-    return empty;
-  }
-
-  /**
-   * What a claim may take when its job was taken by another engine first: the next due job of the
-   * same provider's queue (in this engine's batch, if it has one), if this engine would send it now.
-   * A command that follows only its own few jobs claims nothing else.
-   */
-  private claimInstead(asked: Job, unavailable: Map<ProviderId, string | null>): ClaimInstead | undefined {
-    const { provider } = asked;
-    if (this.scope && "jobIds" in this.scope) return undefined;
-    if (unavailable.get(provider)) return undefined;
-    return {
-      provider,
-      scope: this.scope,
-      sameAs: { model: asked.model, operation: asked.operation },
-      poolsOf: (candidate) => {
-        if (this.steps.busy(candidate.id)) return null;
-        const pools = limitsOf(this.context, candidate).slotPools;
-        return this.fullPools.knownFull(pools) ? null : pools;
-      },
-    };
   }
 
   private async adoptOrphans(): Promise<void> {

@@ -77,7 +77,7 @@ export class StepsInFlight {
       })
       .finally(() => {
         this.endedThisTick.add(job.id);
-        // A step spawned for the job after this one (see the claim in `Engine.tick`) is the job's now.
+        // A step spawned for the job after this one (see the claim in `Claims.claimDue`) is the job's now.
         if (this.tasks.get(job.id) === task) {
           this.tasks.delete(job.id);
           this.submitting.delete(job.id);

@@ -17,7 +17,7 @@ export interface NapSources {
   nextOwnedDue(after: number): number | null;
   /** The loop is about to nap (idle, when no step runs). */
   napping(): void;
-  /** A queued job's due time was reached: every queue's trusted emptiness ends. */
+  /** A queued job's due time was reached: every queue's trusted emptiness ends (see `Claims.forgetEmptyQueues`). */
   queuedDue(): void;
 }
 
