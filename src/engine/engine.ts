@@ -10,10 +10,9 @@ import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import type { EngineContext, ProviderCounters, StepTiming } from "./context.js";
 import { type EngineLogger, silentLogger } from "./logger.js";
-import { isDeadOwner, newOwnerName } from "./owner.js";
+import { newOwnerName } from "./owner.js";
 import { PollScheduler } from "./polling.js";
 import { ProviderCalls } from "./provider-calls.js";
-import { recoverInterruptedSubmit } from "./submit.js";
 import { StepsInFlight } from "./in-flight.js";
 import { Naps } from "./naps.js";
 import { OwnedJobs } from "./owned.js";
@@ -22,6 +21,7 @@ import { Deliveries } from "./deliveries.js";
 import { chargesSettleLater, SettlementReads } from "./settlement-reads.js";
 import { FullPools, recoverSlots } from "./slots.js";
 import { Claims } from "./claims.js";
+import { OrphanAdoption } from "./adoption.js";
 import type { NotifierOptions } from "./notify.js";
 import { observingJobWrites } from "./job-writes.js";
 
@@ -68,7 +68,6 @@ export interface EngineOptions {
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
 const IDLE_TICK_MS = 500;
-const ADOPT_EVERY_MS = 5_000;
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -97,13 +96,13 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   private readonly settlements: SettlementReads;
   private readonly fullPools: FullPools;
   private readonly claims: Claims;
+  private readonly orphans: OrphanAdoption;
   /** Loop iterations so far (the benchmarks report them per job). */
   iterations = 0;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
   private stopping = false;
   private givenUp = false;
   private loopDone: Promise<void> | null = null;
-  private lastAdoptAt = 0;
   private lastRenewAt = 0;
   private lastRecoveryAt = 0;
   private readonly context: EngineContext;
@@ -223,6 +222,18 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     });
     this.halts = new HaltedProviders({ store: this.store, clock: this.clock, context: this.context, steps: this.steps, scope: () => this.scope });
     this.settlements = new SettlementReads({ store: this.store, settles, context: this.context, steps: this.steps, naps: this.naps, scope: () => this.scope, stopping: () => this.stopping });
+    this.orphans = new OrphanAdoption({
+      store: this.store,
+      clock: this.clock,
+      owner: this.owner,
+      leaseMs: this.leaseMs,
+      log: this.log,
+      context: this.context,
+      steps: this.steps,
+      scope: () => this.scope,
+      stopping: () => this.stopping,
+      note: (job) => this.owned.note(job),
+    });
     this.owned = new OwnedJobs({
       store: this.store,
       owner: this.owner,
@@ -382,7 +393,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     while (!this.stopping) {
       try {
         if (!adopted) {
-          await this.adoptOrphans();
+          await this.orphans.adopt();
           adopted = true;
         }
         await this.iteration();
@@ -427,7 +438,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.steps.tickBegins();
     this.naps.tickBegins();
     this.owned.pollKnownDue(now);
-    if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
+    if (this.orphans.due(now)) await this.orphans.adopt();
     if (now - this.lastRenewAt >= this.leaseMs / 3) {
       this.lastRenewAt = now;
       await this.store.renewLeases(this.owner, now + this.leaseMs);
@@ -440,25 +451,5 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (this.deliveries.readDue(now) && !this.stopping) await this.deliveries.claimDue(now);
     if (this.settlements.readDue(now)) await this.settlements.startDue(now);
     if (this.owned.readNeeded(now)) await this.owned.readDue(now);
-  }
-
-  private async adoptOrphans(): Promise<void> {
-    const now = this.clock.now();
-    this.lastAdoptAt = now;
-    const adopted = await this.store.adoptOrphans(this.owner, now, this.leaseMs, isDeadOwner, this.scope);
-    for (const job of adopted) {
-      this.owned.note(job);
-      this.log.info({ jobId: job.id, state: job.state }, "resuming a job left by a stopped engine");
-      if (job.state === "submitting") this.steps.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
-    }
-    // A claim whose commit succeeded while its answer was lost (the store's connection cut at that moment)
-    // leaves a job `submitting` under this engine's own lease that nothing here works on; renewing the lease
-    // would keep every other engine off it for ever. Submitting jobs are few (bounded by the slots).
-    if (this.stopping) return;
-    const stranded = (await this.store.listJobs({ states: ["submitting"] })).filter((job) => job.leaseOwner === this.owner && !this.steps.has(job.id));
-    for (const job of stranded) {
-      this.log.warn({ jobId: job.id }, "recovering a claim whose answer was lost");
-      this.steps.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
-    }
   }
 }
