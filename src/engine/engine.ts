@@ -1,6 +1,5 @@
-import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
 import { EventEmitter, setMaxListeners } from "node:events";
-import { fullJitterBackoffMs } from "../core/backoff.js";
+import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
 import type { CallContext, ProviderId, ProviderStatus } from "../providers/adapter.js";
@@ -8,22 +7,23 @@ import type { ProviderEntry } from "../providers/registry.js";
 import type { JobScope, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
+import { OrphanAdoption } from "./adoption.js";
+import { Claims } from "./claims.js";
 import type { EngineContext, ProviderCounters, StepTiming } from "./context.js";
+import { Deliveries } from "./deliveries.js";
+import { HaltedProviders } from "./halts.js";
+import { StepsInFlight } from "./in-flight.js";
+import { observingJobWrites } from "./job-writes.js";
 import { type EngineLogger, silentLogger } from "./logger.js";
+import { EngineLoop } from "./loop.js";
+import { Naps } from "./naps.js";
+import type { NotifierOptions } from "./notify.js";
+import { OwnedJobs } from "./owned.js";
 import { newOwnerName } from "./owner.js";
 import { PollScheduler } from "./polling.js";
 import { ProviderCalls } from "./provider-calls.js";
-import { StepsInFlight } from "./in-flight.js";
-import { Naps } from "./naps.js";
-import { OwnedJobs } from "./owned.js";
-import { HaltedProviders } from "./halts.js";
-import { Deliveries } from "./deliveries.js";
 import { chargesSettleLater, SettlementReads } from "./settlement-reads.js";
-import { FullPools, recoverSlots } from "./slots.js";
-import { Claims } from "./claims.js";
-import { OrphanAdoption } from "./adoption.js";
-import type { NotifierOptions } from "./notify.js";
-import { observingJobWrites } from "./job-writes.js";
+import { FullPools } from "./slots.js";
 
 export interface EngineOptions {
   store: Store;
@@ -78,114 +78,96 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   readonly owner: string;
   private readonly store: Store;
   private readonly clock: Clock;
-  private readonly leaseMs: number;
   private readonly log: EngineLogger;
-  private readonly maxInFlight: number;
-  private readonly idleTickMs: number;
-  private readonly steps: StepsInFlight;
-  private stopListening: () => void = () => undefined;
-  private listening = false;
   private readonly polls: PollScheduler;
   private readonly calls: ProviderCalls;
-  private readonly abortController = new AbortController();
-  private readonly stopWaiting = new AbortController();
   private readonly naps: Naps;
+  private readonly steps: StepsInFlight;
   private readonly owned: OwnedJobs;
+  private readonly claims: Claims;
   private readonly halts: HaltedProviders;
   private readonly deliveries: Deliveries;
-  private readonly settlements: SettlementReads;
-  private readonly fullPools: FullPools;
-  private readonly claims: Claims;
-  private readonly orphans: OrphanAdoption;
-  /** Loop iterations so far (the benchmarks report them per job). */
-  iterations = 0;
+  private readonly loop: EngineLoop;
   private readonly knownStatuses = new Map<string, ProviderStatus>();
+  private readonly abortController = new AbortController();
+  private readonly stopWaiting = new AbortController();
+  private stopListening: () => void = () => undefined;
+  private listening = false;
   private stopping = false;
   private givenUp = false;
   private loopDone: Promise<void> | null = null;
-  private lastRenewAt = 0;
-  private lastRecoveryAt = 0;
-  private readonly context: EngineContext;
   private scope: JobScope | null;
 
   constructor(private readonly options: EngineOptions) {
     super();
-    this.store = options.store;
-    this.clock = options.clock ?? systemClock;
-    this.owner = options.owner ?? newOwnerName();
-    this.leaseMs = options.leaseMs ?? 30_000;
-    this.log = options.log ?? silentLogger;
-    this.maxInFlight = options.maxInFlight ?? 256;
-    this.idleTickMs = options.idleTickMs ?? IDLE_TICK_MS;
+    const store = options.store;
+    const clock = options.clock ?? systemClock;
+    const owner = options.owner ?? newOwnerName();
+    const leaseMs = options.leaseMs ?? 30_000;
+    const log = options.log ?? silentLogger;
+    const maxInFlight = options.maxInFlight ?? 256;
+    const idleTickMs = options.idleTickMs ?? IDLE_TICK_MS;
+    this.store = store;
+    this.clock = clock;
+    this.owner = owner;
+    this.log = log;
     this.scope = options.scope ?? null;
     // Every waiting job (rate tokens, backoff) listens to this signal; hundreds at once are expected.
     setMaxListeners(0, this.abortController.signal);
     setMaxListeners(0, this.stopWaiting.signal);
-    this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
+    const signal = this.abortController.signal;
+    const scope = () => this.scope;
+    const stopping = () => this.stopping;
+    const settles = chargesSettleLater(options.providers);
+    this.polls = new PollScheduler(store, options.fixedPollIntervalMs ?? null);
     this.calls = new ProviderCalls({
-      store: this.store,
-      clock: this.clock,
-      owner: this.owner,
+      store,
+      clock,
+      owner,
       providers: options.providers,
       secrets: options.secrets,
       allowPrivateUrls: options.allowPrivateUrls ?? false,
       publicUrl: options.publicUrl ?? null,
-      signal: this.abortController.signal,
+      signal,
       stopWaiting: this.stopWaiting.signal,
     });
-    this.steps = new StepsInFlight({
-      store: this.store,
-      log: this.log,
-      signal: this.abortController.signal,
-      failed: (jobId) => this.owned.stepFailed(jobId),
-      ended: (freedSomething) => this.naps.stepEnded(freedSomething),
-    });
-    const settles = chargesSettleLater(options.providers);
-    this.fullPools = new FullPools(this.store, this.clock);
     this.naps = new Naps({
-      store: this.store,
-      clock: this.clock,
-      idleTickMs: this.idleTickMs,
-      scope: () => this.scope,
+      store,
+      clock,
+      idleTickMs,
+      scope,
       settles,
       delivers: () => this.delivers(),
-      stopping: () => this.stopping,
+      stopping,
       nextOwnedDue: (after) => this.owned.nextDue(after),
       napping: () => {
         if (this.steps.size === 0) this.emit("idle");
       },
       queuedDue: () => this.claims.forgetEmptyQueues(),
     });
-    this.deliveries = new Deliveries({
-      store: this.store,
-      clock: this.clock,
-      log: this.log,
-      notifications: options.notifications,
-      allowPrivateUrls: options.allowPrivateUrls ?? false,
-      signal: this.abortController.signal,
-      naps: this.naps,
-      scope: () => this.scope,
-    });
-    this.context = {
-      store: observingJobWrites(this.store, (job) => this.owned.note(job)),
-      clock: this.clock,
-      owner: this.owner,
-      leaseMs: this.leaseMs,
-      log: this.log,
+    const naps = this.naps;
+    this.steps = new StepsInFlight({ store, log, signal, failed: (jobId) => this.owned.stepFailed(jobId), ended: (freedSomething) => naps.stepEnded(freedSomething) });
+    const steps = this.steps;
+    const context: EngineContext = {
+      store: observingJobWrites(store, (job) => this.owned.note(job)),
+      clock,
+      owner,
+      leaseMs,
+      log,
       polls: this.polls,
-      outputs: rememberingFolderChecks(options.outputs ?? defaultOutputs, () => this.clock.now()),
+      outputs: rememberingFolderChecks(options.outputs ?? defaultOutputs, () => clock.now()),
       adapter: (provider) => this.calls.adapter(provider),
       callContext: (job, request, callOptions) => this.calls.callContext(job, request, callOptions?.rateLimited ?? true),
       counters: (provider) => this.calls.countersFor(provider),
       timed: async (provider, step, call) => {
-        const startedAt = this.clock.now();
+        const startedAt = clock.now();
         let outcome: StepTiming["outcome"] = "error";
         try {
           const answer = await call();
           outcome = "ok";
           return answer;
         } finally {
-          this.emit("step", { provider, step, outcome, ms: this.clock.now() - startedAt });
+          this.emit("step", { provider, step, outcome, ms: clock.now() - startedAt });
         }
       },
       fallbackAfterMs: options.fallbackAfterMs ?? DEFAULT_FALLBACK_AFTER_MS,
@@ -194,60 +176,43 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
         if (job.state === "queued") this.claims.queued(job.provider);
         this.emit("job", job);
       },
-      wake: () => this.naps.wakeLoop(),
+      wake: () => naps.wakeLoop(),
       haltsChanged: () => this.halts.written(),
       takeKnownStatus: (jobId) => {
         const status = this.knownStatuses.get(jobId);
         this.knownStatuses.delete(jobId);
         return status;
       },
-      signal: this.abortController.signal,
+      signal,
       stopWaiting: this.stopWaiting.signal,
       givenUp: () => this.givenUp,
     };
-    this.claims = new Claims({
-      store: this.store,
-      owner: this.owner,
-      leaseMs: this.leaseMs,
-      idleTickMs: this.idleTickMs,
-      maxInFlight: this.maxInFlight,
-      context: this.context,
-      calls: this.calls,
-      steps: this.steps,
-      fullPools: this.fullPools,
-      naps: this.naps,
-      scope: () => this.scope,
-      stopping: () => this.stopping,
-      emit: (job) => this.emit("job", job),
-    });
-    this.halts = new HaltedProviders({ store: this.store, clock: this.clock, context: this.context, steps: this.steps, scope: () => this.scope });
-    this.settlements = new SettlementReads({ store: this.store, settles, context: this.context, steps: this.steps, naps: this.naps, scope: () => this.scope, stopping: () => this.stopping });
-    this.orphans = new OrphanAdoption({
-      store: this.store,
-      clock: this.clock,
-      owner: this.owner,
-      leaseMs: this.leaseMs,
-      log: this.log,
-      context: this.context,
-      steps: this.steps,
-      scope: () => this.scope,
-      stopping: () => this.stopping,
-      note: (job) => this.owned.note(job),
-    });
     this.owned = new OwnedJobs({
-      store: this.store,
-      owner: this.owner,
-      idleTickMs: this.idleTickMs,
-      maxInFlight: this.maxInFlight,
-      context: this.context,
-      steps: this.steps,
-      naps: this.naps,
-      stopping: () => this.stopping,
+      store,
+      owner,
+      idleTickMs,
+      maxInFlight,
+      context,
+      steps,
+      naps,
+      stopping,
       untracked: (job) => {
         // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
-        if (job.state === "queued" || this.delivers() || settles) this.naps.othersMoved();
+        if (job.state === "queued" || this.delivers() || settles) naps.othersMoved();
       },
     });
+    const fullPools = new FullPools(store, clock);
+    this.claims = new Claims({ store, owner, leaseMs, idleTickMs, maxInFlight, context, calls: this.calls, steps, fullPools, naps, scope, stopping, emit: (job) => this.emit("job", job) });
+    this.halts = new HaltedProviders({ store, clock, context, steps, scope });
+    this.deliveries = new Deliveries({ store, clock, log, notifications: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal, naps, scope });
+    const settlements = new SettlementReads({ store, settles, context, steps, naps, scope, stopping });
+    const orphans = new OrphanAdoption({ store, clock, owner, leaseMs, log, context, steps, scope, stopping, note: (job) => this.owned.note(job) });
+    this.loop = new EngineLoop({ store, clock, owner, leaseMs, log, naps, steps, owned: this.owned, claims: this.claims, fullPools, halts: this.halts, deliveries: this.deliveries, settlements, orphans, stopping });
+  }
+
+  /** Passes of the loop so far (see `EngineLoop.iterations`). */
+  get iterations(): number {
+    return this.loop.iterations;
   }
 
   /** The median render time learned for a provider and model (for progress estimates), or null. */
@@ -294,7 +259,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (this.delivers() && notifier && !notifier.secret && notifier.defaultUrl) {
       this.log.warn({}, "MEDIAGATE_NOTIFY_URL is set but MEDIAGATE_NOTIFY_SECRET is not: no notification is sent unsigned (each is given up, and the job's events say why)");
     }
-    this.loopDone = this.loop().catch((error: unknown) => {
+    this.loopDone = this.loop.run().catch((error: unknown) => {
       this.log.error({ err: error instanceof Error ? error.message : String(error) }, "engine loop stopped by an error");
       throw error;
     });
@@ -380,76 +345,5 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   /** Whether this engine delivers notifications: it was given how, and a command's engine only under MEDIAGATE_NOTIFY_URL (see `Deliveries.delivers`). */
   delivers(): boolean {
     return this.deliveries.delivers();
-  }
-
-  /**
-   * Runs until stopped. A failing step (the store unreachable or locked for
-   * longer than its timeout) is logged and retried with backoff: every job's
-   * state is in the store, so nothing is lost by waiting for it to return.
-   */
-  private async loop(): Promise<void> {
-    let adopted = false;
-    let failures = 0;
-    while (!this.stopping) {
-      try {
-        if (!adopted) {
-          await this.orphans.adopt();
-          adopted = true;
-        }
-        await this.iteration();
-        failures = 0;
-      } catch (error) {
-        if (this.stopping) break;
-        failures++;
-        const retryInMs = fullJitterBackoffMs(failures, { baseMs: 500, capMs: 30_000 });
-        this.log.error({ err: error instanceof Error ? error.message : String(error), failures, retryInMs }, "engine step failed; retrying");
-        await this.naps.nap(retryInMs);
-      }
-    }
-  }
-
-  private async iteration(): Promise<void> {
-    this.naps.clearWake();
-    const skip = await this.halts.skippedProviders();
-    const tickAt = this.clock.now();
-    await this.tick(skip, tickAt);
-    if (this.stopping) return;
-    // A tick that reached all due work (started or waiting for a slot) is followed by a nap; one cut short is not.
-    const napped = !this.naps.tickCut && !this.naps.woken && (await this.naps.napUntilDue(skip, tickAt));
-    if (napped) {
-      // Settlements that came due meanwhile are read at once.
-      this.settlements.readSoon();
-      this.deliveries.readSoon();
-    } else {
-      // An embedded store answers without I/O: without this, steps that keep finding work would run
-      // as one chain of microtasks, and no provider's answer (or signal, or timer) would ever be read.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    this.iterations++;
-  }
-
-  /**
-   * One pass: adopt orphans now and then, renew leases, claim and submit,
-   * poll what is due at `now`. Cuts the tick (see `Naps.cutTick`) when a page
-   * or in-flight limit left due work unread.
-   */
-  private async tick(skip: ProviderId[], now: number): Promise<void> {
-    this.fullPools.refresh();
-    this.steps.tickBegins();
-    this.naps.tickBegins();
-    this.owned.pollKnownDue(now);
-    if (this.orphans.due(now)) await this.orphans.adopt();
-    if (now - this.lastRenewAt >= this.leaseMs / 3) {
-      this.lastRenewAt = now;
-      await this.store.renewLeases(this.owner, now + this.leaseMs);
-    }
-    if (now - this.lastRecoveryAt >= 10_000) {
-      this.lastRecoveryAt = now;
-      await recoverSlots(this.store, now);
-    }
-    await this.claims.claimDue(skip, now);
-    if (this.deliveries.readDue(now) && !this.stopping) await this.deliveries.claimDue(now);
-    if (this.settlements.readDue(now)) await this.settlements.startDue(now);
-    if (this.owned.readNeeded(now)) await this.owned.readDue(now);
   }
 }
