@@ -1,29 +1,29 @@
-import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
-import { fallOver } from "./fallover.js";
 import { EventEmitter, setMaxListeners } from "node:events";
-import { fullJitterBackoffMs } from "../core/backoff.js";
-import { type Clock, SLEEP_ENDED, systemClock } from "../core/clock.js";
-import { ConfigError } from "../core/errors.js";
+import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
+import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
-import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
-import { type CallContext, PROVIDER_IDS, type ProviderAdapter, type ProviderId, type ProviderStatus, type RateWindow, type ValidatedRequest } from "../providers/adapter.js";
-import { ProviderHttp } from "../providers/http.js";
+import type { CallContext, ProviderId, ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import { type ClaimInstead, type JobScope, type NextDue, type Notification, RATE_SEND_BOUND_MS, type SlotPoolRequest, type Store } from "../store/store.js";
+import type { JobScope, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
-import { formatMicroUsd } from "../core/money.js";
+import { OrphanAdoption } from "./adoption.js";
+import { Claims } from "./claims.js";
 import type { EngineContext, ProviderCounters, StepTiming } from "./context.js";
-import { limitsOf } from "./context.js";
-import { type EngineLogger, silentLogger } from "./logger.js";
-import { isDeadOwner, newOwnerName } from "./owner.js";
-import { PollScheduler } from "./polling.js";
-import { RateLimiter } from "./rate-limiter.js";
-import { recoverInterruptedSubmit, submitJob } from "./submit.js";
-import { settleJob } from "./settle.js";
-import { deliverNotification, NOTIFY_LEASE_MS, type NotifierOptions, type NotifyContext } from "./notify.js";
-import { trackJob } from "./track.js";
+import { Deliveries } from "./deliveries.js";
+import { HaltedProviders } from "./halts.js";
+import { StepsInFlight } from "./in-flight.js";
 import { observingJobWrites } from "./job-writes.js";
+import { type EngineLogger, silentLogger } from "./logger.js";
+import { EngineLoop } from "./loop.js";
+import { Naps } from "./naps.js";
+import type { NotifierOptions } from "./notify.js";
+import { OwnedJobs } from "./owned.js";
+import { newOwnerName } from "./owner.js";
+import { PollScheduler } from "./polling.js";
+import { ProviderCalls } from "./provider-calls.js";
+import { chargesSettleLater, SettlementReads } from "./settlement-reads.js";
+import { FullPools } from "./slots.js";
 
 export interface EngineOptions {
   store: Store;
@@ -68,38 +68,6 @@ export interface EngineOptions {
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
 const IDLE_TICK_MS = 500;
-/** Routed jobs moved off a halted provider per store read. */
-const REROUTE_PAGE = 100;
-const ADOPT_EVERY_MS = 5_000;
-const SLOT_RECOVERY_QUIET_MS = 30_000;
-/** A job held back by its budget is looked at again this often: a charge below its estimate, or a refused submit, frees room. */
-const BUDGET_RECHECK_MS = 5_000;
-/** Queued jobs read per page, and pages at most per tick: jobs behind 128 blocked ones wait for the next tick. */
-const QUEUE_PAGE = 16;
-const QUEUE_PAGES = 8;
-/** Owned jobs due for a step, and charges due for a read, taken per tick. */
-const OWNED_PAGE = 256;
-const SETTLEMENT_PAGE = 64;
-/** A pool found full is not asked again until this store releases a slot, or this long has passed (another engine freed one). */
-const FULL_POOL_RECHECK_MS = 1_000;
-/** Notifications due are looked for at most this often while the loop is busy (and after each nap), and so many are sent at once. */
-const NOTIFICATION_READ_EVERY_MS = 500;
-const MAX_DELIVERIES = 32;
-/** Finished jobs whose charge settles later are looked for at most this often while the loop is busy. */
-const SETTLEMENT_READ_EVERY_MS = 500;
-/**
- * Halted providers are read again at most this often (and at once after this
- * engine halts one): a halt set or cleared by another process is seen within
- * it. A submit sent meanwhile to a provider another process halted is refused
- * by the provider as the one that caused the halt was (nothing is charged).
- */
-const HALTS_READ_EVERY_MS = 1_000;
-
-/** One of this engine's jobs as its own step last wrote it, and the count of words from outside by then (`wakes`). */
-interface OwnedJob {
-  job: Job;
-  wake: number;
-}
 
 /**
  * The engine loop: claim → submit → track → capture. Knows nothing
@@ -110,169 +78,141 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   readonly owner: string;
   private readonly store: Store;
   private readonly clock: Clock;
-  private readonly leaseMs: number;
   private readonly log: EngineLogger;
-  private readonly maxInFlight: number;
-  private readonly idleTickMs: number;
-  private readonly counters = new Map<ProviderId, ProviderCounters>();
-  private readonly inFlight = new Map<string, Promise<void>>();
-  private readonly submitting = new Set<string>();
-  /**
-   * Jobs whose task ended during the current tick. The rows a tick read
-   * before that end are stale (a capture's failure count, a due time now in
-   * the future): starting the job from them would repeat a step, a download
-   * or a read, so it waits for the next tick's fresh read.
-   */
-  private readonly endedThisTick = new Set<string>();
-  /** Slot pools a claim found full since `fullPoolsSince` (see `FULL_POOL_RECHECK_MS`). */
-  private readonly fullPools = new Set<string>();
-  private fullPoolsSince = 0;
-  /** The store's `slotReleases` when `fullPools` was last cleared. */
-  private fullPoolsReleases = -1;
-  /**
-   * Providers whose queue head was all held back by full pools: their queue
-   * is not read again until `fullPools` is cleared (the head would be the same).
-   */
-  private readonly blockedProviders = new Set<ProviderId>();
-  /** The store's `slotReleases` at the last queue read: a page holds about as many jobs as slots freed since. */
-  private releasesAtQueueRead: number | null = null;
-  private readonly busyIds = { has: (id: string) => this.busy(id) };
-  /**
-   * Providers whose due queue was last read empty, and until when that is
-   * trusted: an idle tick, as long as an idle engine takes to see a job
-   * another process queued without a nudge. A queued job coming due (see
-   * `napUntilDue`), a nudge, or a job queued here ends it sooner.
-   */
-  private readonly emptyQueues = new Map<ProviderId, number>();
-  private lastSettlementReadAt = Number.NEGATIVE_INFINITY;
-  private lastNotificationReadAt = Number.NEGATIVE_INFINITY;
-  /** Notification attempts in flight; and whether the last read found more due than there was room for. */
-  private readonly deliveries = new Set<Promise<void>>();
-  private notificationsLeft = false;
-  private readonly notifyContext: NotifyContext | null;
-  /** Whether a configured provider settles charges after the end (B): otherwise no settlement is ever read. */
-  private readonly settles: boolean;
-  /** The halted providers as last read, and when (see `HALTS_READ_EVERY_MS`); null to read them at the next tick. */
-  private halted: { providers: ProviderId[]; readAt: number } | null = null;
-  /** Halted providers whose routed queued jobs were moved on already (see `rerouteHalted`). */
-  private readonly reroutedFor = new Set<ProviderId>();
-  /** Counts this engine's own halts: a read that began before one must not be kept as current. */
-  private haltsWritten = 0;
-  private stopListening: () => void = () => undefined;
-  private listening = false;
   private readonly polls: PollScheduler;
-  private readonly rateLimiter: RateLimiter;
-  private readonly policies = new Map<ProviderId, UrlPolicy>();
+  private readonly calls: ProviderCalls;
+  private readonly naps: Naps;
+  private readonly steps: StepsInFlight;
+  private readonly owned: OwnedJobs;
+  private readonly claims: Claims;
+  private readonly halts: HaltedProviders;
+  private readonly deliveries: Deliveries;
+  private readonly loop: EngineLoop;
+  private readonly knownStatuses = new Map<string, ProviderStatus>();
   private readonly abortController = new AbortController();
   private readonly stopWaiting = new AbortController();
-  private wakeUp: (() => void) | null = null;
-  private wakeRequested = false;
-  /** A step ended without freeing anything: only due times may have moved, so the nap is measured again (no tick). */
-  private dueMoved = false;
-  /** The last tick stopped at a page or in-flight limit: due work may be left that it did not reach. */
-  private tickCut = false;
-  /**
-   * The jobs this engine tracks (running or capturing under its lease), as its own steps last wrote them: the loop
-   * naps by their next due times, and polls a running one when it comes due without reading it back (see
-   * `pollKnownDue`); it looks in the store for its due jobs only when it may not know them (see `ownedReadNeeded`).
-   * What another process writes to one of its jobs (a webhook's nudge, a cancel) is read at the next tick after a
-   * wake, and at least once an idle tick.
-   */
-  private readonly owned = new Map<string, OwnedJob>();
-  /**
-   * Words from outside so far (see `wake`): a job of `owned` noted before the latest may have been moved by another
-   * process (a webhook's nudge, a cancel), which only the store knows.
-   */
-  private wakes = 0;
-  /** The store may hold due times of this engine's jobs that `owned` lacks (it just started, or was woken from outside). */
-  private ownedUnknown = true;
-  private lastOwnedReadAt = Number.NEGATIVE_INFINITY;
-  /**
-   * The next due time of everything but this engine's own jobs (queues, charges to settle, notifications) as last
-   * read: for which providers skipped, when, and at which count of `othersChanged`. What this engine does that moves
-   * it (a job sent back to the queue or held for a slot, a notification claimed or tried, a job ended owing a
-   * notification or a settlement) counts a change, and a changed value is read again; so is one reached, and one an
-   * idle tick old (work another process left without a word).
-   */
-  private othersDue: { due: NextDue; skip: string; readAt: number; changes: number } | null = null;
-  /** Changes to the next due time of other work since the engine started (see `othersDue`). */
-  private othersChanged = 0;
-  /** Loop iterations so far (the benchmarks report them per job). */
-  iterations = 0;
-  private readonly knownStatuses = new Map<string, ProviderStatus>();
+  private stopListening: () => void = () => undefined;
+  private listening = false;
   private stopping = false;
   private givenUp = false;
   private loopDone: Promise<void> | null = null;
-  private lastAdoptAt = 0;
-  private lastRenewAt = 0;
-  private lastRecoveryAt = 0;
-  private readonly context: EngineContext;
   private scope: JobScope | null;
 
   constructor(private readonly options: EngineOptions) {
     super();
-    this.store = options.store;
-    this.clock = options.clock ?? systemClock;
-    this.owner = options.owner ?? newOwnerName();
-    this.leaseMs = options.leaseMs ?? 30_000;
-    this.log = options.log ?? silentLogger;
-    this.maxInFlight = options.maxInFlight ?? 256;
-    this.idleTickMs = options.idleTickMs ?? IDLE_TICK_MS;
+    const store = options.store;
+    const clock = options.clock ?? systemClock;
+    const owner = options.owner ?? newOwnerName();
+    const leaseMs = options.leaseMs ?? 30_000;
+    const log = options.log ?? silentLogger;
+    const maxInFlight = options.maxInFlight ?? 256;
+    const idleTickMs = options.idleTickMs ?? IDLE_TICK_MS;
+    this.store = store;
+    this.clock = clock;
+    this.owner = owner;
+    this.log = log;
     this.scope = options.scope ?? null;
     // Every waiting job (rate tokens, backoff) listens to this signal; hundreds at once are expected.
     setMaxListeners(0, this.abortController.signal);
     setMaxListeners(0, this.stopWaiting.signal);
-    this.polls = new PollScheduler(this.store, options.fixedPollIntervalMs ?? null);
-    this.rateLimiter = new RateLimiter(this.store, this.clock);
-    this.notifyContext = options.notifications
-      ? { store: this.store, clock: this.clock, log: this.log, notifier: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal: this.abortController.signal }
-      : null;
-    this.settles = PROVIDER_IDS.some((provider) => {
-      const entry = options.providers.get(provider);
-      return entry?.adapter?.settle !== undefined && entry.missing.length === 0;
+    const signal = this.abortController.signal;
+    const scope = () => this.scope;
+    const stopping = () => this.stopping;
+    const settles = chargesSettleLater(options.providers);
+    this.polls = new PollScheduler(store, options.fixedPollIntervalMs ?? null);
+    this.calls = new ProviderCalls({
+      store,
+      clock,
+      owner,
+      providers: options.providers,
+      secrets: options.secrets,
+      allowPrivateUrls: options.allowPrivateUrls ?? false,
+      publicUrl: options.publicUrl ?? null,
+      signal,
+      stopWaiting: this.stopWaiting.signal,
     });
-    this.context = {
-      store: observingJobWrites(this.store, (job) => this.noteJob(job)),
-      clock: this.clock,
-      owner: this.owner,
-      leaseMs: this.leaseMs,
-      log: this.log,
+    this.naps = new Naps({
+      store,
+      clock,
+      idleTickMs,
+      scope,
+      settles,
+      delivers: () => this.delivers(),
+      stopping,
+      nextOwnedDue: (after) => this.owned.nextDue(after),
+      napping: () => {
+        if (this.steps.size === 0) this.emit("idle");
+      },
+      queuedDue: () => this.claims.forgetEmptyQueues(),
+    });
+    const naps = this.naps;
+    this.steps = new StepsInFlight({ store, log, signal, failed: (jobId) => this.owned.stepFailed(jobId), ended: (freedSomething) => naps.stepEnded(freedSomething) });
+    const steps = this.steps;
+    const context: EngineContext = {
+      store: observingJobWrites(store, (job) => this.owned.note(job)),
+      clock,
+      owner,
+      leaseMs,
+      log,
       polls: this.polls,
-      outputs: rememberingFolderChecks(options.outputs ?? defaultOutputs, () => this.clock.now()),
-      adapter: (provider) => this.adapter(provider),
-      callContext: (job, request, callOptions) => this.callContext(job, request, callOptions?.rateLimited ?? true),
-      counters: (provider) => this.countersFor(provider),
+      outputs: rememberingFolderChecks(options.outputs ?? defaultOutputs, () => clock.now()),
+      adapter: (provider) => this.calls.adapter(provider),
+      callContext: (job, request, callOptions) => this.calls.callContext(job, request, callOptions?.rateLimited ?? true),
+      counters: (provider) => this.calls.countersFor(provider),
       timed: async (provider, step, call) => {
-        const startedAt = this.clock.now();
+        const startedAt = clock.now();
         let outcome: StepTiming["outcome"] = "error";
         try {
           const answer = await call();
           outcome = "ok";
           return answer;
         } finally {
-          this.emit("step", { provider, step, outcome, ms: this.clock.now() - startedAt });
+          this.emit("step", { provider, step, outcome, ms: clock.now() - startedAt });
         }
       },
       fallbackAfterMs: options.fallbackAfterMs ?? DEFAULT_FALLBACK_AFTER_MS,
       emit: (job) => {
         // A job back in the queue (a submit that was not sent) makes its provider's queue worth reading.
-        if (job.state === "queued") this.emptyQueues.delete(job.provider);
+        if (job.state === "queued") this.claims.queued(job.provider);
         this.emit("job", job);
       },
-      wake: () => this.wakeLoop(),
-      haltsChanged: () => {
-        this.halted = null;
-        this.haltsWritten++;
-      },
+      wake: () => naps.wakeLoop(),
+      haltsChanged: () => this.halts.written(),
       takeKnownStatus: (jobId) => {
         const status = this.knownStatuses.get(jobId);
         this.knownStatuses.delete(jobId);
         return status;
       },
-      signal: this.abortController.signal,
+      signal,
       stopWaiting: this.stopWaiting.signal,
       givenUp: () => this.givenUp,
     };
+    this.owned = new OwnedJobs({
+      store,
+      owner,
+      idleTickMs,
+      maxInFlight,
+      context,
+      steps,
+      naps,
+      stopping,
+      untracked: (job) => {
+        // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
+        if (job.state === "queued" || this.delivers() || settles) naps.othersMoved();
+      },
+    });
+    const fullPools = new FullPools(store, clock);
+    this.claims = new Claims({ store, owner, leaseMs, idleTickMs, maxInFlight, context, calls: this.calls, steps, fullPools, naps, scope, stopping, emit: (job) => this.emit("job", job) });
+    this.halts = new HaltedProviders({ store, clock, context, steps, scope });
+    this.deliveries = new Deliveries({ store, clock, log, notifications: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal, naps, scope });
+    const settlements = new SettlementReads({ store, settles, context, steps, naps, scope, stopping });
+    const orphans = new OrphanAdoption({ store, clock, owner, leaseMs, log, context, steps, scope, stopping, note: (job) => this.owned.note(job) });
+    this.loop = new EngineLoop({ store, clock, owner, leaseMs, log, naps, steps, owned: this.owned, claims: this.claims, fullPools, halts: this.halts, deliveries: this.deliveries, settlements, orphans, stopping });
+  }
+
+  /** Passes of the loop so far (see `EngineLoop.iterations`). */
+  get iterations(): number {
+    return this.loop.iterations;
   }
 
   /** The median render time learned for a provider and model (for progress estimates), or null. */
@@ -287,7 +227,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
 
   /** Request and error counts per provider since this engine started. */
   stats(): Record<string, ProviderCounters> {
-    return Object.fromEntries(this.counters);
+    return this.calls.stats();
   }
 
   /**
@@ -319,7 +259,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (this.delivers() && notifier && !notifier.secret && notifier.defaultUrl) {
       this.log.warn({}, "MEDIAGATE_NOTIFY_URL is set but MEDIAGATE_NOTIFY_SECRET is not: no notification is sent unsigned (each is given up, and the job's events say why)");
     }
-    this.loopDone = this.loop().catch((error: unknown) => {
+    this.loopDone = this.loop.run().catch((error: unknown) => {
       this.log.error({ err: error instanceof Error ? error.message : String(error) }, "engine loop stopped by an error");
       throw error;
     });
@@ -337,9 +277,9 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.stopWaiting.abort(new Error("engine stopping"));
     this.wake();
     await this.loopDone?.catch(() => undefined);
-    await Promise.allSettled([...this.submitting].map((id) => this.inFlight.get(id)));
+    await Promise.allSettled(this.steps.submits());
     this.abortController.abort(new Error("engine stopping"));
-    await Promise.allSettled([...this.inFlight.values(), ...this.deliveries]);
+    await Promise.allSettled([...this.steps.all(), ...this.deliveries.all()]);
     await this.store.releaseLeases(this.owner);
   }
 
@@ -370,7 +310,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     const now = this.clock.now();
     const updated = await this.store.updateJob(job.id, { state: "running" }, { nextAttemptAt: now }, now);
     if (!updated) return false;
-    this.noteJob(updated);
+    this.owned.note(updated);
     if (status && updated.leaseOwner === this.owner) this.knownStatuses.set(job.id, status);
     // Another engine owns it: tell that engine's process (it reads the job at once rather than at its due time).
     if (updated.leaseOwner !== null && updated.leaseOwner !== this.owner) await this.store.announceWork().catch(() => undefined);
@@ -380,170 +320,21 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
 
   /** Every secret to redact: configured keys and what adapters hold now (tokens). */
   secrets(): string[] {
-    const adapterSecrets = [...this.options.providers.values()].flatMap((entry) => entry.adapter?.secrets?.() ?? []);
-    return [...this.options.secrets(), ...adapterSecrets];
+    return this.calls.secrets();
   }
 
   /** A call context for provider-level calls outside any job (webhook verification fetching keys, account reads). */
-  async providerContext(provider: ProviderId): Promise<CallContext> {
-    const counters = this.countersFor(provider);
-    const http = new ProviderHttp({
-      provider,
-      clock: this.clock,
-      secrets: () => this.secrets(),
-      urlPolicy: await this.urlPolicy(provider),
-      afterResponse: ({ status }) => {
-        counters.requests++;
-        if (status === 429) counters.status429++;
-      },
-    });
-    return { http, clock: this.clock, signal: this.abortController.signal };
+  providerContext(provider: ProviderId): Promise<CallContext> {
+    return this.calls.providerContext(provider);
   }
 
   /** Nudges the loop to look at the store now (a job was queued, a callback arrived). */
   wake(): void {
-    this.emptyQueues.clear();
+    this.claims.forgetEmptyQueues();
     // Told from outside: another process may have queued work or moved one of this engine's jobs.
-    this.ownedUnknown = true;
-    this.wakes++;
-    this.invalidateOthersDue();
-    this.wakeLoop();
-  }
-
-  /** A job as one of this engine's steps (or its nudge) just wrote it: its next due time if it is still this engine's to track. */
-  private noteJob(job: Job): void {
-    if (job.leaseOwner === this.owner && (job.state === "running" || job.state === "capturing")) {
-      this.owned.set(job.id, { job, wake: this.wakes });
-      return;
-    }
-    this.owned.delete(job.id);
-    // Back in the queue, or ended owing a notification or a charge to settle: other work's next due time moved.
-    if (job.state === "queued" || this.delivers() || this.settles) this.invalidateOthersDue();
-  }
-
-  private invalidateOthersDue(): void {
-    this.othersChanged++;
-  }
-
-  /**
-   * The soonest due time later than `after` (the tick's time) of this engine's jobs that no step works on now, or
-   * null. A job whose step ended during the tick counts with its new due time. One due by `after` was started by the
-   * tick, or its step ended without moving it (a stop's abort, the store failing): it is not looked at again before
-   * the next tick.
-   */
-  private nextOwnedDue(after: number): number | null {
-    let soonest: number | null = null;
-    for (const [id, { job: { nextAttemptAt: at } }] of this.owned) if (at > after && (soonest === null || at < soonest) && !this.inFlight.has(id)) soonest = at;
-    return soonest;
-  }
-
-  /** Ends the loop's nap (a task here ended: a slot may be free, a job due). */
-  private wakeLoop(): void {
-    // Remembered when the loop is busy, so a slot freed mid-tick is not missed until the next idle tick.
-    this.wakeRequested = true;
-    this.endNap();
-  }
-
-  /** Ends the loop's nap, if it naps (what it does then depends on the flags its wakers set). */
-  private endNap(): void {
-    const wakeUp = this.wakeUp;
-    this.wakeUp = null;
-    wakeUp?.();
-  }
-
-  private adapter(provider: ProviderId): ProviderAdapter {
-    const entry = this.options.providers.get(provider);
-    if (!entry?.adapter) throw new ConfigError(`MEDIAGATE_${provider.toUpperCase()}_BASE_URL`, `provider ${provider.toUpperCase()} is not supported by this version`);
-    if (entry.missing.length > 0) {
-      throw new ConfigError(entry.missing[0]!, `provider ${provider.toUpperCase()} is not configured: set ${entry.missing.join(" and ")}`);
-    }
-    return entry.adapter;
-  }
-
-  /** Why jobs of this provider cannot be sent now, or null when they can. */
-  private unavailableReason(provider: ProviderId): string | null {
-    try {
-      this.adapter(provider);
-      return null;
-    } catch (error) {
-      return (error as Error).message;
-    }
-  }
-
-  private countersFor(provider: ProviderId): ProviderCounters {
-    let counters = this.counters.get(provider);
-    if (!counters) {
-      counters = { requests: 0, status429: 0, backpressure: 0, submits: 0, polls: 0, downloads: 0, claims: 0, claimsLost: 0 };
-      this.counters.set(provider, counters);
-    }
-    return counters;
-  }
-
-  private async urlPolicy(provider: ProviderId): Promise<UrlPolicy> {
-    let policy = this.policies.get(provider);
-    if (!policy) {
-      const baseUrl = this.options.providers.get(provider)?.baseUrl;
-      policy = baseUrl
-        ? await policyForBase(baseUrl, this.options.allowPrivateUrls ?? false)
-        : { allowHttp: false, allowPrivate: this.options.allowPrivateUrls ?? false };
-      this.policies.set(provider, policy);
-    }
-    return policy;
-  }
-
-  private async callContext(job: Job, request: ValidatedRequest, rateLimited: boolean): Promise<CallContext> {
-    const limits = this.adapter(job.provider).limits(request);
-    const counters = this.countersFor(job.provider);
-    const abortable = job.state !== "submitting";
-    const signal = abortable ? this.abortController.signal : undefined;
-    const http = new ProviderHttp({
-      provider: job.provider,
-      clock: this.clock,
-      secrets: () => this.secrets(),
-      urlPolicy: await this.urlPolicy(job.provider),
-      ...(rateLimited ? { beforeRequest: this.beforeRequest(job, limits.rateWindows, signal) } : {}),
-      afterResponse: ({ status }) => {
-        counters.requests++;
-        if (status === 429) counters.status429++;
-      },
-    });
-    const adapter = this.adapter(job.provider);
-    const publicUrl = this.options.publicUrl?.replace(/\/+$/, "");
-    const callbackUrl = publicUrl && adapter.webhooks ? `${publicUrl}/webhooks/${job.provider}/${encodeURIComponent(job.id)}` : null;
-    return {
-      http,
-      clock: this.clock,
-      ...(signal ? { signal } : {}),
-      job: { id: job.id, idempotencyKey: job.idempotencyKey, callbackUrl },
-    };
-  }
-
-  /**
-   * Before each request of a job: its rate token, then, for a submit, a note
-   * in the store that a request is leaving. A job found in `submitting`
-   * after a crash without that note never sent anything and is safely queued
-   * again, even on a provider without idempotency.
-   */
-  private beforeRequest(job: Job, windows: readonly RateWindow[], signal: AbortSignal | undefined): () => Promise<() => Promise<void>> {
-    const submitting = job.state === "submitting";
-    let noted = false;
-    return async () => {
-      const answered = await this.rateLimiter.take(windows, signal ?? this.stopWaiting.signal, submitting ? "submit" : "read");
-      const grantedAt = this.clock.now();
-      if (submitting && !noted) {
-        noted = true;
-        const ours = await this.store.markSubmitSent(job.id, this.owner, grantedAt);
-        // Another engine has the job now (this one's lease lapsed): it must not be sent from here.
-        if (!ours) throw new Error(`job ${job.id} is no longer this engine's to submit`);
-        const late = this.clock.now() - grantedAt;
-        if (windows.length > 0 && late > RATE_SEND_BOUND_MS) {
-          // Sent this late, a crash could leave it counted past the store's bound on unanswered requests.
-          await answered();
-          throw new Error(`the store took ${Math.round(late / 1000)} s to note the submit, longer than its rate token allows`);
-        }
-      }
-      return answered;
-    };
+    this.owned.toldFromOutside();
+    this.naps.othersMoved();
+    this.naps.wakeLoop();
   }
 
   /** Notification attempts this engine has in flight. */
@@ -551,472 +342,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     return this.deliveries.size;
   }
 
-  /**
-   * Whether this engine delivers notifications: it was given how. A command's engine delivers its own jobs' only, and
-   * only under MEDIAGATE_NOTIFY_URL (a command's jobs have no notify_url of their own: only the API takes one).
-   */
+  /** Whether this engine delivers notifications: it was given how, and a command's engine only under MEDIAGATE_NOTIFY_URL (see `Deliveries.delivers`). */
   delivers(): boolean {
-    return this.notifyContext !== null && (this.scope === null || Boolean(this.notifyContext.notifier.defaultUrl));
-  }
-
-  /** One attempt at a claimed notification, in the background; a read follows its end when more were due than room. */
-  private deliver(notification: Notification): void {
-    const task: Promise<void> = deliverNotification(this.notifyContext!, notification)
-      .catch((error: unknown) => {
-        // Unrecorded (the store failed): the claim lapses and the attempt is made again after it.
-        if (this.abortController.signal.aborted) return;
-        this.log.error({ jobId: notification.jobId, notification: notification.id, err: error instanceof Error ? error.message : String(error) }, "notification attempt failed unexpectedly");
-      })
-      .finally(() => {
-        this.deliveries.delete(task);
-        this.invalidateOthersDue();
-        if (this.notificationsLeft) {
-          this.notificationsLeft = false;
-          this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
-          this.wakeLoop();
-        }
-      });
-    this.deliveries.add(task);
-  }
-
-  private spawn(job: Job, work: () => Promise<void>, isSubmit: boolean): void {
-    if (isSubmit) this.submitting.add(job.id);
-    const releasesAtStart = this.store.slotReleases;
-    let failed = false;
-    const task = work()
-      .catch((error: unknown) => {
-        failed = true;
-        // What the step wrote before it failed is not known here: the store says where its job is (the row kept here
-        // still times the nap, but is not polled from).
-        this.ownedUnknown = true;
-        const known = this.owned.get(job.id);
-        if (known) known.wake = -1;
-        if (this.abortController.signal.aborted) return;
-        this.log.error({ jobId: job.id, err: error instanceof Error ? error.message : String(error) }, "job step failed unexpectedly");
-      })
-      .finally(() => {
-        this.endedThisTick.add(job.id);
-        // A step spawned for the job after this one (see the claim in `tick`) is the job's now.
-        if (this.inFlight.get(job.id) === task) {
-          this.inFlight.delete(job.id);
-          this.submitting.delete(job.id);
-        }
-        // A freed slot, or room for a step the last tick had none for, can start queued work: a full look.
-        // Otherwise the step only moved its job's next due time, and the loop measures its nap again.
-        if (failed || this.tickCut || this.store.slotReleases !== releasesAtStart) this.wakeLoop();
-        else this.dueChanged();
-      });
-    this.inFlight.set(job.id, task);
-  }
-
-  /** Ends the loop's nap to measure it again: a step set its job's next due time, which may come first. */
-  private dueChanged(): void {
-    this.dueMoved = true;
-    this.endNap();
-  }
-
-  /**
-   * Runs until stopped. A failing step (the store unreachable or locked for
-   * longer than its timeout) is logged and retried with backoff: every job's
-   * state is in the store, so nothing is lost by waiting for it to return.
-   */
-  private async loop(): Promise<void> {
-    let adopted = false;
-    let failures = 0;
-    while (!this.stopping) {
-      try {
-        if (!adopted) {
-          await this.adoptOrphans();
-          adopted = true;
-        }
-        await this.iteration();
-        failures = 0;
-      } catch (error) {
-        if (this.stopping) break;
-        failures++;
-        const retryInMs = fullJitterBackoffMs(failures, { baseMs: 500, capMs: 30_000 });
-        this.log.error({ err: error instanceof Error ? error.message : String(error), failures, retryInMs }, "engine step failed; retrying");
-        await this.nap(retryInMs);
-      }
-    }
-  }
-
-  private async iteration(): Promise<void> {
-    this.wakeRequested = false;
-    const skip = await this.skippedProviders();
-    const tickAt = this.clock.now();
-    await this.tick(skip, tickAt);
-    if (this.stopping) return;
-    // A tick that reached all due work (started or waiting for a slot) is followed by a nap; one cut short is not.
-    const napped = !this.tickCut && !this.wakeRequested && (await this.napUntilDue(skip, tickAt));
-    if (napped) {
-      // Settlements that came due meanwhile are read at once.
-      this.lastSettlementReadAt = Number.NEGATIVE_INFINITY;
-      this.lastNotificationReadAt = Number.NEGATIVE_INFINITY;
-    } else {
-      // An embedded store answers without I/O: without this, steps that keep finding work would run
-      // as one chain of microtasks, and no provider's answer (or signal, or timer) would ever be read.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    this.iterations++;
-  }
-
-  /**
-   * Naps until the next job falls due (at most `idleTickMs`), or until
-   * woken. A step that ends without freeing a slot only moves its own job's
-   * due time: the nap is measured again (one read) instead of a whole tick.
-   * Due times after `after` (the tick's time) count: a job due by then was
-   * started or waits for a slot, whose release wakes the loop. A queued
-   * job's due time reached (by the nap or before it) ends every queue's
-   * trusted emptiness; nothing else does but a nudge, a job queued here
-   * and the trust's own end. Returns whether it napped.
-   */
-  private async napUntilDue(skip: ProviderId[], after: number): Promise<boolean> {
-    let napped = false;
-    for (;;) {
-      this.dueMoved = false;
-      const cached = this.othersDue;
-      const skipKey = skip.join(",");
-      const now = this.clock.now();
-      let others: NextDue;
-      if (
-        cached === null ||
-        cached.changes !== this.othersChanged ||
-        cached.skip !== skipKey ||
-        now - cached.readAt >= this.idleTickMs ||
-        (cached.due.at !== null && cached.due.at <= after)
-      ) {
-        const changes = this.othersChanged;
-        others = await this.store.nextDueAt(null, skip, after, this.scope, this.settles, this.delivers());
-        if (this.wakeRequested || this.stopping) return napped;
-        // Moved while the store answered (a job sent back to the queue): the answer may not hold it.
-        if (changes !== this.othersChanged) continue;
-        this.othersDue = { due: others, skip: skipKey, readAt: now, changes };
-      } else {
-        others = cached.due;
-      }
-      const ownedAt = this.nextOwnedDue(after);
-      const at = ownedAt === null ? others.at : others.at === null ? ownedAt : Math.min(ownedAt, others.at);
-      const delay = at === null ? this.idleTickMs : Math.min(this.idleTickMs, Math.max(0, at - this.clock.now()));
-      if (delay > 0) {
-        if (this.inFlight.size === 0) this.emit("idle");
-        await this.nap(delay);
-        napped = true;
-      }
-      if (others.queuedAt !== null && this.clock.now() >= others.queuedAt) this.emptyQueues.clear();
-      if (delay === 0 || !this.dueMoved || this.wakeRequested || this.stopping) return napped;
-    }
-  }
-
-  /** Sleeps `ms` of the engine's clock, or until woken (a freed slot, a nudge, stop). */
-  private async nap(ms: number): Promise<void> {
-    const napping = new AbortController();
-    await new Promise<void>((resolve) => {
-      this.wakeUp = resolve;
-      this.clock.sleep(ms, napping.signal).then(resolve, resolve);
-    });
-    this.wakeUp = null;
-    // Woken before its end: its timer goes too. Left running, a stopped engine's last nap kept its process alive for
-    // the rest of it (up to an idle tick: a batch exited 400 ms after its last job was saved).
-    napping.abort(SLEEP_ENDED);
-  }
-
-  private async skippedProviders(): Promise<ProviderId[]> {
-    const now = this.clock.now();
-    if (this.halted !== null && now - this.halted.readAt < HALTS_READ_EVERY_MS) return this.halted.providers;
-    const written = this.haltsWritten;
-    const halts = await this.store.halts();
-    const providers = [...new Set(halts.map((halt) => halt.provider))];
-    // A halt written here while the store answered may be missing from the answer: read again next tick.
-    this.halted = written === this.haltsWritten ? { providers, readAt: now } : null;
-    for (const provider of this.reroutedFor) if (!providers.includes(provider)) this.reroutedFor.delete(provider);
-    for (const halt of halts) {
-      if (this.reroutedFor.has(halt.provider)) continue;
-      this.reroutedFor.add(halt.provider);
-      await this.rerouteHalted(halt.provider, `${halt.provider.toUpperCase()} is halted (${halt.code}: ${halt.message})`);
-    }
-    return providers;
-  }
-
-  /**
-   * A provider was halted (no credits, a refused key): the routed jobs queued
-   * for it move to the next target of their routes, once per halt, a page at a
-   * time; the others wait for the halt to be cleared, as before.
-   */
-  private async rerouteHalted(provider: ProviderId, why: string): Promise<void> {
-    let after: { nextAttemptAt: number; id: string } | null = null;
-    for (;;) {
-      const page = await this.store.routedQueued(provider, REROUTE_PAGE, this.scope, after);
-      for (const job of page) {
-        if (this.busy(job.id) || !job.route || job.route.next.length === 0) continue;
-        await fallOver(this.context, job, "queued", why);
-      }
-      if (page.length < REROUTE_PAGE) return;
-      const last = page.at(-1)!;
-      after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
-    }
-  }
-
-  /**
-   * One pass: adopt orphans now and then, renew leases, claim and submit,
-   * poll what is due at `now`. Sets `tickCut` when a page or in-flight limit
-   * left due work unread.
-   */
-  private async tick(skip: ProviderId[], now: number): Promise<void> {
-    // A slot released through this store (at once) or anywhere (after a while): full pools are asked again.
-    if (this.store.slotReleases !== this.fullPoolsReleases || this.clock.now() - this.fullPoolsSince >= FULL_POOL_RECHECK_MS) {
-      this.fullPools.clear();
-      this.blockedProviders.clear();
-      this.fullPoolsSince = this.clock.now();
-      this.fullPoolsReleases = this.store.slotReleases;
-    }
-    this.endedThisTick.clear();
-    this.tickCut = false;
-    this.pollKnownDue(now);
-    if (now - this.lastAdoptAt >= ADOPT_EVERY_MS) await this.adoptOrphans();
-    if (now - this.lastRenewAt >= this.leaseMs / 3) {
-      this.lastRenewAt = now;
-      await this.store.renewLeases(this.owner, now + this.leaseMs);
-    }
-    if (now - this.lastRecoveryAt >= 10_000) {
-      this.lastRecoveryAt = now;
-      await this.recoverSlots(now);
-    }
-    const unavailable = new Map<ProviderId, string | null>();
-    // The queue is read a small page at a time, and only while claims succeed: a provider whose slots are
-    // all taken costs one page per tick, however long its queue (the heads of the other providers' queues
-    // are in every page).
-    // A page holds about as many jobs as slots were freed since the last read, and one more: each job read is a whole
-    // row (its request among 44 columns), and one read beyond what can be claimed is read again by the next tick.
-    let after: { nextAttemptAt: number; id: string } | null = null;
-    const freed = this.releasesAtQueueRead === null ? QUEUE_PAGE : this.store.slotReleases - this.releasesAtQueueRead;
-    const pageSize = Math.min(QUEUE_PAGE, Math.max(2, freed + 1));
-    let queueRead = false;
-    for (let page = 0; page < QUEUE_PAGES && !this.stopping && this.inFlight.size < this.maxInFlight; page++) {
-      this.releasesAtQueueRead = this.store.slotReleases;
-      const queueSkip = [...new Set([...skip, ...this.blockedProviders, ...this.trustedEmptyQueues(now)])];
-      const queued = await this.store.dueQueued(now, pageSize, queueSkip, this.scope, after);
-      if (queued.length < pageSize) {
-        // Every provider read has fewer due jobs than the page: those with none are not read again for a while.
-        const present = new Set(queued.map((job) => job.provider));
-        for (const provider of PROVIDER_IDS) if (!queueSkip.includes(provider) && !present.has(provider)) this.emptyQueues.set(provider, now + this.idleTickMs);
-      }
-      let claimed = false;
-      const heldBack = new Set<ProviderId>();
-      for (const job of queued) {
-        if (this.stopping) break;
-        if (this.inFlight.size >= this.maxInFlight) {
-          this.tickCut = true;
-          break;
-        }
-        if (this.busy(job.id)) continue;
-        if (!unavailable.has(job.provider)) unavailable.set(job.provider, this.unavailableReason(job.provider));
-        const reason = unavailable.get(job.provider);
-        if (reason) {
-          await this.store.updateJob(job.id, { state: "queued" }, { reason, nextAttemptAt: now + 5_000 }, now);
-          this.invalidateOthersDue();
-          continue;
-        }
-        const pools = limitsOf(this.context, job).slotPools;
-        if (this.knownFull(pools)) {
-          heldBack.add(job.provider);
-          continue;
-        }
-        const claim = await this.store.claimForSubmit(job.id, this.owner, pools, now, this.leaseMs, this.claimInstead(job, unavailable));
-        const refusedInstead = (claim.kind === "no_slot" || claim.kind === "over_budget") && claim.instead === true;
-        if (claim.kind === "gone") this.countersFor(job.provider).claimsLost++;
-        if (refusedInstead) {
-          // Taken by another engine, and the job considered in its place could not be sent now (the pool is full, as
-          // it is for a single engine that finds no slot; or its budget): what is learned of the pool is kept.
-          if (claim.kind === "no_slot") {
-            heldBack.add(job.provider);
-            this.fullPools.add(claim.poolKey);
-          }
-          continue;
-        }
-        if (claim.kind === "claimed") {
-          this.countersFor(job.provider).claims++;
-          claimed = true;
-          if (claim.filled.length > 0) {
-            // It took a pool's last free slot: the next job needing that pool is held back as if its claim had found
-            // none (a claim that could only fail is not made, and the queue is not read further for it).
-            heldBack.add(job.provider);
-            for (const key of claim.filled) this.fullPools.add(key);
-          }
-          this.emit("job", claim.job);
-          // Claimed in place of a job taken first, it may be one whose step here has just put it back in the queue
-          // (the store chose it, not this engine): it is sent once that step has ended.
-          const ending = this.inFlight.get(claim.job.id);
-          this.spawn(claim.job, async () => {
-            await ending?.catch(() => undefined);
-            await submitJob(this.context, claim.job);
-          }, true);
-        } else if (claim.kind === "over_budget") {
-          const { budget } = claim;
-          const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
-          const updated = await this.store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
-          this.invalidateOthersDue();
-          if (updated && job.reason !== reason) this.emit("job", updated);
-        } else if (claim.kind === "no_slot") {
-          heldBack.add(job.provider);
-          this.fullPools.add(claim.poolKey);
-          const waiting = `waiting for a slot (${claim.poolKey})`;
-          if (job.reason !== waiting || claim.retryAt !== null) {
-            await this.store.updateJob(job.id, { state: "queued" }, { reason: waiting, ...(claim.retryAt !== null ? { nextAttemptAt: claim.retryAt } : {}) }, now);
-            this.invalidateOthersDue();
-          }
-        }
-      }
-      // A provider with a job held back by a full pool is not read again until a slot is released (or a
-      // second passes): its next jobs would mostly wait for the same pool. Only the others are read on.
-      for (const provider of heldBack) this.blockedProviders.add(provider);
-      if (!claimed || queued.length < pageSize || heldBack.size > 0) {
-        queueRead = true;
-        break;
-      }
-      const last = queued[queued.length - 1]!;
-      after = { nextAttemptAt: last.nextAttemptAt, id: last.id };
-    }
-    // Ended by its page count with claims still succeeding: more may be due.
-    if (!queueRead) this.tickCut = true;
-    if (this.delivers() && now - this.lastNotificationReadAt >= NOTIFICATION_READ_EVERY_MS && this.deliveries.size < MAX_DELIVERIES && !this.stopping) {
-      this.lastNotificationReadAt = now;
-      const room = MAX_DELIVERIES - this.deliveries.size;
-      const due = await this.store.claimDueNotifications(now, room, NOTIFY_LEASE_MS, this.scope);
-      if (due.length > 0) this.invalidateOthersDue();
-      this.notificationsLeft = due.length === room;
-      for (const notification of due) this.deliver(notification);
-    }
-    if (this.settles && now - this.lastSettlementReadAt >= SETTLEMENT_READ_EVERY_MS) {
-      this.lastSettlementReadAt = now;
-      const settling = await this.store.dueSettlements(now, SETTLEMENT_PAGE, this.scope);
-      if (settling.length === SETTLEMENT_PAGE) this.tickCut = true;
-      for (const job of settling) {
-        if (this.stopping || this.busy(job.id)) continue;
-        this.spawn(job, () => settleJob(this.context, job), false);
-      }
-    }
-    if (!this.ownedReadNeeded(now)) return;
-    this.ownedUnknown = false;
-    this.lastOwnedReadAt = now;
-    const expected = [...this.owned].filter(([id, { job }]) => job.nextAttemptAt <= now && !this.busy(id));
-    const owned = await this.store.dueOwned(this.owner, now, OWNED_PAGE, this.busyIds);
-    if (owned.length === OWNED_PAGE) this.tickCut = true;
-    for (const job of owned) this.noteJob(job);
-    if (!this.tickCut) {
-      // Due here, yet not due in the store (taken over after a lapsed lease, cancelled, moved by another process): the
-      // store's due time stands, read when it comes.
-      const read = new Set(owned.map((job) => job.id));
-      for (const [id, known] of expected) if (!read.has(id) && this.owned.get(id) === known && !this.busy(id)) this.owned.delete(id);
-    }
-    for (const job of owned) {
-      if (this.stopping || this.busy(job.id)) continue;
-      this.spawn(job, () => trackJob(this.context, job), false);
-    }
-  }
-
-  /**
-   * Polls this engine's running jobs that are due by `now` as its own steps last wrote them, first in the tick and
-   * without reading them back: reading their ids and rows (two round trips on PostgreSQL, behind the queue's read)
-   * made a poll start 10 ms after its due time on average in a worker, and a late poll is a late hand-over of the
-   * slot. Only jobs noted since the last word from outside (`wakes`: every wake, a webhook's nudge or another
-   * process's notice, may have moved any of them); the store is still read at least once an idle tick.
-   *
-   * A job another process changed without a word (taken over after a lapsed lease, cancelled by a command on the
-   * same SQLite file) is polled once more at most: every write of the poll's step expects the job running under this
-   * engine's lease, so nothing else follows, and the job is forgotten here as it is polled; only its step's own write
-   * puts it back (refused, the store's word stands, read when it comes). Capturing jobs are read from the store:
-   * their step downloads the result without a write before it.
-   */
-  private pollKnownDue(now: number): void {
-    if (this.stopping) return;
-    for (const [id, { job, wake }] of this.owned) {
-      if (wake !== this.wakes || job.state !== "running" || job.nextAttemptAt > now || this.busy(id)) continue;
-      if (this.inFlight.size >= this.maxInFlight) {
-        this.tickCut = true;
-        return;
-      }
-      this.owned.delete(id);
-      this.spawn(job, () => trackJob(this.context, job), false);
-    }
-  }
-
-  /**
-   * Whether this tick reads the store for this engine's due jobs: one of them is due by `now` as far as this engine
-   * knows, the store may hold due times it does not know, or an idle tick has passed since the last read.
-   */
-  private ownedReadNeeded(now: number): boolean {
-    if (this.ownedUnknown || now - this.lastOwnedReadAt >= this.idleTickMs) return true;
-    for (const [id, { job }] of this.owned) if (job.nextAttemptAt <= now && !this.busy(id)) return true;
-    return false;
-  }
-
-  /** Providers whose due queue was read empty less than an idle tick ago (expired entries dropped). */
-  private trustedEmptyQueues(now: number): ProviderId[] {
-    const empty: ProviderId[] = [];
-    for (const [provider, until] of this.emptyQueues) {
-      if (until > now) empty.push(provider);
-      else this.emptyQueues.delete(provider);
-    }
-    return empty;
-  }
-
-  /**
-   * What a claim may take when its job was taken by another engine first: the next due job of the
-   * same provider's queue (in this engine's batch, if it has one), if this engine would send it now.
-   * A command that follows only its own few jobs claims nothing else.
-   */
-  private claimInstead(asked: Job, unavailable: Map<ProviderId, string | null>): ClaimInstead | undefined {
-    const { provider } = asked;
-    if (this.scope && "jobIds" in this.scope) return undefined;
-    if (unavailable.get(provider)) return undefined;
-    return {
-      provider,
-      scope: this.scope,
-      sameAs: { model: asked.model, operation: asked.operation },
-      poolsOf: (candidate) => {
-        if (this.busy(candidate.id)) return null;
-        const pools = limitsOf(this.context, candidate).slotPools;
-        return this.knownFull(pools) ? null : pools;
-      },
-    };
-  }
-
-  /** Whether one of these pools was found full since a slot was last released (see `fullPools`). */
-  private knownFull(pools: readonly SlotPoolRequest[]): boolean {
-    return pools.some((pool) => this.fullPools.has(pool.key));
-  }
-
-  /** Being worked on here, or ended since this tick read its rows (see `endedThisTick`). */
-  private busy(jobId: string): boolean {
-    return this.inFlight.has(jobId) || this.endedThisTick.has(jobId);
-  }
-
-  private async adoptOrphans(): Promise<void> {
-    const now = this.clock.now();
-    this.lastAdoptAt = now;
-    const adopted = await this.store.adoptOrphans(this.owner, now, this.leaseMs, isDeadOwner, this.scope);
-    for (const job of adopted) {
-      this.noteJob(job);
-      this.log.info({ jobId: job.id, state: job.state }, "resuming a job left by a stopped engine");
-      if (job.state === "submitting") this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
-    }
-    // A claim whose commit succeeded while its answer was lost (the store's connection cut at that moment)
-    // leaves a job `submitting` under this engine's own lease that nothing here works on; renewing the lease
-    // would keep every other engine off it for ever. Submitting jobs are few (bounded by the slots).
-    if (this.stopping) return;
-    const stranded = (await this.store.listJobs({ states: ["submitting"] })).filter((job) => job.leaseOwner === this.owner && !this.inFlight.has(job.id));
-    for (const job of stranded) {
-      this.log.warn({ jobId: job.id }, "recovering a claim whose answer was lost");
-      this.spawn(job, () => recoverInterruptedSubmit(this.context, job), true);
-    }
-  }
-
-  private async recoverSlots(now: number): Promise<void> {
-    for (const pool of await this.store.poolStatus()) {
-      if (pool.learnedCapacity < pool.configuredCapacity && pool.blockedUntil + SLOT_RECOVERY_QUIET_MS <= now) {
-        await this.store.slotRecover(pool.key, now);
-      }
-    }
+    return this.deliveries.delivers();
   }
 }
