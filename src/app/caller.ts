@@ -1,8 +1,8 @@
 import type { Job } from "../core/job.js";
+import { LOCAL_TENANT } from "../core/tenant.js";
 import type { ApiToken } from "../store/store.js";
 
-/** The tenant of the local operator: the CLI, the library, and `serve`'s API while the store holds no token. */
-export const LOCAL_TENANT = "local";
+export { LOCAL_TENANT } from "../core/tenant.js";
 
 /**
  * Who is asking: a tenant. Each API token is one tenant and the local
@@ -27,11 +27,11 @@ export function callerOf(token: ApiToken): Caller {
 }
 
 /** Whether the caller may see this job (a job it may not see is answered as not found, never as forbidden). */
-export function canSee(caller: Caller, job: Pick<Job, "tokenId">): boolean {
-  return caller.admin || (caller.token !== null && job.tokenId === caller.token.id);
+export function canSee(caller: Caller, job: Pick<Job, "tenant">): boolean {
+  return caller.admin || job.tenant === caller.tenant;
 }
 
 /** The tenant whose jobs a read is limited to: undefined for an admin (every tenant's). */
 export function scopeOf(caller: Caller): string | undefined {
-  return caller.admin ? undefined : (caller.token?.id ?? "");
+  return caller.admin ? undefined : caller.tenant;
 }

@@ -12,7 +12,7 @@ import { defaultOutputs } from "../outputs/by-location.js";
 import { rememberingFolderChecks } from "../outputs/local-folder.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import type { JobRequest } from "../providers/adapter.js";
-import { canSee, type Caller } from "./caller.js";
+import type { Caller } from "./caller.js";
 import { ConflictError, LineProblemsError } from "./errors.js";
 import { checkOutputFolder, newJobOf, PreparedInputError, prepareJob, requireConfigured, routeJson, sameRequest, type PrepareOptions, type PreparedJob } from "./prepare.js";
 import type { Runtime } from "./runtime.js";
@@ -106,7 +106,7 @@ export async function submitJob(runtime: Runtime, caller: Caller, submission: Jo
   const notifyUrl = await checkNotifyUrl(runtime, submission.notifyUrl);
   const prepared = await prepareRequest(runtime, ref, submission.request);
   const store = await runtime.store();
-  const [stored] = await store.jobsByRefs([ref]);
+  const [stored] = await store.jobsByRefs(caller.tenant, [ref]);
   if (stored) return { status: 200, job: sameJobOrConflict(caller, stored, prepared) };
   // A provider without its key would keep the job queued for ever: refused now, as the CLI refuses it.
   requireConfigured(runtime, [prepared]);
@@ -115,7 +115,7 @@ export async function submitJob(runtime: Runtime, caller: Caller, submission: Jo
   await checkOutputFolder(outDir, null, intakeFolderChecks);
   const now = Date.now();
   const [result] = await store.insertJobs(
-    [newJobOf(prepared, { now, batchId: null, outDir, budgetId, tokenId: caller.token?.id ?? null, notifyUrl })],
+    [newJobOf(prepared, { now, batchId: null, outDir, budgetId, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })],
     now,
   );
   // Stored by another request between the look and the insert: answered as if it had been there.
@@ -126,7 +126,6 @@ export async function submitJob(runtime: Runtime, caller: Caller, submission: Jo
 
 /** A ref already stored: its job when it is this caller's and this request, else a conflict that reveals nothing of another's job. */
 export function sameJobOrConflict(caller: Caller, job: Job, prepared: Pick<PreparedJob, "validated" | "route">): Job {
-  if (!canSee(caller, job)) throw new ConflictError("ref_conflict", `ref "${job.ref}" is taken; refs are unique in a store`, "ref");
   if (!sameRequest(job, prepared)) {
     throw new ConflictError("ref_conflict", `ref "${job.ref}" is already used by job ${job.id} with a different request`, "ref");
   }
@@ -174,7 +173,7 @@ export async function prepareLines(runtime: Runtime, lines: readonly unknown[], 
 
 /** The id of the batch of these refs by this caller: the same body again is the same batch (resumed, not paid twice). */
 function batchIdOf(caller: Caller, lines: readonly PreparedLine[]): string {
-  const hash = createHash("sha256").update(caller.token?.id ?? "local");
+  const hash = createHash("sha256").update(caller.tenant);
   for (const line of lines) hash.update("\u0000").update(line.prepared.ref);
   return `api_batch_${hash.digest("hex").slice(0, 16)}`;
 }
@@ -187,7 +186,7 @@ function batchIdOf(caller: Caller, lines: readonly PreparedLine[]): string {
 export async function submitBatch(runtime: Runtime, caller: Caller, lines: readonly unknown[], readRequest: LineReader): Promise<{ batchId: string; jobs: Job[]; created: number }> {
   const prepared = await prepareLines(runtime, lines, readRequest);
   const store = await runtime.store();
-  const existing = new Map((await store.jobsByRefs(prepared.map((line) => line.prepared.ref))).map((job) => [job.ref, job]));
+  const existing = new Map((await store.jobsByRefs(caller.tenant, prepared.map((line) => line.prepared.ref))).map((job) => [job.ref, job]));
   for (const line of prepared) {
     const job = existing.get(line.prepared.ref);
     if (job) sameJobOrConflict(caller, job, line.prepared);
@@ -199,7 +198,7 @@ export async function submitBatch(runtime: Runtime, caller: Caller, lines: reado
   const batchId = batchIdOf(caller, prepared);
   const now = Date.now();
   const results = await store.insertJobs(
-    prepared.map(({ prepared: item, notifyUrl }) => newJobOf(item, { now, batchId, outDir, budgetId, tokenId: caller.token?.id ?? null, notifyUrl })),
+    prepared.map(({ prepared: item, notifyUrl }) => newJobOf(item, { now, batchId, outDir, budgetId, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })),
     now,
   );
   (await runtime.engine()).wake();

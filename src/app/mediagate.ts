@@ -123,7 +123,7 @@ export class Mediagate {
     const [result] = await this.store.insertJobs([newJobOf(prepared, { now, batchId: null, outDir, budgetId: this.budgetId })], now);
     if (!result!.created && !sameRequest(result!.job, prepared)) {
       // The ref is taken by another request: returning that job would hand back a result that was not asked for.
-      throw new InputError("ref", `"${result!.job.ref}" is already used by job ${result!.job.id} with a different request; refs are unique in a store`, "a new ref, or the same request to resume it");
+      throw new InputError("ref", `"${result!.job.ref}" is already used by job ${result!.job.id} with a different request; a ref names one job of yours`, "a new ref, or the same request to resume it");
     }
     this.engine.wake();
     return result!.job;

@@ -4,6 +4,7 @@ import { ConfigError, InputError } from "../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../core/image-type.js";
 import { isTerminal, type Job, type JobState } from "../core/job.js";
 import { newId } from "../core/ids.js";
+import { LOCAL_TENANT } from "../core/tenant.js";
 import type { Estimate, JobRequest, ProviderAdapter, ProviderId, ValidatedRequest } from "../providers/adapter.js";
 import { jobRouteOf, planRoute, type EligibleTarget, type RoutedRequest, type RouteWorld, type TargetVerdict } from "../engine/route.js";
 import type { ProviderEntry } from "../providers/registry.js";
@@ -94,6 +95,8 @@ export interface NewJobPlace {
   outDir: string;
   budgetId: string | null;
   tokenId?: string | null;
+  /** Whose job it is (default LOCAL_TENANT). */
+  tenant?: string;
   notifyUrl?: string | null;
 }
 
@@ -115,6 +118,7 @@ export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate
     budgetId: place.budgetId,
     route: item.route ? jobRouteOf(item.route.order, item.route.fallbackOnFailure) : null,
     ...(place.tokenId !== undefined ? { tokenId: place.tokenId } : {}),
+    ...(place.tenant !== undefined ? { tenant: place.tenant } : {}),
     ...(place.notifyUrl !== undefined ? { notifyUrl: place.notifyUrl } : {}),
   };
 }
@@ -261,14 +265,14 @@ export async function enqueue(
   const existing = new Map<string, JobState>();
   for (let start = 0; start < prepared.length; start += ENQUEUE_PAGE) {
     const page = prepared.slice(start, start + ENQUEUE_PAGE);
-    const byRef = new Map((await store.jobsByRefs(page.map((item) => item.ref))).map((job) => [job.ref, job]));
+    const byRef = new Map((await store.jobsByRefs(LOCAL_TENANT, page.map((item) => item.ref))).map((job) => [job.ref, job]));
     for (const item of page) {
       const job = byRef.get(item.ref);
       if (!job) continue;
       if (!sameRequest(job, item)) {
         throw new InputError(
           `${item.origin}: ref`,
-          `"${item.ref}" is already used by job ${job.id} with a different request; refs are unique in a store`,
+          `"${item.ref}" is already used by job ${job.id} with a different request; a ref names one job of yours`,
           "a new ref, or the same request to resume it",
         );
       }
@@ -276,7 +280,7 @@ export async function enqueue(
         // A command works only on its own jobs: another command's unfinished job is not taken over by a shared ref.
         throw new InputError(
           `${item.origin}: ref`,
-          `"${item.ref}" is job ${job.id} of another command (${job.batchId ? `batch ${job.batchId}` : "a generate"}, still ${job.state}); refs are unique in a store`,
+          `"${item.ref}" is job ${job.id} of another command (${job.batchId ? `batch ${job.batchId}` : "a generate"}, still ${job.state}); a ref names one job of yours`,
           "a new ref, or the command that queued it to resume it",
         );
       }

@@ -40,11 +40,11 @@ function limitsOf(runtime: Runtime, provider: ProviderId, job: Job | undefined):
  */
 export async function providerStates(runtime: Runtime, caller: Caller, now: number): Promise<ProviderState[]> {
   const store = await runtime.store();
-  const tokenId = scopeOf(caller);
+  const tenant = scopeOf(caller);
   const [pools, halts, recent] = await Promise.all([
     store.poolStatus(),
     store.halts(),
-    store.listJobs({ newestFirst: true, limit: RECENT_JOBS, ...(tokenId !== undefined ? { tokenId } : {}) }),
+    store.listJobs({ newestFirst: true, limit: RECENT_JOBS, ...(tenant !== undefined ? { tenant } : {}) }),
   ]);
   const states: ProviderState[] = [];
   for (const id of PROVIDER_IDS) {

@@ -7,7 +7,7 @@ import { shownEvents } from "./notify-urls.js";
 import type { Runtime } from "./runtime.js";
 
 /** What a listing may filter by; whose jobs it reads is the caller's to say, not the filter's. */
-export type JobListFilter = Omit<JobFilter, "tokenId" | "ids" | "limit" | "newestFirst">;
+export type JobListFilter = Omit<JobFilter, "tenant" | "ids" | "limit" | "newestFirst">;
 
 /**
  * Jobs newest first, a page of `limit`: the caller's own unless admin. The
@@ -15,9 +15,9 @@ export type JobListFilter = Omit<JobFilter, "tokenId" | "ids" | "limit" | "newes
  * meanwhile are newer, so a page never repeats or skips one.
  */
 export async function listJobs(runtime: Runtime, caller: Caller, filter: JobListFilter, limit: number): Promise<{ jobs: Job[]; next: Pick<Job, "createdAt" | "id"> | null }> {
-  const tokenId = scopeOf(caller);
+  const tenant = scopeOf(caller);
   // One more than the page says whether there is a next one.
-  const jobs = await (await runtime.store()).listJobs({ ...filter, ...(tokenId !== undefined ? { tokenId } : {}), newestFirst: true, limit: limit + 1 });
+  const jobs = await (await runtime.store()).listJobs({ ...filter, ...(tenant !== undefined ? { tenant } : {}), newestFirst: true, limit: limit + 1 });
   const page = jobs.slice(0, limit);
   return { jobs: page, next: jobs.length > limit ? page.at(-1)! : null };
 }

@@ -132,6 +132,8 @@ export interface Job {
   route: JobRoute | null;
   /** The API token that created it (`mediagate serve`); null for jobs of the CLI and the library. */
   tokenId: string | null;
+  /** Whose job it is: the creating token's id, or LOCAL_TENANT (core/tenant.ts). Its ref is unique within its tenant. */
+  tenant: string;
   /** Where to tell when it ends (`notify_url`); null: MEDIAGATE_NOTIFY_URL if set, else nobody. */
   notifyUrl: string | null;
 }

@@ -1,6 +1,7 @@
 import { type SqlBool, sql } from "kysely";
 import type { Job, JobOutput } from "../core/job.js";
 import type { ProviderId } from "../core/provider-id.js";
+import { LOCAL_TENANT } from "../core/tenant.js";
 import type { Db, StoreContext } from "./context.js";
 import { refRange } from "./ref-prefix.js";
 import { literalLimit } from "./reusable.js";
@@ -42,7 +43,7 @@ const INTEGER_JOB_COLUMNS: ReadonlySet<string> = new Set([
  * array parameter (`unnest`), not a parameter per value (a chunk of 500 rows was
  * 21,000 parameters to send and parse), the events written by a data-modifying
  * WITH. Every column of `newJobRow` is written, so the two stay in step.
- * A ref another transaction stored meanwhile (two clients sending one ref at
+ * A ref its tenant stored meanwhile in another transaction (two clients sending one ref at
  * once) is skipped, not an error: `ON CONFLICT` waits for that transaction
  * and keeps its row. Returns the ids of the jobs this statement created.
  */
@@ -55,7 +56,7 @@ async function insertJobsWithEventsPostgres(trx: Db, rows: ReadonlyArray<ReturnT
     with added as (
       insert into jobs (${sql.join(columns.map((column) => sql.ref(column)))})
       select * from unnest(${sql.join(arrays)})
-      on conflict (ref) do nothing
+      on conflict (tenant, ref) do nothing
       returning id
     )
     insert into job_events (${sql.join(eventColumns.map((column) => sql.ref(column)))})
@@ -113,7 +114,13 @@ function newJobRow(job: NewJob, now: number) {
     route_json: job.route ? JSON.stringify(job.route) : null,
     token_id: job.tokenId ?? null,
     notify_url: job.notifyUrl ?? null,
+    tenant: job.tenant ?? LOCAL_TENANT,
   };
+}
+
+/** A ref as its tenant knows it: refs are unique per tenant (migration 17), so a lookup key holds both. */
+function tenantRef(job: Pick<NewJob, "tenant" | "ref">): string {
+  return `${job.tenant ?? LOCAL_TENANT}\u0000${job.ref}`;
 }
 
 export async function insertJobs(context: StoreContext, jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
@@ -127,12 +134,13 @@ export async function insertJobs(context: StoreContext, jobs: NewJob[], now: num
       const chunk = jobs.slice(start, start + chunkSize);
       // PostgreSQL's insert skips a ref stored already (on conflict) and says which it made, so only those refs are read
       // (below); SQLite's is told beforehand.
-      const stored = new Map(context.dialect === "postgres" ? [] : (await jobsWithRefs(context, trx, chunk.map((job) => job.ref))).map((job) => [job.ref, job]));
+      const stored = new Map(context.dialect === "postgres" ? [] : (await jobsWithTenantRefs(context, trx, chunk)).map((job) => [tenantRef(job), job]));
       const fresh: NewJob[] = [];
       const pendingRefs = new Set<string>();
       for (const job of chunk) {
-        if (stored.has(job.ref) || createdHere.has(job.ref) || pendingRefs.has(job.ref)) continue;
-        pendingRefs.add(job.ref);
+        const key = tenantRef(job);
+        if (stored.has(key) || createdHere.has(key) || pendingRefs.has(key)) continue;
+        pendingRefs.add(key);
         fresh.push(job);
       }
       if (fresh.length > 0) {
@@ -150,22 +158,23 @@ export async function insertJobs(context: StoreContext, jobs: NewJob[], now: num
           await trx.insertInto("job_events").values(events).execute();
         }
         // A ref stored already (PostgreSQL, which did not look first) or by another transaction since the look: its job.
-        const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id)).map((job) => job.ref);
-        if (taken.length > 0) for (const job of await jobsWithRefs(context, trx, taken)) stored.set(job.ref, job);
+        const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id));
+        if (taken.length > 0) for (const job of await jobsWithTenantRefs(context, trx, taken)) stored.set(tenantRef(job), job);
         // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
         fresh.forEach((job, index) => {
-          if (!stored.has(job.ref)) createdHere.set(job.ref, rowWithRequestToJob(rows[index]!, job));
+          if (!stored.has(tenantRef(job))) createdHere.set(tenantRef(job), rowWithRequestToJob(rows[index]!, job));
         });
       }
       const reported = new Set<string>();
       for (const job of chunk) {
-        const existing = stored.get(job.ref);
+        const key = tenantRef(job);
+        const existing = stored.get(key);
         if (existing) results.push({ job: existing, created: false });
         else {
-          const created = createdHere.get(job.ref)!;
+          const created = createdHere.get(key)!;
           // The first mention of a ref created here is its creation; a repeat is an existing job.
-          const first = job.id === created.id && !reported.has(job.ref);
-          reported.add(job.ref);
+          const first = job.id === created.id && !reported.has(key);
+          reported.add(key);
           results.push({ job: created, created: first });
         }
       }
@@ -180,10 +189,10 @@ export async function getJob(context: StoreContext, id: string): Promise<Job | n
   return row ? rowToJob(row) : null;
 }
 
-export async function findJob(context: StoreContext, idOrRef: string): Promise<Job | null> {
+export async function findJob(context: StoreContext, idOrRef: string, tenant: string = LOCAL_TENANT): Promise<Job | null> {
   const row =
     (await context.db.selectFrom("jobs").selectAll().where("id", "=", idOrRef).executeTakeFirst()) ??
-    (await context.db.selectFrom("jobs").selectAll().where("ref", "=", idOrRef).executeTakeFirst());
+    (await context.db.selectFrom("jobs").selectAll().where("tenant", "=", tenant).where("ref", "=", idOrRef).executeTakeFirst());
   return row ? rowToJob(row) : null;
 }
 
@@ -206,7 +215,7 @@ export async function listJobs(context: StoreContext, filter: JobFilter = {}): P
     jobs.sort((left, right) => sign * (left.createdAt - right.createdAt || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0)));
     return filter.limit !== undefined ? jobs.slice(0, filter.limit) : jobs;
   }
-  // A search by the start of a ref reads that range of refs (one token's: jobs_token_ref), then checks the other filters
+  // A search by the start of a ref reads that range of refs (one tenant's: jobs_tenant_ref), then checks the other filters
   // on the rows found. SQLite, without statistics, would rather follow an index of any other filter (every queued job,
   // the cursor's creation order) and check the ref of every row it reads: there those terms are written with a unary +,
   // which keeps a term out of the choice of index (https://sqlite.org/optoverview.html#uplus).
@@ -216,10 +225,10 @@ export async function listJobs(context: StoreContext, filter: JobFilter = {}): P
   if (filter.batchId !== undefined) query = query.where(checked<string>("batch_id"), "=", filter.batchId);
   if (filter.states?.length) query = query.where(checked<string>("state"), "in", [...filter.states]);
   if (filter.provider !== undefined) query = query.where(checked<string>("provider"), "=", filter.provider);
-  if (filter.tokenId !== undefined) query = query.where("token_id", "=", filter.tokenId);
+  if (filter.tenant !== undefined) query = query.where("tenant", "=", filter.tenant);
   if (filter.ref !== undefined) query = query.where("ref", "=", filter.ref);
   if (filter.refPrefix !== undefined) {
-    // A range of the refs in code point order (see ref-prefix.ts), compared as PostgreSQL's "C" collation in migration 12's indexes.
+    // A range of the refs in code point order (see ref-prefix.ts), compared as PostgreSQL's "C" collation in the indexes of migrations 12 and 17.
     const range = refRange(filter.refPrefix);
     const ref = context.dialect === "postgres" ? sql<string>`ref collate "C"` : sql<string>`ref`;
     query = query.where(ref, ">=", range.from);
@@ -241,20 +250,34 @@ export async function listJobs(context: StoreContext, filter: JobFilter = {}): P
   return (await query.execute()).map(rowToJob);
 }
 
-export async function jobsByRefs(context: StoreContext, refs: readonly string[]): Promise<Job[]> {
-  return jobsWithRefs(context, context.db, refs);
+export async function jobsByRefs(context: StoreContext, tenant: string, refs: readonly string[]): Promise<Job[]> {
+  return jobsWithRefs(context, context.db, tenant, refs);
 }
 
-async function jobsWithRefs(context: StoreContext, db: Db, refs: readonly string[]): Promise<Job[]> {
+/** The stored jobs of these jobs' tenants and refs (one read per tenant among them: usually one). */
+async function jobsWithTenantRefs(context: StoreContext, db: Db, jobs: ReadonlyArray<Pick<NewJob, "tenant" | "ref">>): Promise<Job[]> {
+  const byTenant = new Map<string, string[]>();
+  for (const job of jobs) {
+    const tenant = job.tenant ?? LOCAL_TENANT;
+    const refs = byTenant.get(tenant);
+    if (refs) refs.push(job.ref);
+    else byTenant.set(tenant, [job.ref]);
+  }
+  const found: Job[] = [];
+  for (const [tenant, refs] of byTenant) found.push(...(await jobsWithRefs(context, db, tenant, refs)));
+  return found;
+}
+
+async function jobsWithRefs(context: StoreContext, db: Db, tenant: string, refs: readonly string[]): Promise<Job[]> {
   const unique = [...new Set(refs)];
   if (context.dialect === "postgres") {
     // One array parameter, however many refs.
-    const rows = await db.selectFrom("jobs").selectAll().where(sql<SqlBool>`ref = any(${unique}::text[])`).execute();
+    const rows = await db.selectFrom("jobs").selectAll().where("tenant", "=", tenant).where(sql<SqlBool>`ref = any(${unique}::text[])`).execute();
     return rows.map(rowToJob);
   }
   const jobs: Job[] = [];
   for (let start = 0; start < unique.length; start += IDS_PER_STATEMENT) {
-    const rows = await db.selectFrom("jobs").selectAll().where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();
+    const rows = await db.selectFrom("jobs").selectAll().where("tenant", "=", tenant).where("ref", "in", unique.slice(start, start + IDS_PER_STATEMENT)).execute();
     jobs.push(...rows.map(rowToJob));
   }
   return jobs;

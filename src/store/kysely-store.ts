@@ -111,8 +111,8 @@ export class KyselyStore implements Store {
     return getJob(this.context, id);
   }
 
-  findJob(idOrRef: string): Promise<Job | null> {
-    return findJob(this.context, idOrRef);
+  findJob(idOrRef: string, tenant?: string): Promise<Job | null> {
+    return findJob(this.context, idOrRef, tenant);
   }
 
   listJobs(filter?: JobFilter): Promise<Job[]> {
@@ -123,8 +123,8 @@ export class KyselyStore implements Store {
     return jobByProviderJobId(this.context, provider, providerJobId);
   }
 
-  jobsByRefs(refs: readonly string[]): Promise<Job[]> {
-    return jobsByRefs(this.context, refs);
+  jobsByRefs(tenant: string, refs: readonly string[]): Promise<Job[]> {
+    return jobsByRefs(this.context, tenant, refs);
   }
 
   events(jobId: string): Promise<JobEvent[]> {
@@ -224,16 +224,16 @@ export class KyselyStore implements Store {
     return poolStatus(this.context);
   }
 
-  batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary> {
-    return batchSummary(this.context, batchId, tokenId);
+  batchSummary(batchId: string, tenant?: string): Promise<BatchSummary> {
+    return batchSummary(this.context, batchId, tenant);
   }
 
-  spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
-    return spendSummary(this.context, from, to, tokenId);
+  spendSummary(from: number, to: number, tenant?: string): Promise<SpendLine[]> {
+    return spendSummary(this.context, from, to, tenant);
   }
 
-  spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
-    return spendByDay(this.context, from, to, tokenId);
+  spendByDay(from: number, to: number, tenant?: string): Promise<DailySpend[]> {
+    return spendByDay(this.context, from, to, tenant);
   }
 
   takeRateToken(windows: readonly RateWindow[], now: number | (() => number)): Promise<RateTake> {

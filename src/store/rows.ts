@@ -70,6 +70,7 @@ export function rowWithRequestToJob(row: JobsTable, request: Pick<Job, "body" | 
     blockedCode: (row.blocked_code as Job["blockedCode"]) ?? null,
     route: row.route_json ? (JSON.parse(row.route_json) as JobRoute) : null,
     tokenId: row.token_id ?? null,
+    tenant: row.tenant,
     notifyUrl: row.notify_url ?? null,
   };
 }

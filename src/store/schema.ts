@@ -46,6 +46,8 @@ export interface JobsTable {
   route_json: string | null;
   token_id: string | null;
   notify_url: string | null;
+  /** Whose job it is (migration 17): the creating token's id, or `local`; a ref is unique per tenant. */
+  tenant: string;
 }
 
 /** API tokens of `mediagate serve` (migration 10): the secret's sha256 only. */

@@ -43,7 +43,7 @@ export async function ledgerTotal(context: StoreContext, filter: { provider?: Pr
   return Number(row?.total ?? 0);
 }
 
-export async function batchSummary(context: StoreContext, batchId: string, tokenId?: string): Promise<BatchSummary> {
+export async function batchSummary(context: StoreContext, batchId: string, tenant?: string): Promise<BatchSummary> {
   let query = context.db
     .selectFrom("jobs")
     .select([
@@ -54,7 +54,7 @@ export async function batchSummary(context: StoreContext, batchId: string, token
       (eb) => eb.fn.sum<number>("charge_micro_usd").as("charged"),
     ])
     .where("batch_id", "=", batchId);
-  if (tokenId !== undefined) query = query.where("token_id", "=", tokenId);
+  if (tenant !== undefined) query = query.where("tenant", "=", tenant);
   const rows = await query.groupBy("state").execute();
   const summary: BatchSummary = { jobs: 0, byState: {}, estimateMicroUsd: 0, unpriced: 0, chargedMicroUsd: 0 };
   for (const row of rows) {
@@ -68,20 +68,20 @@ export async function batchSummary(context: StoreContext, batchId: string, token
   return summary;
 }
 
-export async function spendSummary(context: StoreContext, from: number, to: number, tokenId?: string): Promise<SpendLine[]> {
+export async function spendSummary(context: StoreContext, from: number, to: number, tenant?: string): Promise<SpendLine[]> {
   let settled = context.db
     .selectFrom("ledger")
     .innerJoin("jobs", "jobs.id", "ledger.job_id")
     .select(["ledger.provider", "ledger.model", "jobs.token_id", (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
     .where("ledger.at", ">=", from)
     .where("ledger.at", "<", to);
-  if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
+  if (tenant !== undefined) settled = settled.where("jobs.tenant", "=", tenant);
   let estimated = context.db
     .selectFrom("jobs")
     .select(["provider", "model", "token_id", (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total"), (eb) => eb.fn.countAll<number>().as("n")])
     .where("created_at", ">=", from)
     .where("created_at", "<", to);
-  if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
+  if (tenant !== undefined) estimated = estimated.where("tenant", "=", tenant);
   const lines = new Map<string, SpendLine>();
   const lineOf = (provider: string, model: string, token: string | null) => {
     const key = JSON.stringify([provider, model, token]);
@@ -98,7 +98,7 @@ export async function spendSummary(context: StoreContext, from: number, to: numb
   return [...lines.values()].sort((left, right) => left.provider.localeCompare(right.provider) || left.model.localeCompare(right.model) || String(left.tokenId).localeCompare(String(right.tokenId)));
 }
 
-export async function spendByDay(context: StoreContext, from: number, to: number, tokenId?: string): Promise<DailySpend[]> {
+export async function spendByDay(context: StoreContext, from: number, to: number, tenant?: string): Promise<DailySpend[]> {
   // Integer division on both dialects (SQLite INTEGER, PostgreSQL BIGINT); the literal keeps the select and group by one expression.
   const dayOf = (column: "ledger.at" | "created_at") => sql<number>`${sql.ref(column)} / ${sql.lit(DAY_MS)}`;
   let settled = context.db
@@ -107,13 +107,13 @@ export async function spendByDay(context: StoreContext, from: number, to: number
     .select(["ledger.provider", dayOf("ledger.at").as("day"), (eb) => eb.fn.sum<number>("ledger.micro_usd").as("total")])
     .where("ledger.at", ">=", from)
     .where("ledger.at", "<", to);
-  if (tokenId !== undefined) settled = settled.where("jobs.token_id", "=", tokenId);
+  if (tenant !== undefined) settled = settled.where("jobs.tenant", "=", tenant);
   let estimated = context.db
     .selectFrom("jobs")
     .select(["provider", dayOf("created_at").as("day"), (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total")])
     .where("created_at", ">=", from)
     .where("created_at", "<", to);
-  if (tokenId !== undefined) estimated = estimated.where("token_id", "=", tokenId);
+  if (tenant !== undefined) estimated = estimated.where("tenant", "=", tenant);
   const days = new Map<string, DailySpend>();
   const dayLine = (provider: string, day: number) => {
     const key = `${day}:${provider}`;

@@ -55,6 +55,8 @@ export interface NewJob {
   route?: JobRoute | null;
   /** The API token creating it (`mediagate serve`). */
   tokenId?: string | null;
+  /** Whose job it is (default LOCAL_TENANT): its ref is unique within its tenant. */
+  tenant?: string;
   notifyUrl?: string | null;
 }
 
@@ -116,8 +118,8 @@ export interface JobFilter {
   states?: readonly JobState[];
   provider?: ProviderId;
   ids?: readonly string[];
-  /** Only the jobs an API token created. */
-  tokenId?: string;
+  /** Only one tenant's jobs (a token's, or the local operator's). */
+  tenant?: string;
   ref?: string;
   /** Only the jobs whose ref starts with this ("batch-7" finds "batch-7-001"), read as a range of an index (migration 12); the other filters are checked on the jobs found. */
   refPrefix?: string;
@@ -241,16 +243,16 @@ export interface Store {
   announceWork(): Promise<void>;
   close(): Promise<void>;
 
-  /** Inserts jobs whose ref is new; for a ref that exists, returns the stored job with `created: false`. One transaction. */
+  /** Inserts jobs whose ref is new in their tenant; for a ref that exists there, returns the stored job with `created: false`. One transaction. */
   insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>>;
   getJob(id: string): Promise<Job | null>;
-  /** By id, or by ref when no id matches. */
-  findJob(idOrRef: string): Promise<Job | null>;
+  /** By id, or by ref in `tenant` (default LOCAL_TENANT) when no id matches. */
+  findJob(idOrRef: string, tenant?: string): Promise<Job | null>;
   listJobs(filter?: JobFilter): Promise<Job[]>;
   /** The job a provider knows by `providerJobId` (webhooks are matched by it). */
   jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null>;
-  /** The stored jobs with these refs (in no particular order); a few statements for any number of refs. */
-  jobsByRefs(refs: readonly string[]): Promise<Job[]>;
+  /** The stored jobs of `tenant` with these refs (in no particular order); a few statements for any number of refs. */
+  jobsByRefs(tenant: string, refs: readonly string[]): Promise<Job[]>;
   events(jobId: string): Promise<JobEvent[]>;
   outputs(jobId: string): Promise<JobOutput[]>;
   /** The outputs of several jobs in one read (a page of the API's listing), by job id; a job without any is absent. */
@@ -337,16 +339,16 @@ export interface Store {
   slotRecover(poolKey: string, now: number): Promise<void>;
   poolStatus(): Promise<PoolStatus[]>;
 
-  /** A batch's jobs counted by state, with their estimates and the charges known (one aggregate over jobs_batch_queue); only one token's jobs when given. */
-  batchSummary(batchId: string, tokenId?: string): Promise<BatchSummary>;
+  /** A batch's jobs counted by state, with their estimates and the charges known (one aggregate over jobs_batch_queue); only one tenant's jobs when given. */
+  batchSummary(batchId: string, tenant?: string): Promise<BatchSummary>;
   /**
    * Spend between `from` and `to` by provider, model and token: charges in the
    * ledger then (the accounting fact) beside the estimates of the jobs created
-   * then; one token's only when given.
+   * then; one tenant's only when given.
    */
-  spendSummary(from: number, to: number, tokenId?: string): Promise<SpendLine[]>;
-  /** `spendSummary` by provider and UTC day instead of model and token (the dashboard's chart); one token's only when given. */
-  spendByDay(from: number, to: number, tokenId?: string): Promise<DailySpend[]>;
+  spendSummary(from: number, to: number, tenant?: string): Promise<SpendLine[]>;
+  /** `spendSummary` by provider and UTC day instead of model and token (the dashboard's chart); one tenant's only when given. */
+  spendByDay(from: number, to: number, tenant?: string): Promise<DailySpend[]>;
 
   /**
    * Sliding-window rate limiting shared by every engine on this store: when

@@ -48,6 +48,7 @@ function savedJob(overrides: Partial<Job> = {}): Job {
     blockedCode: "output_unwritable",
     route: null,
     tokenId: null,
+    tenant: "local",
     notifyUrl: null,
     ...overrides,
   };

@@ -30,6 +30,8 @@ export function newDJob(ref: string, overrides: Partial<NewJob> = {}): NewJob {
     estimateMicroUsd: 30_000,
     estimateSource: "test",
     outDir: "/tmp/out",
+    // A token's job is its tenant's, as the API stores it.
+    ...(overrides.tokenId ? { tenant: overrides.tokenId } : {}),
     ...overrides,
   };
 }

@@ -25,7 +25,7 @@ for (const factory of storeFactories) {
       expect(await store.tokens()).toHaveLength(1);
     });
 
-    it("listJobs newest first by a cursor (older than the last one seen), one token's, one ref, a time window", async () => {
+    it("listJobs newest first by a cursor (older than the last one seen), one tenant's, one ref, a time window", async () => {
       const jobs = [];
       for (let index = 0; index < 5; index++) jobs.push(newDJob(`j${index}`, { tokenId: index % 2 === 0 ? "tok_a" : "tok_b", notifyUrl: index === 0 ? "https://hooks.example/done" : null }));
       for (const [index, job] of jobs.entries()) await store.insertJobs([job], T0 + index * 1_000);
@@ -35,7 +35,7 @@ for (const factory of storeFactories) {
       expect(all.map((job) => job.ref)).toEqual(["j6", "j5", "j4", "j3", "j2", "j1", "j0"]);
       const after = await store.listJobs({ newestFirst: true, olderThan: { createdAt: all[1]!.createdAt, id: all[1]!.id }, limit: 2 });
       expect(after.map((job) => job.ref)).toEqual(["j4", "j3"]);
-      expect((await store.listJobs({ newestFirst: true, tokenId: "tok_a" })).map((job) => job.ref)).toEqual(["j4", "j2", "j0"]);
+      expect((await store.listJobs({ newestFirst: true, tenant: "tok_a" })).map((job) => job.ref)).toEqual(["j4", "j2", "j0"]);
       expect((await store.listJobs({ ref: "j3" })).map((job) => job.tokenId)).toEqual(["tok_b"]);
       expect((await store.listJobs({ createdAfter: T0 + 1_000, createdBefore: T0 + 3_000 })).map((job) => job.ref)).toEqual(["j1", "j2"]);
       expect((await store.getJob("job_j0"))!.notifyUrl).toBe("https://hooks.example/done");
@@ -51,7 +51,7 @@ for (const factory of storeFactories) {
       }
       expect(results.every((result) => result.find((each) => each.job.ref.startsWith("own-"))!.created)).toBe(true);
       expect(await store.listJobs({})).toHaveLength(8);
-      const [same] = await store.jobsByRefs(["same"]);
+      const [same] = await store.jobsByRefs("local", ["same"]);
       expect(await store.events(same!.id)).toHaveLength(1);
     });
 
@@ -72,7 +72,7 @@ for (const factory of storeFactories) {
       expect(await found("x😀")).toEqual(["x😀", "x😀1"].sort());
       expect(await found("x")).toEqual(["x\u{10ffff}", "x\u{10ffff}\u{10ffff}", "x\uffff", "x😀", "x😀1"].sort());
       expect(await found("x\u{10ffff}")).toEqual(["x\u{10ffff}", "x\u{10ffff}\u{10ffff}"].sort());
-      expect(await found("batch-7", { tokenId: "tok_a" })).toEqual(["batch-7", "batch-7-001", "batch-70"]);
+      expect(await found("batch-7", { tenant: "tok_a" })).toEqual(["batch-7", "batch-7-001", "batch-70"]);
       const firstPage = await store.listJobs({ refPrefix: "batch-", newestFirst: true, limit: 3 });
       const rest = await store.listJobs({ refPrefix: "batch-", newestFirst: true, olderThan: { createdAt: firstPage.at(-1)!.createdAt, id: firstPage.at(-1)!.id } });
       expect([...firstPage, ...rest].map((job) => job.ref).sort()).toEqual(["batch-6z", "batch-7", "batch-7-001", "batch-7-002", "batch-70", "batch-8-001"]);

@@ -3,7 +3,7 @@ import type { Engine } from "../../engine/engine.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { JOB_PAGE } from "../../engine/wait.js";
 import type { JobBrief, Store } from "../../store/store.js";
-import { canSee, type Caller } from "../../app/caller.js";
+import { canSee, scopeOf, type Caller } from "../../app/caller.js";
 
 /** How often changes made by other processes (a worker, `mediagate cancel`, the API's inserts) are looked for. */
 export const FOLLOW_EVERY_MS = 1_500;
@@ -121,15 +121,15 @@ export class JobFeed {
     const store = await this.deps.store();
     const from = since - FOLLOW_OVERLAP_MS;
     const found = new Map<string, Job>();
-    // Admins see every new job; a token its own: one bounded read per scope, whoever else watches the same.
+    // Admins see every new job; a tenant its own: one bounded read per scope, whoever else watches the same.
     const scopes = new Map<string, string | undefined>();
     for (const subscriber of subscribers) {
       if (!subscriber.wantsNew) continue;
-      if (subscriber.caller.admin) scopes.set("*", undefined);
-      else if (subscriber.caller.token) scopes.set(subscriber.caller.token.id, subscriber.caller.token.id);
+      const tenant = scopeOf(subscriber.caller);
+      scopes.set(tenant ?? "*", tenant);
     }
-    for (const tokenId of scopes.values()) {
-      for (const job of await store.listJobs({ createdAfter: from, newestFirst: true, limit: NEW_JOBS_PAGE, ...(tokenId !== undefined ? { tokenId } : {}) })) found.set(job.id, job);
+    for (const tenant of scopes.values()) {
+      for (const job of await store.listJobs({ createdAfter: from, newestFirst: true, limit: NEW_JOBS_PAGE, ...(tenant !== undefined ? { tenant } : {}) })) found.set(job.id, job);
     }
     const ids = new Set<string>();
     for (const subscriber of subscribers) for (const id of subscriber.ids) ids.add(id);

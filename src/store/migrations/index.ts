@@ -14,6 +14,7 @@ import { migration013 } from "./013_notification_batch.js";
 import { migration014 } from "./014_routed_queue_predicate.js";
 import { migration015 } from "./015_claim_function.js";
 import { migration016 } from "./016_claim_or_next_function.js";
+import { migration017 } from "./017_tenants.js";
 
 export interface Migration {
   version: number;
@@ -21,7 +22,12 @@ export interface Migration {
   /** Statements separated by semicolons, or a list of statements each sent whole. */
   sqlite: string | readonly string[];
   postgres: string | readonly string[];
+  /**
+   * SQLite: the migration rebuilds a table other tables refer to (SQLite cannot drop a constraint), so foreign keys
+   * are off while it runs, and `PRAGMA foreign_key_check` must find no broken reference before it commits.
+   */
+  sqliteForeignKeysOff?: boolean;
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015, migration016];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015, migration016, migration017];
