@@ -1,19 +1,22 @@
 import { createHash } from "node:crypto";
-import { InputError, UnsafeUrlError } from "../core/errors.js";
+import { BudgetError, InputError, MediagateError, UnsafeUrlError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import type { Job } from "../core/job.js";
 import type { ProviderId } from "../core/provider-id.js";
+import { formatMicroUsd } from "../core/money.js";
 import { redactUrl } from "../core/redact.js";
 import { refProblem, validateRef } from "../core/ref.js";
 import { assertSafeUrl } from "../core/url-safety.js";
-import { checkBudget } from "../engine/budget.js";
+import { type BudgetWording, checkBudget } from "../engine/budget.js";
 import type { RoutedRequest } from "../engine/route.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { rememberingFolderChecks } from "../outputs/local-folder.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import type { JobRequest } from "../providers/adapter.js";
+import type { Admission, AdmissionOutcome, BudgetStatus } from "../store/store.js";
 import type { Caller } from "./caller.js";
 import { ConflictError, LineProblemsError } from "./errors.js";
+import { GroupCommit } from "./group-commit.js";
 import { checkOutputFolder, newJobOf, PreparedInputError, prepareJob, requireConfigured, routeJson, sameRequest, type PrepareOptions, type PreparedJob } from "./prepare.js";
 import type { Runtime } from "./runtime.js";
 
@@ -73,19 +76,98 @@ export async function quoteOf(runtime: Runtime, request: JobRequest | RoutedRequ
   };
 }
 
-/** What the caller's token may still commit, checked before anything is stored (the engine holds it again at each send). */
-export async function checkTokenBudget(runtime: Runtime, caller: Caller, items: readonly PreparedJob[]): Promise<string | null> {
-  const budgetId = caller.token?.budgetId ?? null;
-  if (budgetId === null) return null;
-  const budget = await (await runtime.store()).budget(budgetId);
-  if (!budget) return null;
-  checkBudget(
-    items.map((item) => ({ label: item.ref, estimateMicroUsd: item.estimate.microUsd })),
-    budget.ceilingMicroUsd,
-    false,
-    budget.committedMicroUsd,
-  );
-  return budgetId;
+/** How an `Idempotency-Key` is read: printable ASCII, as the header's drafts and the OpenAI and Stripe APIs take it. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** Keys are kept this long after their request (at least the day the header's draft and the issue ask for). */
+export const IDEMPOTENCY_KEEP_MS = 24 * 3_600_000;
+
+/** A request's `Idempotency-Key` and the sha256 of what it asked (the same key with another request is refused). */
+export interface IdempotencyRequest {
+  key: string;
+  requestSha256: string;
+}
+
+/** The key as given, or an InputError naming it. */
+export function validateIdempotencyKey(key: string): string {
+  if (!IDEMPOTENCY_KEY.test(key)) throw new InputError("Idempotency-Key", `"${key.slice(0, 40)}" is not a key`, "1 to 255 printable ASCII characters, no spaces");
+  return key;
+}
+
+/** The same key sent again with another request: its first request is answered to it, not this one. */
+export class IdempotencyKeyReusedError extends MediagateError {
+  constructor(readonly key: string) {
+    super("idempotency_key_reused", `Idempotency-Key "${key}" was used for another request in the last 24 hours; send a new key for a new request`);
+  }
+}
+
+/** How a token's budget is named when it refuses (the API's words: no flags of the CLI). */
+function tokenBudgetWording(caller: Caller): BudgetWording {
+  return {
+    budget: (ceiling) => `token ${caller.name}'s budget of ${ceiling}`,
+    setBy: "",
+    committedBy: "its jobs queued, running and charged",
+    unpricedRemedy: "a token with a budget runs priced jobs only",
+  };
+}
+
+/** The budget a caller's jobs are admitted under (its token's, if the token has one), as read now: not held; the admission decides. */
+type BudgetOf = { id: string; wording: BudgetWording; status: BudgetStatus | null } | null;
+
+async function budgetOf(runtime: Runtime, caller: Caller): Promise<BudgetOf> {
+  const id = caller.token?.budgetId ?? null;
+  if (id === null) return null;
+  return { id, wording: tokenBudgetWording(caller), status: await (await runtime.store()).budget(id) };
+}
+
+/**
+ * Intake's writer for one runtime: admissions arriving while one is written
+ * are written together by the next (a group commit). SQLite takes one writer;
+ * a PostgreSQL store a few at once (its pool's connections), whose budgets
+ * and keys are locked in a fixed order (store/admission.ts).
+ */
+const writers = new WeakMap<Runtime, Promise<GroupCommit<Admission, AdmissionOutcome>>>();
+const ADMISSIONS_PER_WRITE = 64;
+
+export function admitted(runtime: Runtime, admission: Admission): Promise<AdmissionOutcome> {
+  let writer = writers.get(runtime);
+  if (!writer) {
+    writer = runtime.store().then((store) => new GroupCommit((group: Admission[]) => store.admit(group, Date.now()), { concurrency: store.dialect === "postgres" ? 4 : 1, maxGroup: ADMISSIONS_PER_WRITE }));
+    writers.set(runtime, writer);
+    writer.catch(() => writers.delete(runtime));
+  }
+  return writer.then((each) => each.submit(admission));
+}
+
+/** What the application answers of an admission: the jobs (with the status a retry of it answers too) or why none was queued. */
+async function answerOf(runtime: Runtime, caller: Caller, outcome: AdmissionOutcome, budget: BudgetOf): Promise<{ status: 200 | 201; jobs: Job[]; batchId: string | null }> {
+  switch (outcome.kind) {
+    case "admitted": {
+      const created = outcome.jobs.some((entry) => entry.created);
+      if (created) (await runtime.engine()).wake();
+      return { status: created ? 201 : 200, jobs: outcome.jobs.map((entry) => entry.job), batchId: null };
+    }
+    case "replayed": {
+      const store = await runtime.store();
+      const jobs = await store.listJobs({ ids: outcome.jobIds });
+      const byId = new Map(jobs.map((job) => [job.id, job]));
+      return { status: outcome.status, jobs: outcome.jobIds.map((id) => byId.get(id)!).filter(Boolean), batchId: outcome.batchId };
+    }
+    case "key_reused":
+      throw new IdempotencyKeyReusedError(outcome.key);
+    case "ref_conflict":
+      throw new ConflictError("ref_conflict", `ref "${outcome.stored.ref}" is already used by job ${outcome.stored.id} with a different request`, "ref");
+    case "over_budget": {
+      const { budget: status, neededMicroUsd } = outcome;
+      const left = Math.max(0, status.ceilingMicroUsd - status.committedMicroUsd);
+      const named = (budget?.wording ?? tokenBudgetWording(caller)).budget(formatMicroUsd(status.ceilingMicroUsd));
+      throw new BudgetError(
+        status.committedMicroUsd + neededMicroUsd,
+        status.ceilingMicroUsd,
+        `estimated cost ${formatMicroUsd(neededMicroUsd)} is more than ${named} has left (${formatMicroUsd(left)}: ${formatMicroUsd(status.committedMicroUsd)} is held by its jobs queued, running and charged); nothing was queued`,
+      );
+    }
+  }
 }
 
 /** One job asked for by a remote caller: its ref (null: one is made), the request, where to notify. */
@@ -97,39 +179,63 @@ export interface JobSubmission {
 }
 
 /**
- * One job, native or common, with an optional `ref` (the same ref and
- * request answer the stored job, 200; another request under it, a
- * conflict) and `notify_url`. Everything is checked before it is stored.
+ * Checks made before the admission, which writes: the provider configured,
+ * the output folder writable, and under a budget a price for every job and no
+ * request costing more than the whole ceiling (what is left is the
+ * admission's to decide, atomically). When one refuses a request whose jobs
+ * are stored already as this same request (a client's retry), the stored jobs
+ * are the answer, not the refusal.
  */
-export async function submitJob(runtime: Runtime, caller: Caller, submission: JobSubmission): Promise<{ status: 200 | 201; job: Job }> {
-  const ref = submission.ref === null ? newId("api") : validateRef(submission.ref, "ref");
-  const notifyUrl = await checkNotifyUrl(runtime, submission.notifyUrl);
-  const prepared = await prepareRequest(runtime, ref, submission.request);
-  const store = await runtime.store();
-  const [stored] = await store.jobsByRefs(caller.tenant, [ref]);
-  if (stored) return { status: 200, job: sameJobOrConflict(caller, stored, prepared) };
+async function checkLocally(runtime: Runtime, caller: Caller, items: readonly PreparedJob[], budget: BudgetOf): Promise<string> {
   // A provider without its key would keep the job queued for ever: refused now, as the CLI refuses it.
-  requireConfigured(runtime, [prepared]);
-  const budgetId = await checkTokenBudget(runtime, caller, [prepared]);
+  requireConfigured(runtime, items);
+  if (budget?.status) checkBudget(items.map((item) => ({ label: item.ref, estimateMicroUsd: item.estimate.microUsd })), budget.status.ceilingMicroUsd, false, 0, budget.wording);
   const outDir = resolveOutputLocation(runtime.config.outputDir);
   await checkOutputFolder(outDir, null, intakeFolderChecks);
-  const now = Date.now();
-  const [result] = await store.insertJobs(
-    [newJobOf(prepared, { now, batchId: null, outDir, budgetId, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })],
-    now,
-  );
-  // Stored by another request between the look and the insert: answered as if it had been there.
-  if (!result!.created) return { status: 200, job: sameJobOrConflict(caller, result!.job, prepared) };
-  (await runtime.engine()).wake();
-  return { status: 201, job: result!.job };
+  return outDir;
 }
 
-/** A ref already stored: its job when it is this caller's and this request, else a conflict that reveals nothing of another's job. */
-export function sameJobOrConflict(caller: Caller, job: Job, prepared: Pick<PreparedJob, "validated" | "route">): Job {
-  if (!sameRequest(job, prepared)) {
-    throw new ConflictError("ref_conflict", `ref "${job.ref}" is already used by job ${job.id} with a different request`, "ref");
+/** The stored jobs of these refs when every one is stored as this same request (a retry), else null. */
+async function storedAsAsked(runtime: Runtime, caller: Caller, items: readonly PreparedJob[]): Promise<Job[] | null> {
+  const stored = new Map((await (await runtime.store()).jobsByRefs(caller.tenant, items.map((item) => item.ref))).map((job) => [job.ref, job]));
+  const jobs = items.map((item) => stored.get(item.ref));
+  return jobs.every((job, index) => job !== undefined && sameRequest(job, items[index]!)) ? (jobs as Job[]) : null;
+}
+
+/**
+ * One job, native or common, with an optional `ref` (the same ref and
+ * request answer the stored job, 200; another request under it, a
+ * conflict), `notify_url` and `Idempotency-Key`. Everything is checked
+ * before it is stored; its estimate is reserved in the caller's budget in
+ * the transaction that stores it.
+ */
+export async function submitJob(runtime: Runtime, caller: Caller, submission: JobSubmission, idempotency: IdempotencyRequest | null = null): Promise<{ status: 200 | 201; job: Job }> {
+  const ref = submission.ref === null ? newId("api") : validateRef(submission.ref, "ref");
+  const notifyUrl = await checkNotifyUrl(runtime, submission.notifyUrl);
+  const budget = await budgetOf(runtime, caller);
+  // A common request is routed within what the budget has left (a dearer target is not eligible).
+  const routing = budget?.status ? { budgetLeftMicroUsd: budget.status.ceilingMicroUsd - budget.status.committedMicroUsd } : {};
+  const prepared = await prepareRequest(runtime, ref, submission.request, "request", routing);
+  let outDir: string;
+  try {
+    outDir = await checkLocally(runtime, caller, [prepared], budget);
+  } catch (error) {
+    // A retry of a job stored before is answered with it, whatever changed here since.
+    const stored = submission.ref === null ? null : await storedAsAsked(runtime, caller, [prepared]);
+    if (stored) return { status: 200, job: stored[0]! };
+    throw error;
   }
-  return job;
+  const now = Date.now();
+  const outcome = await admitted(runtime, {
+    tenant: caller.tenant,
+    jobs: [newJobOf(prepared, { now, batchId: null, outDir, budgetId: budget?.id ?? null, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })],
+    budgetId: budget?.id ?? null,
+    differs: (stored) => !sameRequest(stored, prepared),
+    idempotency: idempotency ? { ...idempotency, keepMs: IDEMPOTENCY_KEEP_MS } : null,
+    batchId: null,
+  });
+  const answer = await answerOf(runtime, caller, outcome, budget);
+  return { status: answer.status, job: answer.jobs[0]! };
 }
 
 /** How a face reads the request of one batch line (a JSON object with `ref` and `notify_url` beside the request's own fields). */
@@ -179,28 +285,47 @@ function batchIdOf(caller: Caller, lines: readonly PreparedLine[]): string {
 }
 
 /**
- * A batch: validated whole before anything is queued; refs already stored
- * with the same request are taken as they are (a resent batch resumes),
- * another request under a stored ref refuses the batch.
+ * A batch: validated whole before anything is queued, then admitted whole
+ * (its estimates reserved in the caller's budget in the transaction that
+ * stores it); refs already stored with the same request are taken as they
+ * are (a resent batch resumes, and answers its jobs as they are now),
+ * another request under a stored ref refuses the batch. A batch all of whose
+ * jobs were stored before by one earlier batch is answered under that
+ * batch's id, so the id answered always resolves.
  */
-export async function submitBatch(runtime: Runtime, caller: Caller, lines: readonly unknown[], readRequest: LineReader): Promise<{ batchId: string; jobs: Job[]; created: number }> {
+export async function submitBatch(runtime: Runtime, caller: Caller, lines: readonly unknown[], readRequest: LineReader, idempotency: IdempotencyRequest | null = null): Promise<{ status: 200 | 201; batchId: string; jobs: Job[]; created: number }> {
   const prepared = await prepareLines(runtime, lines, readRequest);
-  const store = await runtime.store();
-  const existing = new Map((await store.jobsByRefs(caller.tenant, prepared.map((line) => line.prepared.ref))).map((job) => [job.ref, job]));
-  for (const line of prepared) {
-    const job = existing.get(line.prepared.ref);
-    if (job) sameJobOrConflict(caller, job, line.prepared);
+  const budget = await budgetOf(runtime, caller);
+  const items = prepared.map((line) => line.prepared);
+  let outDir: string;
+  try {
+    outDir = await checkLocally(runtime, caller, items, budget);
+  } catch (error) {
+    // A retry of a batch stored before is answered with its jobs, whatever changed here since.
+    const stored = await storedAsAsked(runtime, caller, items);
+    if (stored) return { status: 200, batchId: batchOfStored(stored) ?? batchIdOf(caller, prepared), jobs: stored, created: 0 };
+    throw error;
   }
-  requireConfigured(runtime, prepared.filter((line) => !existing.has(line.prepared.ref)).map((line) => line.prepared));
-  const budgetId = await checkTokenBudget(runtime, caller, prepared.filter((line) => !existing.has(line.prepared.ref)).map((line) => line.prepared));
-  const outDir = resolveOutputLocation(runtime.config.outputDir);
-  await checkOutputFolder(outDir, null, intakeFolderChecks);
   const batchId = batchIdOf(caller, prepared);
   const now = Date.now();
-  const results = await store.insertJobs(
-    prepared.map(({ prepared: item, notifyUrl }) => newJobOf(item, { now, batchId, outDir, budgetId, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })),
-    now,
-  );
-  (await runtime.engine()).wake();
-  return { batchId, jobs: results.map((result) => result.job), created: results.filter((result) => result.created).length };
+  const wanted = new Map(items.map((item) => [item.ref, item]));
+  const outcome = await admitted(runtime, {
+    tenant: caller.tenant,
+    jobs: prepared.map(({ prepared: item, notifyUrl }) => newJobOf(item, { now, batchId, outDir, budgetId: budget?.id ?? null, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })),
+    budgetId: budget?.id ?? null,
+    differs: (stored) => !sameRequest(stored, wanted.get(stored.ref)!),
+    idempotency: idempotency ? { ...idempotency, keepMs: IDEMPOTENCY_KEEP_MS } : null,
+    batchId,
+  });
+  const answer = await answerOf(runtime, caller, outcome, budget);
+  const created = outcome.kind === "admitted" ? outcome.jobs.filter((entry) => entry.created).length : 0;
+  const answeredId = answer.batchId ?? (created === 0 ? batchOfStored(answer.jobs) : null) ?? batchId;
+  return { status: answer.status, batchId: answeredId, jobs: answer.jobs, created };
+}
+
+/** The one batch these stored jobs all belong to, if they do. */
+function batchOfStored(jobs: readonly Job[]): string | null {
+  const batches = new Set(jobs.map((job) => job.batchId));
+  const [only] = batches;
+  return batches.size === 1 && only !== undefined ? only : null;
 }

@@ -1,11 +1,13 @@
 import type { Clock } from "../core/clock.js";
 import type { CommonRequest, CommonTask } from "../core/common-request.js";
 import type { ConfigValues, MediagateConfig } from "../core/config.js";
-import { ConfigError, InputError } from "../core/errors.js";
+import { BudgetError, ConfigError, InputError } from "../core/errors.js";
+import { formatMicroUsd } from "../core/money.js";
+import { LOCAL_TENANT } from "../core/tenant.js";
 import { newId } from "../core/ids.js";
 import { isTerminal, type Job, type JobOutput } from "../core/job.js";
 import { validateRef } from "../core/ref.js";
-import { checkBudget } from "../engine/budget.js";
+import { type BudgetWording, checkBudget } from "../engine/budget.js";
 import type { Engine } from "../engine/engine.js";
 import { routedRequestFrom, type RouteBy } from "../engine/route.js";
 import { waitForJobs } from "../engine/wait.js";
@@ -14,11 +16,19 @@ import { outputFolderProblem } from "../outputs/local-folder.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import type { Estimate, JobRequest } from "../providers/adapter.js";
 import type { JobFilter, Store } from "../store/store.js";
-import { prepareRequest } from "./intake.js";
+import { admitted, prepareRequest } from "./intake.js";
 import { readImageAs } from "./local-images.js";
 import { newJobOf, requireConfigured, sameRequest } from "./prepare.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { DEFAULT_STOP_TIMEOUT_S, stopWithin } from "./stop.js";
+
+/** How the library's budget is named when it refuses. */
+const LIBRARY_BUDGET: BudgetWording = {
+  budget: (ceiling) => `the budget of ${ceiling}`,
+  setBy: " (MEDIAGATE_BUDGET_USD)",
+  committedBy: "this instance's earlier jobs",
+  unpricedRemedy: "unpriced jobs run only without MEDIAGATE_BUDGET_USD",
+};
 
 export interface MediagateOptions {
   /** Configuration values by their MEDIAGATE_* names; defaults to process.env. */
@@ -119,14 +129,28 @@ export class Mediagate {
       if (options.outDir !== undefined) throw new InputError("outDir", `${folderProblem.message}; nothing was sent`, "a folder this process can create and write, or an s3://bucket/prefix it can write in");
       throw new ConfigError("MEDIAGATE_OUTPUT_DIR", `MEDIAGATE_OUTPUT_DIR: ${folderProblem.message}; nothing was sent`);
     }
-    checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: prepared.estimate.microUsd }], this.config.budgetMicroUsd, false, committed);
-    const [result] = await this.store.insertJobs([newJobOf(prepared, { now, batchId: null, outDir, budgetId: this.budgetId })], now);
-    if (!result!.created && !sameRequest(result!.job, prepared)) {
+    checkBudget([{ label: options.ref ?? "job", estimateMicroUsd: prepared.estimate.microUsd }], this.config.budgetMicroUsd, false, committed, LIBRARY_BUDGET);
+    // Stored with its estimate reserved in this instance's budget, in one transaction: concurrent submits never pass it.
+    const outcome = await admitted(this.runtime, {
+      tenant: LOCAL_TENANT,
+      jobs: [newJobOf(prepared, { now, batchId: null, outDir, budgetId: this.budgetId })],
+      budgetId: this.budgetId,
+      differs: (stored) => !sameRequest(stored, prepared),
+      idempotency: null,
+      batchId: null,
+    });
+    if (outcome.kind === "ref_conflict") {
       // The ref is taken by another request: returning that job would hand back a result that was not asked for.
-      throw new InputError("ref", `"${result!.job.ref}" is already used by job ${result!.job.id} with a different request; a ref names one job of yours`, "a new ref, or the same request to resume it");
+      throw new InputError("ref", `"${outcome.stored.ref}" is already used by job ${outcome.stored.id} with a different request; a ref names one job of yours`, "a new ref, or the same request to resume it");
     }
-    this.engine.wake();
-    return result!.job;
+    if (outcome.kind === "over_budget") {
+      const { budget, neededMicroUsd } = outcome;
+      throw new BudgetError(budget.committedMicroUsd + neededMicroUsd, budget.ceilingMicroUsd, `estimated cost ${formatMicroUsd(neededMicroUsd)} is more than is left of ${LIBRARY_BUDGET.budget(formatMicroUsd(budget.ceilingMicroUsd))}${LIBRARY_BUDGET.setBy} (${formatMicroUsd(Math.max(0, budget.ceilingMicroUsd - budget.committedMicroUsd))}); nothing was sent`);
+    }
+    if (outcome.kind !== "admitted") throw new Error(`the job was not admitted (${outcome.kind})`);
+    const [entry] = outcome.jobs;
+    if (entry!.created) this.engine.wake();
+    return entry!.job;
   }
 
   /** Resolves when the job is terminal (or blocked behind a halted provider). */

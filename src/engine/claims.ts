@@ -1,4 +1,5 @@
 import type { Job } from "../core/job.js";
+import { LOCAL_TENANT } from "../core/tenant.js";
 import { formatMicroUsd } from "../core/money.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
 import type { ClaimInstead, JobScope, Store } from "../store/store.js";
@@ -136,7 +137,24 @@ export class Claims {
           }, true);
         } else if (claim.kind === "over_budget") {
           const { budget } = claim;
-          const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + (job.estimateMicroUsd ?? 0))} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
+          const more = Math.max(0, (job.estimateMicroUsd ?? 0) - job.budgetHeldMicroUsd);
+          const reason = `over budget: sending it would commit ${formatMicroUsd(budget.committedMicroUsd + more)} of the ${formatMicroUsd(budget.ceilingMicroUsd)} budget; not sent`;
+          if (job.tenant !== LOCAL_TENANT) {
+            // An API token's job was admitted with its estimate reserved, so only charges above their estimates took
+            // its budget over the ceiling: nothing the token can do lets it be sent, and it must not wait for ever.
+            const ended = await store.transition(
+              job.id,
+              { state: "queued" },
+              "failed",
+              { reason, error: { code: "budget_exhausted", message: `${reason}: charges above their estimates used what was reserved for it; nothing was charged for it` } },
+              reason,
+              now,
+            );
+            naps.othersMoved();
+            if (ended) this.parts.emit(ended);
+            continue;
+          }
+          // A command's (or the library's) job waits: running the command again with a higher --budget-usd sends it.
           const updated = await store.updateJob(job.id, { state: "queued" }, { reason, blockedCode: "over_budget", nextAttemptAt: now + BUDGET_RECHECK_MS }, now);
           naps.othersMoved();
           if (updated && job.reason !== reason) this.parts.emit(updated);

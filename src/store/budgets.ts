@@ -35,16 +35,34 @@ export async function budget(context: StoreContext, id: string): Promise<BudgetS
   return row ? budgetStatusOf(row) : null;
 }
 
+/**
+ * Puts these jobs, where still queued and under another budget or none, under `budgetId` (a re-run's unsent jobs), each
+ * holding its estimate there from now, as an admission's would (what it held in another budget is given back to it).
+ */
 export async function assignBudget(context: StoreContext, budgetId: string, jobIds: readonly string[], now: number): Promise<void> {
   // Chunked: a batch of thousands would pass SQLite's limit of bound parameters in one IN list.
   for (let start = 0; start < jobIds.length; start += 500) {
-    await context.db
-      .updateTable("jobs")
-      .set({ budget_id: budgetId, updated_at: now })
-      .where("id", "in", jobIds.slice(start, start + 500))
-      .where("state", "=", "queued")
-      .where((eb) => eb.or([eb("budget_id", "is", null), eb("budget_id", "<>", budgetId)]))
-      .execute();
+    await context.db.transaction().execute(async (trx) => {
+      const moving = await context
+        .locked(
+          trx
+            .selectFrom("jobs")
+            .select(["id", "budget_id", "budget_held_micro_usd", "estimate_micro_usd"])
+            .where("id", "in", jobIds.slice(start, start + 500))
+            .where("state", "=", "queued")
+            .where((eb) => eb.or([eb("budget_id", "is", null), eb("budget_id", "<>", budgetId)])),
+        )
+        .execute();
+      let reserved = 0;
+      for (const job of moving) {
+        const held = Number(job.budget_held_micro_usd);
+        if (job.budget_id !== null && held !== 0) await commitToBudget(context, trx, job.budget_id, -held, now);
+        const estimate = job.estimate_micro_usd === null ? 0 : Number(job.estimate_micro_usd);
+        await trx.updateTable("jobs").set({ budget_id: budgetId, budget_held_micro_usd: estimate, updated_at: now }).where("id", "=", job.id).execute();
+        reserved += estimate;
+      }
+      await commitToBudget(context, trx, budgetId, reserved, now);
+    });
   }
 }
 

@@ -29,14 +29,22 @@ type ClaimAnswer = { instead?: boolean } & (
 const NEXT_QUEUED_CANDIDATES = 4;
 
 /**
- * What a claim decides on (its state, its budget and estimate, its attempts so far): read and locked first, where the
- * whole row (44 columns, the request among them) would be read only to be read again, changed, by the claim's update.
+ * What a claim decides on (its state, its budget, estimate and what it holds of the budget, its attempts so far): read
+ * and locked first, where the whole row (45 columns, the request among them) would be read only to be read again,
+ * changed, by the claim's update.
  */
-const CLAIMABLE_COLUMNS = ["id", "state", "attempts", "budget_id", "estimate_micro_usd"] as const;
-type Claimable = Pick<Job, "id" | "state" | "attempts" | "budgetId" | "estimateMicroUsd">;
+const CLAIMABLE_COLUMNS = ["id", "state", "attempts", "budget_id", "estimate_micro_usd", "budget_held_micro_usd"] as const;
+type Claimable = Pick<Job, "id" | "state" | "attempts" | "budgetId" | "estimateMicroUsd" | "budgetHeldMicroUsd">;
 
 function claimableOf(row: Pick<JobsTable, (typeof CLAIMABLE_COLUMNS)[number]>): Claimable {
-  return { id: row.id, state: row.state as Job["state"], attempts: toNumber(row.attempts), budgetId: row.budget_id, estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd) };
+  return {
+    id: row.id,
+    state: row.state as Job["state"],
+    attempts: toNumber(row.attempts),
+    budgetId: row.budget_id,
+    estimateMicroUsd: toNumberOrNull(row.estimate_micro_usd),
+    budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),
+  };
 }
 
 export async function claimForSubmit(context: StoreContext, jobId: string, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number, instead?: ClaimInstead): Promise<ClaimResult> {
@@ -94,7 +102,7 @@ function nextQueued(db: Db, instead: ClaimInstead, now: number) {
 
 /**
  * PostgreSQL: claimLocked's decision in one round trip where the statements one by one were six
- * (`mediagate_claim_or_next`, migrations 15 and 16), its locks taken in the same order. With `instead` and its
+ * (`mediagate_claim_or_next`, migrations 15, 16 and 18), its locks taken in the same order. With `instead` and its
  * `sameAs`, a job taken first is replaced in the same call by the queue's next free job of that model and operation,
  * as the statements' `lockNextQueued` would choose it (see migration 16).
  */
@@ -162,7 +170,7 @@ async function claimInOneStatement(context: StoreContext, jobId: string, owner: 
 
 /**
  * claimForSubmit's decision for a queued job locked in `trx`. PostgreSQL makes the same decision for the job asked
- * for in migration 15's `mediagate_claim`: a change to one is made to the other (a new migration replacing the
+ * for in `mediagate_claim` (migrations 15 and 18): a change to one is made to the other (a new migration replacing the
  * function), and test/store/claim-function.test.ts compares the two case by case.
  */
 async function claimLocked(context: StoreContext, trx: Db, job: Claimable, owner: string, pools: SlotPoolRequest[], now: number, leaseMs: number): Promise<ClaimResult> {
@@ -208,8 +216,12 @@ async function claimLocked(context: StoreContext, trx: Db, job: Claimable, owner
     if (Number(held.n) >= Number(row.learned_capacity)) return { kind: "no_slot", poolKey: pool.key, retryAt: null } as const;
     if (Number(held.n) + 1 >= Number(row.learned_capacity)) filled.push(pool.key);
   }
-  // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the ceiling.
+  // The estimate is committed in the same transaction that decides to send, so no engine on this store can pass the
+  // ceiling. A job admitted with its estimate reserved (migration 18) commits only what it sends beyond it (a route that
+  // moved it to a dearer target; a cheaper one gives some back), and none is sent while charges above their estimates
+  // have taken its budget over the ceiling.
   const budgetHeld = job.estimateMicroUsd ?? 0;
+  const more = budgetHeld - job.budgetHeldMicroUsd;
   if (job.budgetId) {
     const [budgetRow] = await context.reusable(
       trx,
@@ -220,9 +232,9 @@ async function claimLocked(context: StoreContext, trx: Db, job: Claimable, owner
     if (budgetRow) {
       const budget = budgetStatusOf(budgetRow);
       // An unpriced job (run under --allow-unpriced) commits nothing, so it is sent only while the ceiling is not reached.
-      const reached = budget.committedMicroUsd + budgetHeld > budget.ceilingMicroUsd || (job.estimateMicroUsd === null && budget.committedMicroUsd >= budget.ceilingMicroUsd);
+      const reached = budget.committedMicroUsd + Math.max(more, 0) > budget.ceilingMicroUsd || (job.estimateMicroUsd === null && budget.committedMicroUsd >= budget.ceilingMicroUsd);
       if (reached) return { kind: "over_budget", budget } as const;
-      await commitToBudget(context, trx, job.budgetId, budgetHeld, now);
+      await commitToBudget(context, trx, job.budgetId, more, now);
     }
   }
   const holds = pools.map((pool) => pool.key);

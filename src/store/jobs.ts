@@ -67,8 +67,8 @@ async function insertJobsWithEventsPostgres(trx: Db, rows: ReadonlyArray<ReturnT
   return new Set(created.rows.map((row) => row.job_id));
 }
 
-/** The row of a job just validated and queued. */
-function newJobRow(job: NewJob, now: number) {
+/** The row of a job just validated and queued; `reserved`: it holds its estimate in its budget from now (an admission's). */
+function newJobRow(job: NewJob, now: number, reserved: boolean) {
   return {
     id: job.id,
     ref: job.ref,
@@ -109,7 +109,7 @@ function newJobRow(job: NewJob, now: number) {
     last_pending_elapsed_ms: null,
     poll_failures: 0,
     budget_id: job.budgetId ?? null,
-    budget_held_micro_usd: 0,
+    budget_held_micro_usd: reserved && job.budgetId ? (job.estimateMicroUsd ?? 0) : 0,
     blocked_code: null,
     route_json: job.route ? JSON.stringify(job.route) : null,
     token_id: job.tokenId ?? null,
@@ -125,63 +125,73 @@ function tenantRef(job: Pick<NewJob, "tenant" | "ref">): string {
 
 export async function insertJobs(context: StoreContext, jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
   return context.db.transaction().execute(async (trx) => {
-    const results: Array<{ job: Job; created: boolean }> = [];
-    // A ref given twice in one call is created once; the second gets the first's job, as a ref stored before would.
-    const createdHere = new Map<string, Job>();
-    // A few hundred jobs per statement (a 20,000-line batch is queued in seconds, not one statement per column of work).
-    const chunkSize = context.dialect === "postgres" ? INSERT_CHUNK_POSTGRES : INSERT_CHUNK;
-    for (let start = 0; start < jobs.length; start += chunkSize) {
-      const chunk = jobs.slice(start, start + chunkSize);
-      // PostgreSQL's insert skips a ref stored already (on conflict) and says which it made, so only those refs are read
-      // (below); SQLite's is told beforehand.
-      const stored = new Map(context.dialect === "postgres" ? [] : (await jobsWithTenantRefs(context, trx, chunk)).map((job) => [tenantRef(job), job]));
-      const fresh: NewJob[] = [];
-      const pendingRefs = new Set<string>();
-      for (const job of chunk) {
-        const key = tenantRef(job);
-        if (stored.has(key) || createdHere.has(key) || pendingRefs.has(key)) continue;
-        pendingRefs.add(key);
-        fresh.push(job);
-      }
-      if (fresh.length > 0) {
-        // Every column is set here, so the rows as written are the rows as stored: not read back (a 20,000-line
-        // batch would otherwise send 70 MB back from PostgreSQL to be parsed).
-        const rows = fresh.map((job) => newJobRow(job, now));
-        const events = fresh.map((job) =>
-          eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
-        );
-        let createdIds: Set<string> | null = null;
-        if (context.dialect === "postgres") createdIds = await insertJobsWithEventsPostgres(trx, rows, events);
-        else {
-          // SQLite's write transactions run one at a time: no other can have stored a ref since the look above.
-          await trx.insertInto("jobs").values(rows).execute();
-          await trx.insertInto("job_events").values(events).execute();
-        }
-        // A ref stored already (PostgreSQL, which did not look first) or by another transaction since the look: its job.
-        const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id));
-        if (taken.length > 0) for (const job of await jobsWithTenantRefs(context, trx, taken)) stored.set(tenantRef(job), job);
-        // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
-        fresh.forEach((job, index) => {
-          if (!stored.has(tenantRef(job))) createdHere.set(tenantRef(job), rowWithRequestToJob(rows[index]!, job));
-        });
-      }
-      const reported = new Set<string>();
-      for (const job of chunk) {
-        const key = tenantRef(job);
-        const existing = stored.get(key);
-        if (existing) results.push({ job: existing, created: false });
-        else {
-          const created = createdHere.get(key)!;
-          // The first mention of a ref created here is its creation; a repeat is an existing job.
-          const first = job.id === created.id && !reported.has(key);
-          reported.add(key);
-          results.push({ job: created, created: first });
-        }
-      }
-    }
+    const results = await insertJobsIn(context, trx, jobs, now, false);
     if (results.some((result) => result.created)) await context.announce(trx);
     return results;
   });
+}
+
+/**
+ * insertJobs inside a transaction of the caller's (an admission's). With
+ * `reserved`, each job created holds its estimate in its budget from now (the
+ * caller commits their sum to the budget in the same transaction).
+ */
+export async function insertJobsIn(context: StoreContext, trx: Db, jobs: readonly NewJob[], now: number, reserved: boolean): Promise<Array<{ job: Job; created: boolean }>> {
+  const results: Array<{ job: Job; created: boolean }> = [];
+  // A ref given twice in one call is created once; the second gets the first's job, as a ref stored before would.
+  const createdHere = new Map<string, Job>();
+  // A few hundred jobs per statement (a 20,000-line batch is queued in seconds, not one statement per column of work).
+  const chunkSize = context.dialect === "postgres" ? INSERT_CHUNK_POSTGRES : INSERT_CHUNK;
+  for (let start = 0; start < jobs.length; start += chunkSize) {
+    const chunk = jobs.slice(start, start + chunkSize);
+    // PostgreSQL's insert skips a ref stored already (on conflict) and says which it made, so only those refs are read
+    // (below); SQLite's is told beforehand.
+    const stored = new Map(context.dialect === "postgres" ? [] : (await jobsWithTenantRefs(context, trx, chunk)).map((job) => [tenantRef(job), job]));
+    const fresh: NewJob[] = [];
+    const pendingRefs = new Set<string>();
+    for (const job of chunk) {
+      const key = tenantRef(job);
+      if (stored.has(key) || createdHere.has(key) || pendingRefs.has(key)) continue;
+      pendingRefs.add(key);
+      fresh.push(job);
+    }
+    if (fresh.length > 0) {
+      // Every column is set here, so the rows as written are the rows as stored: not read back (a 20,000-line
+      // batch would otherwise send 70 MB back from PostgreSQL to be parsed).
+      const rows = fresh.map((job) => newJobRow(job, now, reserved));
+      const events = fresh.map((job) =>
+        eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
+      );
+      let createdIds: Set<string> | null = null;
+      if (context.dialect === "postgres") createdIds = await insertJobsWithEventsPostgres(trx, rows, events);
+      else {
+        // SQLite's write transactions run one at a time: no other can have stored a ref since the look above.
+        await trx.insertInto("jobs").values(rows).execute();
+        await trx.insertInto("job_events").values(events).execute();
+      }
+      // A ref stored already (PostgreSQL, which did not look first) or by another transaction since the look: its job.
+      const taken = createdIds === null ? [] : fresh.filter((job) => !createdIds.has(job.id));
+      if (taken.length > 0) for (const job of await jobsWithTenantRefs(context, trx, taken)) stored.set(tenantRef(job), job);
+      // Handed back as stored, its body, facts and warnings the objects given (not parsed again from the row).
+      fresh.forEach((job, index) => {
+        if (!stored.has(tenantRef(job))) createdHere.set(tenantRef(job), rowWithRequestToJob(rows[index]!, job));
+      });
+    }
+    const reported = new Set<string>();
+    for (const job of chunk) {
+      const key = tenantRef(job);
+      const existing = stored.get(key);
+      if (existing) results.push({ job: existing, created: false });
+      else {
+        const created = createdHere.get(key)!;
+        // The first mention of a ref created here is its creation; a repeat is an existing job.
+        const first = job.id === created.id && !reported.has(key);
+        reported.add(key);
+        results.push({ job: created, created: first });
+      }
+    }
+  }
+  return results;
 }
 
 export async function getJob(context: StoreContext, id: string): Promise<Job | null> {

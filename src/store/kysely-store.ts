@@ -9,6 +9,7 @@ import { countWebhookRejections, deliveries, recordDelivery, webhookRejections }
 import { dueOwned, dueQueued, dueSettlements, nextDueAt, routedQueued } from "./due.js";
 import { events, noteEvent } from "./events.js";
 import { clearHalt, haltProvider, halts } from "./halts.js";
+import { admit, type Admission, type AdmissionOutcome } from "./admission.js";
 import { findJob, getJob, insertJobs, jobByProviderJobId, jobsByRefs, listJobs, outputs, outputsOfJobs, recentRenderSamples } from "./jobs.js";
 import { adoptOrphans, releaseLeases, renewLeases } from "./leases.js";
 import { claimDueNotifications, keepNotificationBody, notificationsOf, notificationsOwed, recordNotificationAttempt } from "./notifications.js";
@@ -105,6 +106,10 @@ export class KyselyStore implements Store {
 
   insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>> {
     return insertJobs(this.context, jobs, now);
+  }
+
+  admit(admissions: readonly Admission[], now: number): Promise<AdmissionOutcome[]> {
+    return admit(this.context, admissions, now);
   }
 
   getJob(id: string): Promise<Job | null> {

@@ -184,6 +184,19 @@ export interface NotificationsTable {
   given_up_at: number | null;
 }
 
+/** The `Idempotency-Key` of an admitted request (migration 18), per tenant, with its answer, kept until `expires_at`. */
+export interface IdempotencyKeysTable {
+  tenant: string;
+  key: string;
+  request_sha256: string;
+  /** 201 when the admission created a job, else 200. */
+  status: number;
+  job_ids_json: string;
+  batch_id: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -204,5 +217,6 @@ export interface Database {
   api_tokens: ApiTokensTable;
   webhook_rejections: WebhookRejectionsTable;
   notifications: NotificationsTable;
+  idempotency_keys: IdempotencyKeysTable;
   schema_migrations: SchemaMigrationsTable;
 }

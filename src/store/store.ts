@@ -1,5 +1,6 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
+import type { Admission, AdmissionOutcome } from "./admission.js";
 import type { BudgetStatus } from "./budgets.js";
 import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
 import type { ProviderHalt } from "./halts.js";
@@ -11,6 +12,8 @@ import type { ApiToken } from "./tokens.js";
 
 // Types that live beside their statements (tokens.ts, budgets.ts, …), named here too: the Store speaks them, and its callers import them from here.
 export type {
+  Admission,
+  AdmissionOutcome,
   ApiToken,
   BatchSummary,
   BudgetStatus,
@@ -245,6 +248,12 @@ export interface Store {
 
   /** Inserts jobs whose ref is new in their tenant; for a ref that exists there, returns the stored job with `created: false`. One transaction. */
   insertJobs(jobs: NewJob[], now: number): Promise<Array<{ job: Job; created: boolean }>>;
+  /**
+   * Admits jobs (issue 35): each admission decided whole, in order, in one transaction for all of them: its idempotency
+   * key taken, its jobs stored (a ref its tenant stored already is that job, unless `differs` says it is another
+   * request), their estimates reserved in its budget (refused whole past the ceiling, nothing written).
+   */
+  admit(admissions: readonly Admission[], now: number): Promise<AdmissionOutcome[]>;
   getJob(id: string): Promise<Job | null>;
   /** By id, or by ref in `tenant` (default LOCAL_TENANT) when no id matches. */
   findJob(idOrRef: string, tenant?: string): Promise<Job | null>;
@@ -396,7 +405,7 @@ export interface Store {
   /** Creates the budget or sets its ceiling (what is committed stays). */
   setBudget(id: string, ceilingMicroUsd: number, now: number): Promise<BudgetStatus>;
   budget(id: string): Promise<BudgetStatus | null>;
-  /** Puts these jobs, where still queued, under the budget (a resumed batch's unsent jobs). */
+  /** Puts these jobs, where still queued and under another budget or none, under this one (a resumed batch's unsent jobs), each holding its estimate there from now. */
   assignBudget(budgetId: string, jobIds: readonly string[], now: number): Promise<void>;
   // Refused webhook deliveries, counted rather than stored one by one (migration 6).
   /** Adds each count to its (provider, reason, bucket) counter, creating it when new. One transaction. */

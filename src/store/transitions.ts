@@ -39,14 +39,18 @@ function endsAndUnblocks(row: Partial<JobsTable>, to: JobState, patch: JobPatch,
 type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
 
 /**
- * What a job holds in its budget after a move: a submit that was never
- * accepted (back to the queue, or refused) spent nothing and gives its
- * estimate back; a known charge replaces the estimate; otherwise (running,
- * unknown outcome, a charge the provider settles later) it keeps holding.
+ * What a job holds in its budget after a move. From its admission it holds
+ * its estimate (migration 18; a job admitted before holds it from its first
+ * claim): back in the queue (a refused submit, a route's next target) it
+ * keeps it, and the next claim commits only the difference; ended without
+ * being sent, or refused at its submit (never accepted), it spent nothing and
+ * gives it back; a known charge replaces it; otherwise (running, unknown
+ * outcome, a charge the provider settles later) it keeps holding.
  */
 function budgetHeldAfter(current: LockedState, to: JobState, patch: JobPatch): number {
-  const neverAccepted = to === "queued" || (current.state === "submitting" && to === "failed" && !current.providerJobId && !patch.providerJobId);
-  if (neverAccepted) return 0;
+  const neverSent = current.state === "queued" && isTerminal(to);
+  const neverAccepted = current.state === "submitting" && to === "failed" && !current.providerJobId && !patch.providerJobId;
+  if (neverSent || neverAccepted) return 0;
   if (typeof patch.chargeMicroUsd === "number") return patch.chargeMicroUsd;
   return current.budgetHeldMicroUsd;
 }

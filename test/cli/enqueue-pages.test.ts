@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { prepareBatch } from "../../src/cli/batch.js";
-import { enqueue } from "../../src/app/prepare.js";
+import { enqueue } from "../../src/app/enqueue.js";
 import { createRuntime, type Runtime } from "../../src/app/runtime.js";
 import { cliPostgresStore } from "../helpers/pg-cli-store.js";
 import { tempDir } from "../helpers/stores.js";

@@ -34,23 +34,27 @@ for (const factory of storeFactories) {
       expect((await store.getJob("job_u2"))!.state).toBe("queued");
     });
 
-    it("a submit never accepted (back to the queue, or refused) gives its estimate back; a known charge replaces it", async () => {
+    it("a submit refused (never accepted) gives its estimate back; one pushed back to the queue keeps it for its next send; a known charge replaces it", async () => {
       await store.setBudget("budget_1", 1_000_000, 1);
       await store.insertJobs([newJob("a"), newJob("b"), newJob("c")], 1);
       for (const id of ["job_a", "job_b", "job_c"]) await store.claimForSubmit(id, "w", [], 2, 30_000);
       expect((await store.budget("budget_1"))!.committedMicroUsd).toBe(90_000);
-      // a: pushed back (429): nothing was created, nothing is owed.
+      // a: pushed back (429): nothing was created; it will be sent again, and holds its estimate until then.
       await store.transition("job_a", { state: "submitting" }, "queued", {}, "pushed back", 3);
-      // b: refused at submit (402): nothing was created.
+      // b: refused at submit (402): nothing was created, nothing is owed.
       await store.transition("job_b", { state: "submitting" }, "failed", { error: { code: "insufficient_credits", message: "no" } }, "refused", 3);
-      expect((await store.budget("budget_1"))!.committedMicroUsd).toBe(30_000);
+      expect((await store.budget("budget_1"))!.committedMicroUsd).toBe(60_000);
       // c: accepted, then charged less than its estimate.
       await store.transition("job_c", { state: "submitting" }, "running", { providerJobId: "p_c" }, "accepted", 4);
       await store.transition("job_c", { state: "running" }, "capturing", {}, "done", 5);
       await store.transition("job_c", { state: "capturing" }, "succeeded", { chargeMicroUsd: 25_000, chargeSource: "test", chargeState: "computed" }, "saved", 6);
-      expect((await store.budget("budget_1"))!.committedMicroUsd).toBe(25_000);
-      expect((await store.getJob("job_a"))!.budgetHeldMicroUsd).toBe(0);
+      expect((await store.budget("budget_1"))!.committedMicroUsd).toBe(55_000);
+      expect((await store.getJob("job_a"))!.budgetHeldMicroUsd).toBe(30_000);
+      expect((await store.getJob("job_b"))!.budgetHeldMicroUsd).toBe(0);
       expect((await store.getJob("job_c"))!.budgetHeldMicroUsd).toBe(25_000);
+      // a, sent again: its claim commits nothing more.
+      await store.claimForSubmit("job_a", "w", [], 7, 30_000);
+      expect((await store.budget("budget_1"))!.committedMicroUsd).toBe(55_000);
     });
 
     it("an unknown submission keeps its estimate committed (it may have been charged); a charge settled later replaces the estimate once", async () => {

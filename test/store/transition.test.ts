@@ -94,14 +94,21 @@ for (const { name, open } of storeFactories) {
       expect(store.slotReleases).toBe(releases + 1);
     });
 
-    it("a job under a budget gives back what it held when it goes back to the queue, and holds its charge once known", async () => {
+    it("a job under a budget keeps what it holds when it goes back to the queue (its next claim commits nothing more), gives it back when it ends unsent, and holds its charge once known", async () => {
       const { store } = opened;
       const budget = await store.setBudget("budget_1", 100_000, 1_000);
       await store.insertJobs([newDJob("a", { budgetId: budget.id }), newDJob("b", { budgetId: budget.id })], 1_000);
       await store.claimForSubmit("job_a", "me", [], 1_000, 30_000);
       await store.claimForSubmit("job_b", "me", [], 1_000, 30_000);
       expect((await store.budget(budget.id))?.committedMicroUsd).toBe(60_000);
-      await store.transition("job_a", { state: "submitting" }, "queued", { leaseOwner: null }, "not sent", 2_000);
+      const back = await store.transition("job_a", { state: "submitting" }, "queued", { leaseOwner: null }, "not sent", 2_000);
+      expect(back).toMatchObject({ state: "queued", budgetHeldMicroUsd: 30_000 });
+      expect((await store.budget(budget.id))?.committedMicroUsd).toBe(60_000);
+      await store.claimForSubmit("job_a", "me", [], 2_500, 30_000);
+      expect((await store.budget(budget.id))?.committedMicroUsd).toBe(60_000);
+      await store.transition("job_a", { state: "submitting" }, "queued", { leaseOwner: null }, "not sent", 2_600);
+      const cancelled = await store.transition("job_a", { state: "queued" }, "cancelled", { reason: "cancelled" }, "cancelled", 2_700);
+      expect(cancelled).toMatchObject({ state: "cancelled", budgetHeldMicroUsd: 0 });
       expect((await store.budget(budget.id))?.committedMicroUsd).toBe(30_000);
       await store.transition("job_b", { state: "submitting" }, "running", { providerJobId: "p_b" }, "accepted", 2_000);
       const done = await store.transition("job_b", { state: "running" }, "succeeded", { chargeMicroUsd: 20_000 }, "saved", 3_000);

@@ -1,5 +1,6 @@
 import { BudgetError, ConfigError, InputError, MediagateError } from "../../core/errors.js";
 import { ConflictError, LineProblemsError, NotFoundError } from "../../app/errors.js";
+import { IdempotencyKeyReusedError } from "../../app/intake.js";
 import { NoEligibleTargetError } from "../../engine/route.js";
 
 /**
@@ -19,6 +20,7 @@ export const API_ERROR_CODES = {
   range_not_satisfiable: 416,
   invalid_input: 422,
   no_eligible_target: 422,
+  idempotency_key_reused: 422,
   not_configured: 503,
   internal_error: 500,
 } as const;
@@ -52,6 +54,7 @@ export function apiErrorOf(error: unknown): ApiError | null {
     });
   }
   if (error instanceof NotFoundError) return new ApiError("not_found", error.message);
+  if (error instanceof IdempotencyKeyReusedError) return new ApiError("idempotency_key_reused", error.message, { field: "Idempotency-Key" });
   if (error instanceof ConflictError) return new ApiError(error.code as "ref_conflict" | "not_cancellable", error.message, error.field !== undefined ? { field: error.field } : {});
   if (error instanceof LineProblemsError) {
     return new ApiError("invalid_input", error.message, {

@@ -10,12 +10,13 @@ import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, visibleJo
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
 import { InputError } from "../../core/errors.js";
+import type { JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
 import { isLoopbackHost } from "../dashboard/session.js";
 import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf } from "./errors.js";
-import { encodeCursor, jobListQuery, quotedRequestOfBody, submissionOfBody, timeOf } from "./requests.js";
+import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, timeOf } from "./requests.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 
 export interface ApiDeps {
@@ -62,12 +63,21 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "POST",
       path: "/v1/jobs",
-      summary: "Queue one job: a native request (provider, model, input) or a common one (task, prompt, …, model or route); optional ref (idempotent) and notify_url",
+      summary: "Queue one job: a native request (provider, model, input) or a common one (task, prompt, …, model or route); optional ref (the same ref and request answer the job stored under it), notify_url and Idempotency-Key; its estimate is reserved in the token's budget as it is stored",
       writes: true,
-      responses: { 200: "the job stored before under this ref, same request", 201: "the job, queued", 409: "ref_conflict", 422: "invalid_input or no_eligible_target" },
+      responses: {
+        200: "the job stored before under this ref or key, same request, as it is now",
+        201: "the job, queued",
+        402: "over_budget: its estimate is more than the token's budget has left; nothing was queued",
+        409: "ref_conflict",
+        422: "invalid_input, no_eligible_target or idempotency_key_reused",
+      },
       handler: async (request, reply) => {
-        const created = await submitJob(runtime, request.caller!, submissionOfBody(jsonBody(request)));
-        return reply.code(created.status).send(apiJob(created.job, await jobOutputs(runtime, created.job), runtime.config.publicUrl));
+        const body = jsonBody(request);
+        const created = await submitJob(runtime, request.caller!, submissionOfBody(body), idempotencyOf(request.headers["idempotency-key"], "POST /v1/jobs", body));
+        // A job still queued has no outputs: only one further on (found under its ref or key) is read for them.
+        const outputs = created.job.state === "queued" ? [] : await jobOutputs(runtime, created.job);
+        return reply.code(created.status).send(apiJob(created.job, outputs, runtime.config.publicUrl));
       },
     },
     {
@@ -160,13 +170,23 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "POST",
       path: "/v1/batches",
-      summary: "Queue a batch (a JSON array or JSON lines, every line with a ref), validated whole before anything is queued",
+      summary: "Queue a batch (a JSON array or JSON lines, every line with a ref), validated whole before anything is queued, its estimates reserved in the token's budget as it is stored; optional Idempotency-Key",
       bodyLimit: BATCH_BODY_LIMIT,
       writes: true,
-      responses: { 201: "{batch_id, jobs, created}", 409: "ref_conflict", 422: "invalid_input, one entry per bad line" },
+      responses: {
+        200: "{batch_id, jobs, created}: every job was stored before (a batch or key sent again), each as it is now",
+        201: "{batch_id, jobs, created}",
+        402: "over_budget: the jobs it would create cost more than the token's budget has left; nothing was queued",
+        409: "ref_conflict",
+        422: "invalid_input, one entry per bad line; idempotency_key_reused",
+      },
       handler: async (request, reply) => {
-        const batch = await submitBatch(runtime, request.caller!, batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]), apiLineRequest);
-        return reply.code(201).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => apiJob(job, [], runtime.config.publicUrl)) });
+        const lines = batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]);
+        const batch = await submitBatch(runtime, request.caller!, lines, apiLineRequest, idempotencyOf(request.headers["idempotency-key"], "POST /v1/batches", lines));
+        // The outputs of jobs past the queue (stored before, found again) in one read, not one a job.
+        const further = batch.jobs.filter((job) => job.state !== "queued").map((job) => job.id);
+        const outputs = further.length === 0 ? new Map<string, JobOutput[]>() : await (await store()).outputsOfJobs(further);
+        return reply.code(batch.status).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [], runtime.config.publicUrl)) });
       },
     },
     {

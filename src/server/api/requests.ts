@@ -4,7 +4,8 @@ import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
 import { JOB_STATES, type Job, type JobState } from "../../core/job.js";
 import { PROVIDER_IDS, type ProviderId } from "../../core/provider-id.js";
 import { validateRefPrefix } from "../../core/ref.js";
-import type { JobSubmission } from "../../app/intake.js";
+import { createHash } from "node:crypto";
+import { type IdempotencyRequest, type JobSubmission, validateIdempotencyKey } from "../../app/intake.js";
 import type { JobListFilter } from "../../app/queries.js";
 import { routedRequestFrom, type RoutedRequest } from "../../engine/route.js";
 import type { JobRequest } from "../../providers/adapter.js";
@@ -125,4 +126,25 @@ export function jobListQuery(query: Record<string, string | undefined>): { filte
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > LIST_LIMIT_MAX) throw new InputError("limit", `"${query.limit}" is not a page size`, `1 to ${LIST_LIMIT_MAX}`);
   }
   return { filter, limit };
+}
+
+/** A JSON value written with every object's keys in order: two bodies that differ only in key order are one request. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/**
+ * The `Idempotency-Key` header of a POST that creates jobs, with the sha256
+ * of what the request asked (its parsed body, keys in order): null without
+ * the header. The route is part of what was asked: a key sent to
+ * `/v1/jobs` and then to `/v1/batches` is two requests.
+ */
+export function idempotencyOf(header: string | string[] | undefined, route: string, body: unknown): IdempotencyRequest | null {
+  if (header === undefined) return null;
+  const key = validateIdempotencyKey(Array.isArray(header) ? header.join(",") : header);
+  return { key, requestSha256: createHash("sha256").update(route).update("\u0000").update(canonicalJson(body)).digest("hex") };
 }

@@ -69,7 +69,7 @@ const newPick = [
 const body = replaceOnce(replaceOnce(claimFunction, HEADER, "@HEADER@"), PICK, "@PICK@")
   .replace(/\bp_job_id\b/g, "v_job.id")
   .replaceAll("RETURN jsonb_build_object(", "RETURN jsonb_build_object('instead', v_instead) || jsonb_build_object(");
-const claimOrNextFunction = replaceOnce(
+export const claimOrNextFunction = replaceOnce(
   replaceOnce(replaceOnce(body, "@HEADER@", newHeader), "@PICK@", newPick),
   "  v_url TEXT;\nBEGIN\n",
   "  v_url TEXT;\n  v_candidate RECORD;\n  v_found BOOLEAN := false;\n  v_instead BOOLEAN := false;\nBEGIN\n",
