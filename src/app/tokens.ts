@@ -22,10 +22,15 @@ export interface NewTokenOptions {
   name: string;
   admin?: boolean;
   readOnly?: boolean;
-  /** A ceiling on what the token's jobs may spend (estimates held at each send, charges counted). */
+  /** A ceiling on what the token's jobs may spend (each estimate reserved at admission, charges counted). */
   budgetMicroUsd?: number | null;
+  /** Its share of a provider's slots against the other tenants' (default 1): see fair share in the README. */
+  weight?: number;
   now: number;
 }
+
+/** The most a token's weight may be: a share a thousand times another's is already all of it. */
+export const MAX_TOKEN_WEIGHT = 1_000;
 
 /**
  * Creates a token and returns its secret, which exists only in this answer:
@@ -35,6 +40,8 @@ export interface NewTokenOptions {
 export async function createToken(store: Store, options: NewTokenOptions): Promise<{ token: ApiToken; secret: string }> {
   if (!NAME_PATTERN.test(options.name)) throw new InputError("NAME", `"${options.name}" is not a token name`, TOKEN_NAME_ALLOWED);
   if (options.admin && options.readOnly) throw new InputError("--read-only", "and --admin together: an admin token changes every job", "one of --admin and --read-only");
+  const weight = options.weight ?? 1;
+  if (!Number.isSafeInteger(weight) || weight < 1 || weight > MAX_TOKEN_WEIGHT) throw new InputError("--weight", `${weight} is not a weight`, `a whole number from 1 to ${MAX_TOKEN_WEIGHT}`);
   const secret = `${TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
   const id = newId("tok", options.now);
   const budgetId = options.budgetMicroUsd != null ? tokenBudgetId(id) : null;
@@ -48,6 +55,7 @@ export async function createToken(store: Store, options: NewTokenOptions): Promi
     budgetId,
     createdAt: options.now,
     revokedAt: null,
+    weight,
   });
   if (!token) throw new InputError("NAME", `a token named "${options.name}" exists already`, "a new name, or `mediagate token revoke` the old one first");
   return { token, secret };

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd, parseUsd } from "../core/money.js";
-import { createToken } from "../app/tokens.js";
+import { createToken, MAX_TOKEN_WEIGHT } from "../app/tokens.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 /**
@@ -17,9 +17,10 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
     .argument("<name>", "a name for the token (who or what uses it)")
     .option("--budget-usd <usd>", "a ceiling on what this token's jobs may spend (estimates held at each send, charges counted)")
     .option("--read-only", "may read jobs, outputs and spend, never submit or cancel")
+    .option("--weight <n>", "its share of each provider's slots against the other tokens' when they compete (1 to 1000; default 1)")
     .option("--admin", "sees and changes every job, not only its own")
     .description("create a token and print its secret (shown once)")
-    .action(async (name: string, flags: { budgetUsd?: string; readOnly?: boolean; admin?: boolean }) => {
+    .action(async (name: string, flags: { budgetUsd?: string; readOnly?: boolean; admin?: boolean; weight?: string }) => {
       const options = globals();
       // The program's own --budget-usd takes the flag when it is given after `create` too: here it is the token's.
       const budgetUsd = flags.budgetUsd ?? options.budgetUsd;
@@ -28,11 +29,16 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
         budgetMicroUsd = parseUsd(budgetUsd);
         if (budgetMicroUsd === null) throw new InputError("--budget-usd", `"${budgetUsd}" is not a USD amount`, "an amount like 25 or 2.50");
       }
+      let weight = 1;
+      if (flags.weight !== undefined) {
+        if (!/^\d+$/.test(flags.weight) || Number(flags.weight) < 1 || Number(flags.weight) > MAX_TOKEN_WEIGHT) throw new InputError("--weight", `"${flags.weight}" is not a weight`, `a whole number from 1 to ${MAX_TOKEN_WEIGHT}`);
+        weight = Number(flags.weight);
+      }
       const runtime = runtimeOf(options);
       try {
-        const created = await createToken(await runtime.store(), { name, admin: Boolean(flags.admin), readOnly: Boolean(flags.readOnly), budgetMicroUsd, now: Date.now() });
+        const created = await createToken(await runtime.store(), { name, admin: Boolean(flags.admin), readOnly: Boolean(flags.readOnly), budgetMicroUsd, weight, now: Date.now() });
         if (options.json) {
-          process.stdout.write(`${JSON.stringify({ id: created.token.id, name, token: created.secret, admin: created.token.admin, read_only: created.token.readOnly, budget_micro_usd: budgetMicroUsd })}\n`);
+          process.stdout.write(`${JSON.stringify({ id: created.token.id, name, token: created.secret, admin: created.token.admin, read_only: created.token.readOnly, budget_micro_usd: budgetMicroUsd, weight })}\n`);
           return;
         }
         process.stdout.write(`${created.secret}\n`);
@@ -62,6 +68,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
             read_only: item.readOnly,
             budget_micro_usd: budget?.ceilingMicroUsd ?? null,
             committed_micro_usd: budget?.committedMicroUsd ?? null,
+            weight: item.weight,
             created_at: new Date(item.createdAt).toISOString(),
             revoked_at: item.revokedAt === null ? null : new Date(item.revokedAt).toISOString(),
           };
@@ -69,7 +76,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
             process.stdout.write(`${JSON.stringify(row)}\n`);
             continue;
           }
-          const rights = item.admin ? "admin" : item.readOnly ? "read-only" : "own jobs";
+          const rights = `${item.admin ? "admin" : item.readOnly ? "read-only" : "own jobs"}${item.weight !== 1 ? `, weight ${item.weight}` : ""}`;
           const spend = budget ? `budget ${formatMicroUsd(budget.ceilingMicroUsd)}, committed ${formatMicroUsd(budget.committedMicroUsd)}` : "no budget";
           process.stdout.write(`${item.name}  ${item.id}  ${rights}  ${spend}  created ${row.created_at}${row.revoked_at ? `  revoked ${row.revoked_at}` : ""}\n`);
         }

@@ -2,7 +2,7 @@ import type { Job } from "../core/job.js";
 import { LOCAL_TENANT } from "../core/tenant.js";
 import { formatMicroUsd } from "../core/money.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
-import type { ClaimInstead, JobScope, Store } from "../store/store.js";
+import type { ClaimInstead, JobScope, QueueOrder, Store } from "../store/store.js";
 import { type EngineContext, limitsOf } from "./context.js";
 import type { StepsInFlight } from "./in-flight.js";
 import type { Naps } from "./naps.js";
@@ -30,6 +30,8 @@ export interface ClaimParts {
   fullPools: FullPools;
   naps: Naps;
   scope(): JobScope | null;
+  /** See `EngineOptions.queueOrder`. */
+  queueOrder: QueueOrder;
   stopping(): boolean;
   /** Tells listeners that a job changed (the engine's `job` event). */
   emit(job: Job): void;
@@ -79,7 +81,7 @@ export class Claims {
     for (let page = 0; page < QUEUE_PAGES && !this.parts.stopping() && steps.size < maxInFlight; page++) {
       this.releasesAtQueueRead = store.slotReleases;
       const queueSkip = [...new Set([...skip, ...fullPools.blockedProviders(), ...this.trustedEmptyQueues(now)])];
-      const queued = await store.dueQueued(now, pageSize, queueSkip, this.parts.scope(), after);
+      const queued = await store.dueQueued(now, pageSize, queueSkip, this.parts.scope(), after, this.parts.queueOrder);
       if (queued.length < pageSize) {
         // Every provider read has fewer due jobs than the page: those with none are not read again for a while.
         const present = new Set(queued.map((job) => job.provider));

@@ -4,7 +4,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
 import type { CallContext, ProviderId, ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
-import type { JobScope, Store } from "../store/store.js";
+import type { JobScope, QueueOrder, Store } from "../store/store.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { type OutputWriter, rememberingFolderChecks } from "../outputs/local-folder.js";
 import { OrphanAdoption } from "./adoption.js";
@@ -64,6 +64,11 @@ export interface EngineOptions {
    * ends is left to the next engine that works on every job.
    */
   notifications?: NotifierOptions;
+  /**
+   * The order the whole store's queue is claimed in: `fair` between tenants (default) or `arrival`, oldest first,
+   * which only `bench/fair-share.ts` asks for, to measure what fairness costs.
+   */
+  queueOrder?: QueueOrder;
 }
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
@@ -202,7 +207,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       },
     });
     const fullPools = new FullPools(store, clock);
-    this.claims = new Claims({ store, owner, leaseMs, idleTickMs, maxInFlight, context, calls: this.calls, steps, fullPools, naps, scope, stopping, emit: (job) => this.emit("job", job) });
+    this.claims = new Claims({ store, owner, leaseMs, idleTickMs, maxInFlight, context, calls: this.calls, steps, fullPools, naps, scope, queueOrder: options.queueOrder ?? "fair", stopping, emit: (job) => this.emit("job", job) });
     this.halts = new HaltedProviders({ store, clock, context, steps, scope });
     this.deliveries = new Deliveries({ store, clock, log, notifications: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal, naps, scope });
     const settlements = new SettlementReads({ store, settles, context, steps, naps, scope, stopping });

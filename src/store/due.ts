@@ -6,8 +6,9 @@ import { owedNotificationsIn } from "./notifications.js";
 import { literalLimit } from "./reusable.js";
 import { rowToJob } from "./rows.js";
 import type { Database } from "./schema.js";
+import { fairDueQueued } from "./fair-queue.js";
 import { inScope, inScopeSlots, scopeKeyOf, scopeValuesOf } from "./scope.js";
-import type { JobScope, NextDue } from "./store.js";
+import type { JobScope, NextDue, QueueOrder } from "./store.js";
 
 /** The work that is due: the queue's heads, an owner's running jobs, charges to settle, and when the next comes due. */
 
@@ -26,9 +27,16 @@ export async function dueQueued(
   skipProviders: readonly string[],
   scope: JobScope | null = null,
   after: { nextAttemptAt: number; id: string } | null = null,
+  order: QueueOrder = "fair",
 ): Promise<Job[]> {
   const providers = PROVIDER_IDS.filter((provider) => !skipProviders.includes(provider));
   if (providers.length === 0) return [];
+  // Every job of the store (a worker, serve): tenants take turns. Each read starts at the fair head (the jobs claimed
+  // since are no longer queued), so `after` pages only the due order. A command's own jobs are its tenant's alone.
+  if (scope === null && order === "fair") {
+    const fair = await fairDueQueued(context, now, limit, providers);
+    if (fair !== null) return fair;
+  }
   const key = `dueQueued:${providers.join("")}:${scopeKeyOf(scope)}:${after ? "after" : "first"}:${limit}`;
   const values = { now, ...scopeValuesOf(scope), ...(after ? { afterAt: after.nextAttemptAt, afterId: after.id } : {}) };
   const rows = await context.reusable(context.db, key, (slot) => {

@@ -31,6 +31,7 @@ import type {
   JobOutcome,
   JobPatch,
   JobScope,
+  QueueOrder,
   NewJob,
   NextDue,
   Notification,
@@ -176,8 +177,8 @@ export class KyselyStore implements Store {
     return jobCounts(this.context);
   }
 
-  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {
-    return dueQueued(this.context, now, limit, skipProviders, scope, after);
+  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null, order?: QueueOrder): Promise<Job[]> {
+    return dueQueued(this.context, now, limit, skipProviders, scope, after, order);
   }
 
   routedQueued(provider: ProviderId, limit: number, scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]> {

@@ -60,6 +60,8 @@ export interface ApiTokensTable {
   budget_id: string | null;
   created_at: number;
   revoked_at: number | null;
+  /** Its share of a provider's slots against the other tenants' (migration 19). */
+  weight: number;
 }
 
 export interface JobEventsTable {

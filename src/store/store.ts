@@ -32,6 +32,13 @@ export type {
 };
 export { RATE_ARRIVAL_BOUND_MS, RATE_IN_FLIGHT_RECHECK_MS, RATE_SEND_BOUND_MS, rateUnansweredExpiryMs } from "./rate-windows.js";
 
+/**
+ * The order the whole store's queue is read in (`dueQueued` without a scope): `fair` (the default: the tenant with the
+ * least of a provider in flight first, store/fair-queue.ts) or `arrival` (due order alone, oldest first: what the
+ * benchmark of fair share measures it against).
+ */
+export type QueueOrder = "fair" | "arrival";
+
 /** See `Store.nextDueAt`: null where nothing is due later. */
 export interface NextDue {
   at: number | null;
@@ -307,8 +314,8 @@ export interface Store {
   /** Every job counted by provider and state: one aggregate read from an index (jobs_queue), never from the rows. */
   jobCounts(): Promise<JobCount[]>;
 
-  /** Queued jobs that are due, in due order, skipping halted providers; only those in `scope` when given; after `after` for a next page. */
-  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null): Promise<Job[]>;
+  /** Queued jobs that are due, skipping halted providers: in due order, only those in `scope` when given, after `after` for a next page; the whole store's in fair order between tenants unless `order` is `arrival` (store/fair-queue.ts). */
+  dueQueued(now: number, limit: number, skipProviders: readonly string[], scope?: JobScope | null, after?: { nextAttemptAt: number; id: string } | null, order?: QueueOrder): Promise<Job[]>;
   /**
    * Queued jobs of a common request (with a route) waiting for `provider`,
    * due or not, in queue order after `after`: what moves to the next target

@@ -10,9 +10,11 @@ export interface ApiToken {
   budgetId: string | null;
   createdAt: number;
   revokedAt: number | null;
+  /** Its share of a provider's slots against the other tenants' (fair share, migration 19); 1 unless set. */
+  weight: number;
 }
 
-function tokenOf(row: { id: string; name: string; secret_sha256: string; admin: number | boolean; read_only: number | boolean; budget_id: string | null; created_at: number | string; revoked_at: number | string | null }): ApiToken {
+function tokenOf(row: { id: string; name: string; secret_sha256: string; admin: number | boolean; read_only: number | boolean; budget_id: string | null; created_at: number | string; revoked_at: number | string | null; weight: number | string }): ApiToken {
   return {
     id: row.id,
     name: row.name,
@@ -22,6 +24,7 @@ function tokenOf(row: { id: string; name: string; secret_sha256: string; admin: 
     budgetId: row.budget_id,
     createdAt: Number(row.created_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    weight: Number(row.weight),
   };
 }
 
@@ -39,6 +42,7 @@ export async function createToken(context: StoreContext, token: ApiToken): Promi
       budget_id: token.budgetId,
       created_at: token.createdAt,
       revoked_at: token.revokedAt,
+      weight: token.weight,
     })
     .onConflict((conflict) => conflict.column("name").doNothing())
     .execute();

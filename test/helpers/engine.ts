@@ -8,7 +8,7 @@ import type { DWorld } from "./d-sandbox.js";
 import { waitAndRead } from "./wait.js";
 
 /** An in-process engine on a real store, pointed at the world's sandbox. */
-export function engineFor(world: DWorld, store: Store, options: Partial<Pick<EngineOptions, "leaseMs" | "log" | "outputs" | "clock" | "scope" | "idleTickMs">> = {}) {
+export function engineFor(world: DWorld, store: Store, options: Partial<Pick<EngineOptions, "leaseMs" | "log" | "outputs" | "clock" | "scope" | "idleTickMs" | "queueOrder">> = {}) {
   const config = loadConfig({ env: world.env, cwd: world.folder });
   const providers = createProviderRegistry(config);
   const engine = new Engine({ store, providers, secrets: () => [world.env.MEDIAGATE_D_API_KEY!], ...options });
@@ -17,7 +17,7 @@ export function engineFor(world: DWorld, store: Store, options: Partial<Pick<Eng
   return {
     engine,
     providers,
-    async enqueue(request: Omit<JobRequest, "provider"> & { provider?: "d" }, ref = `ref-${++counter}`, extra: { budgetId?: string } = {}) {
+    async enqueue(request: Omit<JobRequest, "provider"> & { provider?: "d" }, ref = `ref-${++counter}`, extra: { budgetId?: string; tenant?: string } = {}) {
       const validated = adapter.validate({ provider: "d", ...request });
       const estimate = await adapter.estimate(validated);
       const [result] = await store.insertJobs(
@@ -36,6 +36,7 @@ export function engineFor(world: DWorld, store: Store, options: Partial<Pick<Eng
             estimateSource: estimate.source,
             outDir: join(world.folder, "out"),
             budgetId: extra.budgetId ?? null,
+            ...(extra.tenant !== undefined ? { tenant: extra.tenant } : {}),
           },
         ],
         Date.now(),

@@ -11,7 +11,7 @@ for (const factory of storeFactories) {
 
     it("tokens: stored by the secret's sha256 with their rights and budget, found by it, revoked by name or id, names unique; hasActiveTokens ignores revoked ones", async () => {
       expect(await store.hasActiveTokens()).toBe(false);
-      const token = { id: "tok_a", name: "alice", secretSha256: "a".repeat(64), admin: false, readOnly: true, budgetId: "token:tok_a", createdAt: T0, revokedAt: null };
+      const token = { id: "tok_a", name: "alice", secretSha256: "a".repeat(64), admin: false, readOnly: true, budgetId: "token:tok_a", createdAt: T0, revokedAt: null, weight: 1 };
       expect(await store.createToken(token)).toEqual(token);
       expect(await store.createToken({ ...token, id: "tok_b", secretSha256: "b".repeat(64) })).toBeNull();
       expect(await store.tokenBySecretSha256("a".repeat(64))).toEqual(token);
