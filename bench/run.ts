@@ -10,6 +10,7 @@ import { runDPeer } from "./d-peer.js";
 import { runDScale } from "./d-scale.js";
 import { runDWorkers, runDWorkersRaised } from "./d-workers.js";
 import { runEQuota } from "./e-quota.js";
+import { runFairShare } from "./fair-share.js";
 import { runIntake } from "./intake.js";
 import { watchStealTime } from "./harness.js";
 import { runSoak } from "./soak.js";
@@ -25,6 +26,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   "e-quota": runEQuota,
   "api-load": runApiLoad,
   intake: runIntake,
+  "fair-share": runFairShare,
   soak: runSoak,
 };
 
