@@ -24,6 +24,11 @@ import { rowToJob } from "./rows.js";
  * before.
  */
 
+/** The tenant as jobs_tenant_queue compares it (migration 19): as "C" on PostgreSQL, where no other index then fits. */
+function tenantColumn(context: StoreContext) {
+  return context.dialect === "postgres" ? sql<string>`tenant collate "C"` : sql<string>`tenant`;
+}
+
 /** What decides one tenant's turn at one provider. */
 interface TenantQueue {
   provider: ProviderId;
@@ -43,9 +48,10 @@ async function queuedTenants(context: StoreContext, providers: readonly Provider
       // One recursive walk per provider: from before every tenant (''), the least tenant after the last one found, each
       // the first entry of a range of jobs_tenant_queue (state, provider, tenant > the last): always that shape, and its
       // order written out in full, so that no planner reads another index (tenant and ref) and filters its rows instead.
+      const tenant = tenantColumn(context);
       const walks = providers.map((provider, index) => {
         const walk = sql.raw(`t_${provider}`);
-        const next = sql`(select tenant from jobs where state = 'queued' and provider = ${slot<string>(`p${index}`)} and tenant > ${walk}.tenant order by state, provider, tenant limit 1)`;
+        const next = sql`(select tenant from jobs where state = 'queued' and provider = ${slot<string>(`p${index}`)} and ${tenant} > ${walk}.tenant order by state, provider, ${tenant} limit 1)`;
         return sql`${walk}(tenant) as (select cast('' as text) union all select ${next} from ${walk} where ${walk}.tenant is not null)`;
       });
       const reads = providers.map((provider, index) => sql`select ${slot<string>(`p${index}`)} as provider, tenant from ${sql.raw(`t_${provider}`)} where tenant is not null and tenant <> ''`);
@@ -90,7 +96,7 @@ async function heads(context: StoreContext, pairs: ReadonlyArray<{ provider: Pro
             .selectAll()
             .where("state", "=", "queued")
             .where("provider", "=", slot<string>(`p${index}`))
-            .where("tenant", "=", slot<string>(`t${index}`))
+            .where(tenantColumn(context), "=", slot<string>(`t${index}`))
             .where("next_attempt_at", "<=", slot<number>("now"))
             .orderBy("next_attempt_at")
             .orderBy("id")

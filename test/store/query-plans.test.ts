@@ -156,21 +156,23 @@ const SCRAPE_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown
  */
 const SEARCH_PREFIX = "job_q020";
 const SEARCH_MATCHES = 100;
-const SEARCH_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown>; index: { sqlite: RegExp; postgres: string } }> = [
+const SEARCH_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown>; index: { sqlite: RegExp; postgres: readonly string[] } }> = [
   {
     name: "every job (admin), newest first, one page",
     run: (store) => store.listJobs({ refPrefix: SEARCH_PREFIX, newestFirst: true, limit: 51 }),
-    index: { sqlite: /^SEARCH jobs USING INDEX jobs_ref \(ref>\? AND ref<\?\)$/, postgres: "jobs_ref_prefix" },
+    index: { sqlite: /^SEARCH jobs USING INDEX jobs_ref \(ref>\? AND ref<\?\)$/, postgres: ["jobs_ref_prefix"] },
   },
   {
     name: "one tenant's jobs, newest first, one page",
     run: (store) => store.listJobs({ refPrefix: SEARCH_PREFIX, tenant: "tok_q", newestFirst: true, limit: 51 }),
-    index: { sqlite: /^SEARCH jobs USING INDEX jobs_tenant_ref \(tenant=\? AND ref>\? AND ref<\?\)$/, postgres: "jobs_tenant_ref" },
+    // Where the tenant holds most of the refs, reading the range of every tenant's refs (jobs_ref_prefix) costs the
+    // planner about the same: either reads the matches alone.
+    index: { sqlite: /^SEARCH jobs USING INDEX jobs_tenant_ref \(tenant=\? AND ref>\? AND ref<\?\)$/, postgres: ["jobs_tenant_ref", "jobs_ref_prefix"] },
   },
   {
     name: "queued D jobs created in the last hour, the page after a cursor",
     run: (store) => store.listJobs({ refPrefix: SEARCH_PREFIX, states: ["queued"], provider: "d", createdAfter: NOW - 3_600_000, olderThan: { createdAt: NOW - 60_000, id: "job_q02050" }, newestFirst: true, limit: 51 }),
-    index: { sqlite: /^SEARCH jobs USING INDEX jobs_ref \(ref>\? AND ref<\?\)$/, postgres: "jobs_ref_prefix" },
+    index: { sqlite: /^SEARCH jobs USING INDEX jobs_ref \(ref>\? AND ref<\?\)$/, postgres: ["jobs_ref_prefix"] },
   },
 ];
 
@@ -399,7 +401,8 @@ describe.runIf(databaseUrl)("query plans of the hot path (PostgreSQL)", () => {
         const nodes = planNodes(result.rows[0]!["QUERY PLAN"]);
         const shown = `${call}: ${nodes.map((node) => `${node["Node Type"]}${node["Index Name"] ? ` using ${node["Index Name"]}` : ""} (${node["Actual Rows"]} rows${node["Rows Removed by Filter"] ? `, ${node["Rows Removed by Filter"]} discarded` : ""})`).join(" > ")}`;
         const indexes = nodes.filter((node) => node["Index Name"] !== undefined).map((node) => node["Index Name"]);
-        expect(indexes, shown).toEqual([SEARCH_CALLS[index]!.index.postgres]);
+        expect(indexes, shown).toHaveLength(1);
+        expect(SEARCH_CALLS[index]!.index.postgres, shown).toContain(indexes[0]);
         // The rows of jobs read, kept or discarded by the other filters, are the matches (an index may also point at
         // row versions an update left behind, which the heap skips).
         for (const node of nodes.filter((each) => each["Relation Name"] === "jobs")) {
