@@ -28,3 +28,10 @@ export class LineProblemsError extends MediagateError {
     super("invalid_input", `${problems.length} line(s) of the batch are refused; nothing was queued`);
   }
 }
+
+/** An `Idempotency-Key` sent again with another request: its first request is answered to it, not this one. */
+export class IdempotencyKeyReusedError extends MediagateError {
+  constructor(readonly key: string) {
+    super("idempotency_key_reused", `Idempotency-Key "${key}" was used for another request in the last 24 hours; send a new key for a new request`);
+  }
+}

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import { BudgetError, InputError, MediagateError, UnsafeUrlError } from "../core/errors.js";
+import { BudgetError, InputError, UnsafeUrlError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import type { Job } from "../core/job.js";
 import type { ProviderId } from "../core/provider-id.js";
 import { formatMicroUsd } from "../core/money.js";
 import { redactUrl } from "../core/redact.js";
+import { parseStoreAddress } from "../core/store-address.js";
 import { refProblem, validateRef } from "../core/ref.js";
 import { assertSafeUrl } from "../core/url-safety.js";
 import { type BudgetWording, checkBudget } from "../engine/budget.js";
@@ -15,7 +16,7 @@ import { resolveOutputLocation } from "../outputs/location.js";
 import type { JobRequest } from "../providers/adapter.js";
 import type { Admission, AdmissionOutcome, BudgetStatus } from "../store/store.js";
 import type { Caller } from "./caller.js";
-import { ConflictError, LineProblemsError } from "./errors.js";
+import { ConflictError, IdempotencyKeyReusedError, LineProblemsError } from "./errors.js";
 import { GroupCommit } from "./group-commit.js";
 import { checkOutputFolder, newJobOf, PreparedInputError, prepareJob, requireConfigured, routeJson, sameRequest, type PrepareOptions, type PreparedJob } from "./prepare.js";
 import type { Runtime } from "./runtime.js";
@@ -94,13 +95,6 @@ export function validateIdempotencyKey(key: string): string {
   return key;
 }
 
-/** The same key sent again with another request: its first request is answered to it, not this one. */
-export class IdempotencyKeyReusedError extends MediagateError {
-  constructor(readonly key: string) {
-    super("idempotency_key_reused", `Idempotency-Key "${key}" was used for another request in the last 24 hours; send a new key for a new request`);
-  }
-}
-
 /** How a token's budget is named when it refuses (the API's words: no flags of the CLI). */
 function tokenBudgetWording(caller: Caller): BudgetWording {
   return {
@@ -126,17 +120,20 @@ async function budgetOf(runtime: Runtime, caller: Caller): Promise<BudgetOf> {
  * a PostgreSQL store a few at once (its pool's connections), whose budgets
  * and keys are locked in a fixed order (store/admission.ts).
  */
-const writers = new WeakMap<Runtime, Promise<GroupCommit<Admission, AdmissionOutcome>>>();
+const writers = new WeakMap<Runtime, GroupCommit<Admission, AdmissionOutcome>>();
 const ADMISSIONS_PER_WRITE = 64;
+/** Writes under way at once on PostgreSQL: a few of its pool's connections, the others left to reads and the engine. */
+const POSTGRES_WRITERS = 4;
 
 export function admitted(runtime: Runtime, admission: Admission): Promise<AdmissionOutcome> {
   let writer = writers.get(runtime);
   if (!writer) {
-    writer = runtime.store().then((store) => new GroupCommit((group: Admission[]) => store.admit(group, Date.now()), { concurrency: store.dialect === "postgres" ? 4 : 1, maxGroup: ADMISSIONS_PER_WRITE }));
+    const concurrency = parseStoreAddress(runtime.config.store).kind === "postgres" ? POSTGRES_WRITERS : 1;
+    // The store asked for at each write: one the runtime opened again (after a close) is the one written to.
+    writer = new GroupCommit(async (group: Admission[]) => (await runtime.store()).admit(group, Date.now()), { concurrency, maxGroup: ADMISSIONS_PER_WRITE });
     writers.set(runtime, writer);
-    writer.catch(() => writers.delete(runtime));
   }
-  return writer.then((each) => each.submit(admission));
+  return writer.submit(admission);
 }
 
 /** What the application answers of an admission: the jobs (with the status a retry of it answers too) or why none was queued. */

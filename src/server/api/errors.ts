@@ -1,6 +1,5 @@
 import { BudgetError, ConfigError, InputError, MediagateError } from "../../core/errors.js";
-import { ConflictError, LineProblemsError, NotFoundError } from "../../app/errors.js";
-import { IdempotencyKeyReusedError } from "../../app/intake.js";
+import { ConflictError, IdempotencyKeyReusedError, LineProblemsError, NotFoundError } from "../../app/errors.js";
 import { NoEligibleTargetError } from "../../engine/route.js";
 
 /**
