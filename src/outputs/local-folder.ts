@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { MediagateError } from "../core/errors.js";
 import { outputFolderOf, resolveOutputLocation } from "./location.js";
 
@@ -37,7 +37,7 @@ function errnoOf(error: unknown): string {
   return typeof code === "string" ? code : "EIO";
 }
 
-function saveError(folder: string, action: string, error: unknown): OutputSaveError {
+function saveError(folder: string, action: string, error: unknown, also: Record<string, string> = {}): OutputSaveError {
   const errno = errnoOf(error);
   const why: Record<string, string> = {
     ENOTDIR: "part of the path is a file, not a folder",
@@ -48,16 +48,44 @@ function saveError(folder: string, action: string, error: unknown): OutputSaveEr
     ENOSPC: "the disk is full",
     EDQUOT: "the disk quota is used up",
   };
-  return new OutputSaveError(folder, errno, `cannot ${action} ${folder}: ${why[errno] ?? (error as Error).message} (${errno})`, { cause: error });
+  return new OutputSaveError(folder, errno, `cannot ${action} ${folder}: ${also[errno] ?? why[errno] ?? (error as Error).message} (${errno})`, { cause: error });
+}
+
+/**
+ * Creates `folder` and its missing parents one level at a time, from the
+ * nearest folder that exists. Node's `mkdir(…, { recursive: true })` never
+ * returns on a file system that answers "no such file" to every creation
+ * (under /proc it spins at full CPU); here each level is one call, so the
+ * check ends with the first refusal whatever the file system.
+ */
+async function makeFolder(folder: string): Promise<void> {
+  const missing: string[] = [];
+  for (let path = resolve(folder); ; path = dirname(path)) {
+    const found = await stat(path).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return null;
+      throw error;
+    });
+    if (found?.isDirectory()) break;
+    if (found) throw Object.assign(new Error(`${path} is a file`), { code: path === resolve(folder) ? "EEXIST" : "ENOTDIR" });
+    missing.push(path);
+    if (dirname(path) === path) break;
+  }
+  for (const path of missing.reverse()) {
+    await mkdir(path).catch((error: NodeJS.ErrnoException) => {
+      // Another process made it meanwhile.
+      if (error.code !== "EEXIST") throw error;
+    });
+  }
 }
 
 /** The local folder writer: temporary file in the same folder, flushed, renamed over. */
 export const localFolderOutputs: OutputWriter = {
   async prepare(folder) {
     try {
-      await mkdir(folder, { recursive: true });
+      await makeFolder(folder);
     } catch (error) {
-      throw saveError(folder, "create the output folder", error);
+      // Its parent exists (it was found above), so "no such file" means the file system does not make folders (/proc).
+      throw saveError(folder, "create the output folder", error, { ENOENT: "the file system there does not allow creating folders" });
     }
     // Creating the folder is not enough (read-only mounts, permissions): write and remove a probe file.
     const probe = join(folder, `.mediagate-write-check-${randomBytes(4).toString("hex")}`);
@@ -130,15 +158,28 @@ function leftoversIn(folder: string): Promise<Set<string>> {
 }
 
 /** Checks a command's output folder (or bucket location) before anything is queued or sent; null when usable, else the error. */
-export async function outputFolderProblem(folder: string, writer: OutputWriter = localFolderOutputs): Promise<OutputSaveError | null> {
+export async function outputFolderProblem(folder: string, writer: OutputWriter = localFolderOutputs, deadlineMs = FOLDER_CHECK_DEADLINE_MS): Promise<OutputSaveError | null> {
+  let timer: NodeJS.Timeout | undefined;
+  // A folder on a file system that never answers (a hung network mount) is reported, not waited for.
+  const tooLong = new Promise<OutputSaveError>((resolve) => {
+    timer = setTimeout(
+      () => resolve(new OutputSaveError(folder, "ETIMEDOUT", `cannot use ${folder}: checking that it can be written took more than ${deadlineMs / 1_000} s`)),
+      deadlineMs,
+    );
+    timer.unref();
+  });
   try {
-    await writer.prepare(folder);
-    return null;
+    return await Promise.race([writer.prepare(folder).then(() => null), tooLong]);
   } catch (error) {
     if (error instanceof OutputSaveError) return error;
     throw error;
+  } finally {
+    clearTimeout(timer);
   }
 }
+
+/** How long checking an output folder (or bucket) before anything is sent may take. */
+const FOLDER_CHECK_DEADLINE_MS = 5_000;
 
 /** A folder proved writable is not proved again for this long, unless a write in it fails. */
 const FOLDER_CHECK_VALID_MS = 1_000;

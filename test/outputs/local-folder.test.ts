@@ -177,6 +177,26 @@ describe("outputFolderProblem", () => {
     expect(problem!.errno).toBe("ENOTDIR");
   });
 
+  it("issue 36, finding 4: a folder under /proc (where Node's recursive mkdir never returns) is refused as not creatable, naming the folder", async () => {
+    const problem = await outputFolderProblem("/proc/mediagate-check/out");
+    expect(problem).toBeInstanceOf(OutputSaveError);
+    expect(problem!.errno).toBe("ENOENT");
+    expect(problem!.message).toBe("cannot create the output folder /proc/mediagate-check/out: the file system there does not allow creating folders (ENOENT)");
+  });
+
+  it("issue 36, finding 4: a check that never answers (a hung network mount) is reported once its deadline passes, naming the folder", async () => {
+    const hung: OutputWriter = { ...localFolderOutputs, prepare: () => new Promise<void>(() => undefined) };
+    const problem = await outputFolderProblem(join(root, "hung"), hung, 50);
+    expect(problem!.errno).toBe("ETIMEDOUT");
+    expect(problem!.message).toBe(`cannot use ${join(root, "hung")}: checking that it can be written took more than 0.05 s`);
+  });
+
+  it("makes every missing level of a deep folder, and a folder that exists is used as it is", async () => {
+    expect(await outputFolderProblem(join(root, "a", "b", "c"))).toBeNull();
+    expect(await outputFolderProblem(join(root, "a", "b", "c"))).toBeNull();
+    expect(filesIn(join(root, "a", "b"))).toEqual(["c"]);
+  });
+
   it("lets any other error through: it is a bug, not a folder problem", async () => {
     const broken: OutputWriter = { ...localFolderOutputs, prepare: () => Promise.reject(new TypeError("a bug")) };
     await expect(outputFolderProblem(join(root, "out"), broken)).rejects.toThrow(TypeError);
