@@ -39,72 +39,159 @@ export function fileStem(job: Pick<Job, "ref">): string {
   return `${safe}-${createHash("sha256").update(job.ref).digest("hex").slice(0, 6)}`;
 }
 
-/** A job whose results could not be saved locally tries again after this long (each try re-reads the job for fresh links). */
-const LOCAL_SAVE_RETRY_MS = 30_000;
+/** A job whose results could not be saved tries again after this long at most (the first tries come sooner). */
+const SAVE_RETRY_CAP_MS = 30_000;
+
+/** Downloaded results kept in memory while saving them fails, at most this many bytes per engine (beyond that, they are downloaded again). */
+const HELD_BYTES_LIMIT = 256 * 1024 * 1024;
+
+/** A result downloaded and not yet saved. */
+interface Downloaded {
+  index: number;
+  url: string;
+  body: Buffer;
+  contentType: string;
+  metadata: Record<string, unknown> | undefined;
+}
+
+/**
+ * What each engine holds of results whose save failed: their bytes (so a
+ * retry writes them without downloading again: a download may be counted,
+ * A allows 100 per result link) and how many saves have failed in a row.
+ */
+interface Held {
+  outputs: Downloaded[] | null;
+  failures: number;
+}
+
+class HeldResults {
+  private readonly byJob = new Map<string, Held>();
+  private bytes = 0;
+
+  get(jobId: string): Held | undefined {
+    return this.byJob.get(jobId);
+  }
+
+  /** One more failed save of `jobId`, keeping `outputs` when they fit; the number of failures so far. */
+  failed(jobId: string, outputs: Downloaded[] | null): number {
+    const failures = (this.byJob.get(jobId)?.failures ?? 0) + 1;
+    this.drop(jobId);
+    const size = outputs?.reduce((sum, output) => sum + output.body.length, 0) ?? 0;
+    const kept = outputs !== null && this.bytes + size <= HELD_BYTES_LIMIT ? outputs : null;
+    if (kept) this.bytes += size;
+    this.byJob.set(jobId, { outputs: kept, failures });
+    return failures;
+  }
+
+  drop(jobId: string): void {
+    for (const output of this.byJob.get(jobId)?.outputs ?? []) this.bytes -= output.body.length;
+    this.byJob.delete(jobId);
+  }
+}
+
+const heldByEngine = new WeakMap<EngineContext, HeldResults>();
+
+function heldOf(context: EngineContext): HeldResults {
+  let held = heldByEngine.get(context);
+  if (!held) heldByEngine.set(context, (held = new HeldResults()));
+  return held;
+}
+
+/**
+ * Any failure of the output writer is a failure to save: the result is still
+ * at the provider (and in memory), so it never ends the job. An S3 client's
+ * own error, a bug's TypeError, a file system's errno: all become an
+ * OutputSaveError naming the location.
+ */
+async function saving<T>(location: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof OutputSaveError) throw error;
+    const errno = typeof (error as NodeJS.ErrnoException | null)?.code === "string" ? (error as NodeJS.ErrnoException).code! : ((error as Error | null)?.name ?? "EIO");
+    throw new OutputSaveError(location, errno, `cannot save to ${location}: ${error instanceof Error ? error.message : String(error)} (${errno})`, { cause: error });
+  }
+}
+
+/** Downloads every output the provider reported, into memory. */
+async function download(context: EngineContext, job: Job, status: Extract<ProviderStatus, { kind: "succeeded" }>): Promise<Downloaded[]> {
+  const call = await context.callContext(job, validatedOf(job), { rateLimited: false });
+  const downloaded: Downloaded[] = [];
+  for (const [index, output] of status.outputs.entries()) {
+    context.counters(job.provider).downloads++;
+    const response = await context.timed(job.provider, "capture", async () => {
+      const answer = await call.http.request({ method: "GET", url: output.url, retry: "idempotent", untrustedUrl: true, timeoutMs: 120_000 }, context.signal);
+      if (answer.status < 200 || answer.status >= 300) {
+        const expired = answer.status === 403 || answer.status === 404 || answer.status === 410;
+        // An expired link is retried too: the next attempt reads the job again first, and a provider that hands out a
+        // fresh link on every read (B's /content) gives a working one. One that keeps handing back the same dead link
+        // (D's sample after its ten minutes) fails as result_expired once the attempts run out.
+        throw call.http.errorFrom(
+          answer,
+          expired ? "result_expired" : "result_download_failed",
+          `downloading output ${index + 1} from ${safeForDisplay(output.url)} answered HTTP ${answer.status}`,
+          { retryable: true },
+        );
+      }
+      return answer;
+    });
+    const headerType = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
+    const contentType = EXTENSIONS[headerType] ? headerType : (sniffContentType(response.body) ?? (headerType || "application/octet-stream"));
+    downloaded.push({ index, url: output.url, body: response.body, contentType, metadata: output.metadata });
+  }
+  return downloaded;
+}
 
 /**
  * Downloads every output of a job that the provider reported done, at once
  * (result links expire: D's in ten minutes), saves it atomically with its
- * sha256, and moves the job to `succeeded` with its charge.
+ * sha256, and moves the job to `succeeded` with its charge. Results whose
+ * save fails are kept in memory and written again, without another download.
  */
 export async function captureOutputs(context: EngineContext, job: Job, status: Extract<ProviderStatus, { kind: "succeeded" }>): Promise<void> {
   const { store, clock, owner } = context;
   const adapter = context.adapter(job.provider);
   const request = validatedOf(job);
+  const held = heldOf(context);
   const saved: JobOutput[] = [];
+  let downloaded: Downloaded[] | null = null;
   try {
     if (status.outputs.length === 0) throw new ProviderError("no_outputs", "the provider reported success without any output", { provider: job.provider, retryable: false });
     // The folder is proved writable before anything is downloaded: a second download of a result is never free (A).
-    await context.outputs.prepare(job.outDir);
-    const call = await context.callContext(job, request, { rateLimited: false });
+    await saving(job.outDir, () => context.outputs.prepare(job.outDir));
+    downloaded = held.get(job.id)?.outputs ?? (await download(context, job, status));
     const stem = fileStem(job);
     // A process killed mid-write leaves `STEM….tmp-XXXX`; this capture of the same job removes it.
-    await context.outputs.removeStale(job.outDir, stem);
-    for (const [index, output] of status.outputs.entries()) {
-      context.counters(job.provider).downloads++;
-      const response = await context.timed(job.provider, "capture", async () => {
-        const answer = await call.http.request({ method: "GET", url: output.url, retry: "idempotent", untrustedUrl: true, timeoutMs: 120_000 }, context.signal);
-        if (answer.status < 200 || answer.status >= 300) {
-          const expired = answer.status === 403 || answer.status === 404 || answer.status === 410;
-          // An expired link is retried too: the next attempt reads the job again first, and a provider that hands out a
-          // fresh link on every read (B's /content) gives a working one. One that keeps handing back the same dead link
-          // (D's sample after its ten minutes) fails as result_expired once the attempts run out.
-          throw call.http.errorFrom(
-            answer,
-            expired ? "result_expired" : "result_download_failed",
-            `downloading output ${index + 1} from ${safeForDisplay(output.url)} answered HTTP ${answer.status}`,
-            { retryable: true },
-          );
-        }
-        return answer;
-      });
-      const headerType = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
-      const contentType = EXTENSIONS[headerType] ? headerType : (sniffContentType(response.body) ?? (headerType || "application/octet-stream"));
-      const extension = EXTENSIONS[contentType] ?? "bin";
-      const path = outputPath(job.outDir, `${stem}${status.outputs.length > 1 ? `-${index + 1}` : ""}.${extension}`);
-      await context.outputs.write(path, response.body);
+    await saving(job.outDir, () => context.outputs.removeStale(job.outDir, stem));
+    for (const output of downloaded) {
+      const extension = EXTENSIONS[output.contentType] ?? "bin";
+      const path = outputPath(job.outDir, `${stem}${downloaded.length > 1 ? `-${output.index + 1}` : ""}.${extension}`);
+      await saving(path, () => context.outputs.write(path, output.body));
       // What the provider said about this output (seed, alt text, safety flag) is kept beside it, not only in the store.
       if (output.metadata && Object.keys(output.metadata).length > 0) {
-        await context.outputs.write(`${path}.json`, Buffer.from(`${JSON.stringify(output.metadata, null, 2)}\n`));
+        await saving(path, () => context.outputs.write(`${path}.json`, Buffer.from(`${JSON.stringify(output.metadata, null, 2)}\n`)));
       }
       saved.push({
-        index,
+        index: output.index,
         path,
         // Where it came from, without its query: a result link's signature lets anyone holding it download the result
         // again (and a second download is not always free); the saved file is the result.
         url: safeForDisplay(output.url),
-        contentType,
-        bytes: response.body.length,
-        sha256: createHash("sha256").update(response.body).digest("hex"),
+        contentType: output.contentType,
+        bytes: output.body.length,
+        sha256: createHash("sha256").update(output.body).digest("hex"),
         metadata: output.metadata ?? {},
         // What the bytes themselves say (an image's size, a video's size and length), apart from what the provider said.
-        media: mediaFactsOf(response.body, contentType),
+        media: mediaFactsOf(output.body, output.contentType),
       });
     }
   } catch (error) {
+    if (error instanceof OutputSaveError && !context.signal.aborted) held.failed(job.id, downloaded);
+    else held.drop(job.id);
     await handleCaptureFailure(context, job, error, status);
     return;
   }
+  held.drop(job.id);
   const now = clock.now();
   const charge = chargeAtEnd(adapter, request, status, job, now);
   const moved = await store.transition(
@@ -132,13 +219,15 @@ async function handleCaptureFailure(context: EngineContext, job: Job, error: unk
   const now = clock.now();
   if (context.signal.aborted) return; // stopping: the job stays `capturing` and is resumed by the next engine
   if (error instanceof OutputSaveError) {
-    // A local problem never ends a paid job: it stays `capturing` (re-read for fresh links each try)
-    // until the folder works again or a re-run points it at another folder.
-    const reason = `rendered, but ${error.message}; saving again in ${LOCAL_SAVE_RETRY_MS / 1_000} s (or re-run the command with a writable --out)`;
+    // A problem on our side never ends a paid job: it stays `capturing` (its downloaded bytes kept in memory, or re-read
+    // for fresh links) until the folder or bucket works again or a re-run points it at another folder.
+    const failures = heldOf(context).get(job.id)?.failures ?? 1;
+    const delayMs = Math.min(SAVE_RETRY_CAP_MS, 1_000 * 2 ** (failures - 1));
+    const reason = `rendered, but ${error.message}; saving again in ${Math.ceil(delayMs / 1_000)} s (or re-run the command with a writable --out)`;
     const updated = await store.updateJob(
       job.id,
       { state: "capturing", leaseOwner: owner },
-      { nextAttemptAt: now + LOCAL_SAVE_RETRY_MS, blockedCode: "output_unwritable", reason },
+      { nextAttemptAt: now + delayMs, blockedCode: "output_unwritable", reason },
       now,
     );
     if (updated) context.emit(updated);

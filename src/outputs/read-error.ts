@@ -7,8 +7,9 @@ export class OutputReadError extends MediagateError {
     /** The service's error code (`AccessDenied`, …) or the system's (`ECONNREFUSED`, …). */
     readonly errno: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; code?: "output_unreadable" | "output_changed" },
   ) {
-    super("output_unreadable", message, options);
+    // output_changed: the object was replaced while it was being read (its size, told first, no longer holds).
+    super(options?.code ?? "output_unreadable", message, options);
   }
 }

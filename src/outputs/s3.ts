@@ -218,6 +218,9 @@ export function s3Outputs(): OutputWriter {
   };
 }
 
+/** The object read is not the one whose size was told (its ETag changed in between). */
+class PreconditionFailed extends Error {}
+
 /** A saved output in a bucket: its size, and its bytes as a stream (all of them or one range). */
 export interface BucketOutput {
   size: number;
@@ -249,8 +252,16 @@ export async function findBucketOutput(path: string): Promise<BucketOutput | nul
             ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
           }),
         );
+        // A server that ignores If-Match (s3rver does) streams whatever is there now: its ETag tells.
+        if (etag && answer.ETag && answer.ETag !== etag) {
+          (answer.Body as Readable).destroy();
+          throw new PreconditionFailed();
+        }
         return answer.Body as Readable;
       } catch (error) {
+        if (error instanceof PreconditionFailed || (error instanceof S3ServiceException && (error.name === "PreconditionFailed" || error.$metadata.httpStatusCode === 412))) {
+          throw new OutputReadError(path, "ObjectChanged", `cannot read ${path}: the object was replaced while it was being read (ObjectChanged)`, { code: "output_changed" });
+        }
         throw readError(path, error, settings, address);
       }
     },

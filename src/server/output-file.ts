@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { JobOutput } from "../core/job.js";
 import { findOutput } from "../outputs/by-location.js";
+import { OutputReadError } from "../outputs/read-error.js";
 import { ApiError } from "./api/errors.js";
 
 /**
@@ -31,7 +32,9 @@ export function byteRange(header: string | undefined, size: number): { start: nu
  */
 export async function sendOutputFile(request: FastifyRequest, reply: FastifyReply, output: JobOutput, name: string): Promise<FastifyReply> {
   // A local file, or an object in the bucket a worker on another machine saved it to.
-  const saved = await findOutput(output.path);
+  const saved = await findOutput(output.path).catch((error: unknown) => {
+    throw unreadable(error, name);
+  });
   if (saved === null) throw new ApiError("not_found", `${name} is not where it was saved (${output.path})`);
   const size = saved.size;
   const etag = `"${output.sha256}"`;
@@ -42,10 +45,20 @@ export async function sendOutputFile(request: FastifyRequest, reply: FastifyRepl
     reply.header("content-range", `bytes */${size}`);
     throw new ApiError("range_not_satisfiable", `the range ${request.headers.range} is outside the ${size} bytes of ${name}`);
   }
-  if (range === null) return reply.code(200).header("content-length", size).send(await saved.stream());
+  const bytes = await saved.stream(range ?? undefined).catch((error: unknown) => {
+    throw unreadable(error, name);
+  });
+  if (range === null) return reply.code(200).header("content-length", size).send(bytes);
   return reply
     .code(206)
     .header("content-range", `bytes ${range.start}-${range.end}/${size}`)
     .header("content-length", range.end - range.start + 1)
-    .send(await saved.stream(range));
+    .send(bytes);
+}
+
+/** A saved output that cannot be read as the API says it: replaced while read (409, ask again), or out of reach (503). */
+function unreadable(error: unknown, name: string): unknown {
+  if (!(error instanceof OutputReadError)) return error;
+  if (error.code === "output_changed") return new ApiError("output_changed", `${name} was replaced in its bucket while it was being read; ask again`);
+  return new ApiError("output_unreadable", `${name} cannot be read now (${error.errno}); ask again later`);
 }

@@ -9,6 +9,7 @@ import { createDEmulator, type DEmulator } from "../../src/sandbox/d/index.js";
 import { createEEmulator } from "../../src/sandbox/e/index.js";
 import { renderPng } from "../../src/sandbox/media/png.js";
 import type { Store } from "../../src/store/store.js";
+import { localFolderOutputs } from "../../src/outputs/local-folder.js";
 import { fullDiskFor } from "../helpers/full-disk.js";
 import { sqliteFactory } from "../helpers/stores.js";
 import { storedJobWhen, untilJob } from "../helpers/until.js";
@@ -231,9 +232,9 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
     expect(ended!.reason).toBeNull();
   });
 
-  it("a full disk leaves the job capturing, blocked output_unwritable, with a reason naming the file and the next try 30 s on; the next try saves it", async () => {
+  it("a full disk leaves the job capturing, blocked output_unwritable, with a reason naming the file and the next try 1 s on, then 2, 4 … up to 30 s; the try that works saves the bytes downloaded once", async () => {
     const { d, outDir } = await dWorld({}, 60);
-    const outputs = fullDiskFor(1);
+    const outputs = fullDiskFor(3);
     const { engine, enqueue } = worldEngine(world!, store, { virtualTime: true, outputs });
     const blocked: Job[] = [];
     engine.on("job", (job) => {
@@ -244,15 +245,44 @@ describe("saving results: the state a job is left in (SQLite, real sandbox, virt
     // (A wait for the batch would return at the block: a blocked job is reported to the user.)
     const ended = await untilJob(engine, store, job.id, (current) => current.state === "succeeded");
     await engine.stop();
-    expect(blocked).toHaveLength(1);
-    expect(blocked[0]!.state).toBe("capturing");
+    expect(blocked.map((job) => job.state)).toEqual(["capturing", "capturing", "capturing"]);
     expect(blocked[0]!.reason).toBe(
-      `rendered, but cannot write ${join(outDir, "lighthouse.png")}: the disk is full (ENOSPC); saving again in 30 s (or re-run the command with a writable --out)`,
+      `rendered, but cannot write ${join(outDir, "lighthouse.png")}: the disk is full (ENOSPC); saving again in 1 s (or re-run the command with a writable --out)`,
     );
-    expect(blocked[0]!.nextAttemptAt - blocked[0]!.updatedAt).toBe(30_000);
+    expect(blocked.map((job) => job.nextAttemptAt - job.updatedAt)).toEqual([1_000, 2_000, 4_000]);
     expect(ended.blockedCode).toBeNull();
     expect(d.jobs).toHaveLength(1);
-    expect(ended.finishedAt! - blocked[0]!.updatedAt).toBeGreaterThanOrEqual(30_000);
+    // Issue 36, finding 1: the bytes were kept in memory between the tries, not downloaded again for each.
+    expect(d.jobs[0]!.downloads).toBe(1);
+    expect(ended.finishedAt! - blocked[2]!.updatedAt).toBeGreaterThanOrEqual(4_000);
+    const [output] = await store.outputs(job.id);
+    expect(createHash("sha256").update(readFileSync(output!.path)).digest("hex")).toBe(output!.sha256);
+  });
+
+  it("issue 36, finding 1: a writer failing with an error of its own kind (a client's raw error, not an OutputSaveError) is a failed save too: the job stays capturing and is saved on the next try", async () => {
+    const { d, outDir } = await dWorld({}, 60);
+    let thrown = 0;
+    const outputs = {
+      ...localFolderOutputs,
+      async write(path: string, bytes: Buffer) {
+        if (thrown++ === 0) throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+        await localFolderOutputs.write(path, bytes);
+      },
+    };
+    const { engine, enqueue } = worldEngine(world!, store, { virtualTime: true, outputs });
+    const blocked: Job[] = [];
+    engine.on("job", (job) => {
+      if (job.blockedCode === "output_unwritable") blocked.push(job);
+    });
+    const job = await enqueue(pro("a lighthouse"), "lighthouse");
+    engine.start();
+    const ended = await untilJob(engine, store, job.id, (current) => current.state === "succeeded");
+    await engine.stop();
+    expect(blocked.map((update) => update.reason)).toEqual([
+      `rendered, but cannot save to ${join(outDir, "lighthouse.png")}: socket hang up (ECONNRESET); saving again in 1 s (or re-run the command with a writable --out)`,
+    ]);
+    expect(ended.error).toBeNull();
+    expect(d.jobs[0]!.downloads).toBe(1);
   });
 
   it("stopping the engine during a download leaves the job capturing with no error; the next engine saves it, with one submit and one charge", async () => {

@@ -14,6 +14,7 @@ import { createLogger } from "../../src/engine/logger.js";
 import { Mediagate } from "../../src/index.js";
 import { findOutput, readOutput } from "../../src/outputs/by-location.js";
 import { OutputSaveError } from "../../src/outputs/local-folder.js";
+import { OutputReadError } from "../../src/outputs/read-error.js";
 import { outputPath } from "../../src/outputs/location.js";
 import { s3Outputs } from "../../src/outputs/s3.js";
 import { buildServer } from "../../src/server/app.js";
@@ -111,6 +112,52 @@ async function startCorruptingHop(target: string): Promise<{ url: string; close(
     url: `http://127.0.0.1:${port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * An HTTP hop in front of s3rver that refuses every PUT of an output (not the
+ * folder check's probe) while `refusing` is true, the way `how` says: an S3
+ * error answer, or a connection cut before any answer.
+ */
+async function startRefusingHop(target: string, how: "503" | "reset"): Promise<{ url: string; refusing: boolean; refused: number; close(): Promise<void> }> {
+  const upstream = new URL(target);
+  const hop = {
+    url: "",
+    refusing: true,
+    refused: 0,
+    close: async () => undefined as void,
+  };
+  const server: Server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = [];
+    incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+    incoming.on("end", () => {
+      if (hop.refusing && incoming.method === "PUT" && !incoming.url!.includes(".mediagate-write-check-")) {
+        hop.refused++;
+        if (how === "reset") {
+          outgoing.socket?.destroy();
+          return;
+        }
+        outgoing.writeHead(503, { "content-type": "application/xml" });
+        outgoing.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>Please reduce your request rate.</Message></Error>');
+        return;
+      }
+      const onward = forward({ host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      });
+      onward.on("error", () => outgoing.destroy());
+      onward.end(Buffer.concat(chunks));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  hop.url = `http://127.0.0.1:${port}`;
+  hop.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return hop;
 }
 
 describe("outputs in an S3-compatible bucket (s3rver over loopback)", () => {
@@ -244,6 +291,72 @@ describe("S3 outputs end to end (D sandbox, s3rver, both over loopback)", () => 
     } finally {
       await gate.close();
     }
+  });
+
+  for (const how of ["503", "reset"] as const) {
+    it(`S3, issue 36 finding 1: a bucket refusing the output's write for a while (${how === "503" ? "503 ServiceUnavailable" : "connection cut"}) leaves the paid job capturing, blocked output_unwritable; once it accepts writes again the bytes arrive, downloaded once, submitted once`, async () => {
+      world = await startDWorld({ renderTimeMs: 200 });
+      const hop = await startRefusingHop(endpoint, how);
+      pointAwsAt(hop.url);
+      const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_OUTPUT_DIR: `s3://${BUCKET}/refused-${how}/` } });
+      try {
+        const job = await gate.submit({ provider: "d", model: "gen-2-pro", input: { prompt: "a lighthouse", width: 256, height: 256 } }, { ref: "lighthouse" });
+        const blocked: Array<{ state: string; reason: string | null }> = [];
+        // The library's wait returns at the block (the job waits for something outside it), reporting it on the way.
+        let ended = await gate.wait(job.id, {
+          onProgress: (update) => {
+            if (update.blockedCode === "output_unwritable") blocked.push({ state: update.state, reason: update.reason });
+          },
+        });
+        expect(ended.state).toBe("capturing");
+        expect(ended.blockedCode).toBe("output_unwritable");
+        // The bucket works again; the next try (a second later) saves what was downloaded.
+        hop.refusing = false;
+        for (let tries = 0; tries < 600 && ended.state === "capturing"; tries++) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          ended = (await gate.get(job.id))!;
+        }
+        expect(ended.state).toBe("succeeded");
+        expect(hop.refused).toBeGreaterThanOrEqual(1);
+        expect(blocked[0]!.state).toBe("capturing");
+        expect(blocked[0]!.reason).toMatch(new RegExp(`^rendered, but cannot (write|save to) s3://${BUCKET}/refused-${how}/lighthouse.png: .*; saving again in 1 s`));
+        const [output] = await gate.outputs(job.id);
+        expect(sha256(await objectBytes(`refused-${how}/lighthouse.png`))).toBe(output!.sha256);
+        expect(world.submits()).toBe(1);
+        expect(world.sandbox.requests().filter((request) => request.url.startsWith("/d-results/"))).toHaveLength(1);
+      } finally {
+        await gate.close();
+        await hop.close();
+      }
+    });
+  }
+
+  it("S3, issue 36 finding 1: an object replaced between the HEAD that sized it and the GET that streams it is not streamed under the saved output's size and ETag: reading it is refused as output_changed (which the API answers 409)", async () => {
+    world = await startDWorld({ renderTimeMs: 200 });
+    const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_OUTPUT_DIR: `s3://${BUCKET}/replaced/` } });
+    let job;
+    try {
+      job = await gate.submit({ provider: "d", model: "gen-2-pro", input: { prompt: "a pier", width: 256, height: 256 } }, { ref: "pier" });
+      expect((await gate.wait(job.id)).state).toBe("succeeded");
+    } finally {
+      await gate.close();
+    }
+    const [output] = await (async () => {
+      const again = await Mediagate.open({ env: { ...world!.env, MEDIAGATE_OUTPUT_DIR: `s3://${BUCKET}/replaced/` }, runEngine: false });
+      try {
+        return await again.outputs(job.id);
+      } finally {
+        await again.close();
+      }
+    })();
+    const saved = await findOutput(output!.path);
+    expect(saved!.size).toBe(output!.bytes);
+    // Another writer replaces the object after its size was read and before its bytes are.
+    await inspector.send(new PutObjectCommand({ Bucket: BUCKET, Key: "replaced/pier.png", Body: Buffer.from("not the saved image") }));
+    const error = (await thrownBy(() => saved!.stream())) as OutputReadError;
+    expect(error).toBeInstanceOf(OutputReadError);
+    expect(error.code).toBe("output_changed");
+    expect(error.message).toBe(`cannot read ${output!.path}: the object was replaced while it was being read (ObjectChanged)`);
   });
 
   it("S3: the API serves an output from the bucket with its sha256 as ETag and byte ranges passed through", async () => {

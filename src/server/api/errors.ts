@@ -15,12 +15,14 @@ export const API_ERROR_CODES = {
   not_found: 404,
   ref_conflict: 409,
   not_cancellable: 409,
+  output_changed: 409,
   payload_too_large: 413,
   range_not_satisfiable: 416,
   invalid_input: 422,
   no_eligible_target: 422,
   idempotency_key_reused: 422,
   not_configured: 503,
+  output_unreadable: 503,
   internal_error: 500,
 } as const;
 export type ApiErrorCode = keyof typeof API_ERROR_CODES;
