@@ -66,6 +66,12 @@ export interface ProviderErrorDetail {
   backpressure?: boolean;
   /** No further jobs of this provider should be submitted (insufficient credits or balance). */
   haltsProvider?: boolean;
+  /**
+   * A read said the provider does not know the task (404 on a task it
+   * accepted): seen repeatedly over a bounded time, the job ends (see the
+   * engine's `unrecognisedFor`); once is not enough (a restart, a replica lag).
+   */
+  taskUnknown?: boolean;
   /** Server-suggested wait, from Retry-After or similar. */
   retryAfterMs?: number;
   /** The answer body, truncated and with secrets redacted. */

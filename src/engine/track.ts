@@ -26,6 +26,64 @@ const POLL_FAILURE_BACKOFF_CAP_MS = 60_000;
  */
 export const UNKNOWN_CHARGE = "unknown: the provider accepted the job and may charge it; it was not seen to finish";
 
+/**
+ * Answers that are not a status the spec shows (or that say the provider does
+ * not know the task) end a running job once they have come in a row for this
+ * long, at least `UNRECOGNISED_MIN_READS` times: a provider that restarted and
+ * lost its tasks must not hold their slots until the tracking deadline.
+ */
+const UNRECOGNISED_LIMIT_MS = 90_000;
+const UNRECOGNISED_MIN_READS = 3;
+/** How often such a job is read meanwhile (so the job ends within two minutes of the first such answer). */
+const UNRECOGNISED_READ_EVERY_MS = 10_000;
+
+/** When this engine first saw each running job answer unrecognised, and how often since: in memory (a restart starts the count again). */
+const unrecognisedByEngine = new WeakMap<EngineContext, Map<string, { since: number; reads: number }>>();
+
+function unrecognisedOf(context: EngineContext): Map<string, { since: number; reads: number }> {
+  let seen = unrecognisedByEngine.get(context);
+  if (!seen) unrecognisedByEngine.set(context, (seen = new Map()));
+  return seen;
+}
+
+/**
+ * Counts one unrecognised answer for a running job and ends the job when they
+ * have lasted the bound: failed (`task_lost` or `unrecognised_status`), its
+ * slot freed, never resubmitted, its charge unknown (it may have been paid:
+ * its budget keeps holding the estimate). True when the job was ended.
+ */
+async function endIfLost(context: EngineContext, job: Job, seen: { said: string; taskUnknown: boolean }, providerStatus: string | null, now: number): Promise<boolean> {
+  const tally = unrecognisedOf(context);
+  const entry = tally.get(job.id) ?? { since: now, reads: 0 };
+  entry.reads++;
+  tally.set(job.id, entry);
+  if (entry.reads < UNRECOGNISED_MIN_READS || now - entry.since < UNRECOGNISED_LIMIT_MS) return false;
+  tally.delete(job.id);
+  const name = job.provider.toUpperCase();
+  const message =
+    `${seen.said} on ${entry.reads} reads over ${Math.round((now - entry.since) / 1_000)} s: ` +
+    `${seen.taskUnknown ? `${name} no longer knows the task` : `not a status ${name}'s documentation shows`}; ` +
+    "ended without sending it again (it may have been paid: its estimate stays counted against its budget)";
+  const moved = await context.store.transition(
+    job.id,
+    { state: "running", leaseOwner: context.owner },
+    "failed",
+    {
+      ...(providerStatus !== null ? { providerStatus } : {}),
+      error: { code: seen.taskUnknown ? "task_lost" : "unrecognised_status", message },
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      reason: message,
+      chargeSource: UNKNOWN_CHARGE,
+    },
+    message,
+    now,
+  );
+  if (moved) context.emit(moved);
+  context.wake();
+  return true;
+}
+
 export function submittedOf(job: Job): Submitted {
   return { providerJobId: job.providerJobId ?? "", handles: job.handles ?? {} };
 }
@@ -76,12 +134,17 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
         await store.updateJob(job.id, { state: "capturing", leaseOwner: owner }, { nextAttemptAt: after + limits.poll.maxIntervalMs, providerStatus: status.providerStatus }, after);
         return;
       }
+      if (status.unrecognised) {
+        if (await endIfLost(context, job, status.unrecognised, status.providerStatus, after)) return;
+      } else {
+        unrecognisedOf(context).delete(job.id);
+      }
       if (status.holdsSlot === false && job.slotsHeld.length > 0) {
         // The provider released the slot while the job keeps working (C after ten minutes).
         await store.releaseSlots(job.id, after);
         context.wake();
       }
-      const delay = await context.polls.nextDelay(job, elapsed, limits);
+      const delay = status.unrecognised ? UNRECOGNISED_READ_EVERY_MS : await context.polls.nextDelay(job, elapsed, limits);
       const updated = await store.updateJob(
         job.id,
         { state: "running", leaseOwner: owner },
@@ -180,6 +243,18 @@ async function handlePollFailure(context: EngineContext, job: Job, error: unknow
   const { store, clock, owner } = context;
   if (context.signal.aborted) return; // stopping: the next engine polls again
   const now = clock.now();
+  if (job.state === "running" && error instanceof ProviderError && error.detail.taskUnknown) {
+    // Not a failed poll: an answer, saying the task is unknown. Counted apart, and bounded in time.
+    if (await endIfLost(context, job, { said: error.message, taskUnknown: true }, null, now)) return;
+    const reading = await store.updateJob(
+      job.id,
+      { state: "running", leaseOwner: owner },
+      { nextAttemptAt: now + UNRECOGNISED_READ_EVERY_MS, reason: `${error.message}; reading again` },
+      now,
+    );
+    if (reading) context.emit(reading);
+    return;
+  }
   const failures = job.pollFailures + 1;
   const retryable =
     error instanceof TransportError || (error instanceof ProviderError && (error.detail.retryable || error.detail.backpressure === true));

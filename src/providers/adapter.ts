@@ -87,6 +87,12 @@ export type ProviderStatus =
       providerStatus: string;
       /** False once the provider has released the job's concurrency slot while it keeps working. */
       holdsSlot?: boolean;
+      /**
+       * Set when the answer is not a status the spec shows (or says the
+       * provider does not know the task): what was seen, in words. The job
+       * keeps polling, but answers like this in a row for a bounded time end it.
+       */
+      unrecognised?: { said: string; taskUnknown: boolean };
       raw: unknown;
     }
   | { kind: "succeeded"; providerStatus: string; outputs: OutputRef[]; usage?: unknown; raw: unknown }

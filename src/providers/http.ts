@@ -169,7 +169,7 @@ export class ProviderHttp {
     response: HttpResponse,
     code: string,
     message: string,
-    flags: { retryable?: boolean; backpressure?: boolean; haltsProvider?: boolean; providerCode?: string } = {},
+    flags: { retryable?: boolean; backpressure?: boolean; haltsProvider?: boolean; taskUnknown?: boolean; providerCode?: string } = {},
   ): ProviderError {
     const wait = retryAfterMs(response.headers, this.options.clock.now());
     return new ProviderError(code, this.redact(message), {
@@ -179,6 +179,7 @@ export class ProviderHttp {
       ...(flags.providerCode !== undefined ? { providerCode: flags.providerCode } : {}),
       ...(flags.backpressure ? { backpressure: true } : {}),
       ...(flags.haltsProvider ? { haltsProvider: true } : {}),
+      ...(flags.taskUnknown ? { taskUnknown: true } : {}),
       ...(wait !== null ? { retryAfterMs: wait } : {}),
       rawBody: this.redact(response.text().slice(0, MAX_ERROR_BODY)),
     });

@@ -38,7 +38,8 @@ export function errorFromAnswer(http: ProviderHttp, response: HttpResponse, acti
   }
   if (status === 429) return http.errorFrom(response, "rate_limited", said, { ...flags, retryable: true });
   if (status === 408 || status >= 500) return http.errorFrom(response, "provider_unavailable", said, { ...flags, retryable: true });
-  if (status === 404) return http.errorFrom(response, action === "read" ? "task_not_found" : "not_found", said, flags);
+  // A read's 404 says A does not know the task (a task older than the lookup window is told apart by the adapter).
+  if (status === 404) return http.errorFrom(response, action === "read" ? "task_not_found" : "not_found", said, action === "read" ? { ...flags, taskUnknown: true } : flags);
   if (status >= 400 && status < 500) return http.errorFrom(response, "invalid_request", said, flags);
   return http.errorFrom(response, "unexpected_answer", said, flags);
 }

@@ -225,7 +225,13 @@ export function createBAdapter(config: BAdapterConfig): BAdapter {
 
     async poll(submitted: Submitted, context: CallContext): Promise<ProviderStatus> {
       const jobId = jobIdOf(submitted);
-      const { job, raw } = await readJob(context, jobId);
+      const { job, raw } = await readJob(context, jobId).catch((error: unknown) => {
+        // A 404 on the read of a job B accepted: B does not know it (any more).
+        if (error instanceof ProviderError && error.code === "not_found") {
+          throw new ProviderError("task_not_found", error.message, { ...error.detail, taskUnknown: true }, { cause: error });
+        }
+        throw error;
+      });
       return statusOfJob(job, raw, () => readContent(context, jobId));
     },
 

@@ -36,7 +36,11 @@ export async function statusOfJob(job: BJob, raw: unknown, readContent: () => Pr
         raw,
       };
     }
-    default:
+    case "queued":
+    case "running":
       return { kind: "pending", providerStatus: job.status, raw };
+    default:
+      // Not listed by the spec: polled on, marked unrecognised (the engine bounds how long).
+      return { kind: "pending", providerStatus: job.status, unrecognised: { said: `B answered status "${job.status.slice(0, 80)}" for job ${job.id}`, taskUnknown: false }, raw };
   }
 }

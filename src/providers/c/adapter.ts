@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConfigError, OutcomeUnknownError } from "../../core/errors.js";
+import { ConfigError, OutcomeUnknownError, ProviderError } from "../../core/errors.js";
 import type { CallContext, Charge, Estimate, JobRequest, ProviderAdapter, ProviderLimits, ProviderStatus, Submitted, ValidatedRequest } from "../adapter.js";
 import type { HttpResponse, ProviderHttp } from "../http.js";
 import { C_COMMON_CAPABILITIES, cFromCommon } from "./common.js";
@@ -110,7 +110,17 @@ export function createCAdapter(config: CAdapterConfig): ProviderAdapter {
         },
         context.signal,
       );
-      const envelope = envelopeOf(context.http, response, "result");
+      let envelope;
+      try {
+        envelope = envelopeOf(context.http, response, "result");
+      } catch (error) {
+        // Not shown by the spec: a 404 on the read of a video C accepted says C does not know it (the sandbox's choice
+        // for an unknown video_id, ErrCode 400013). Ended after a bounded time by the engine, not at the first answer.
+        if (response.status === 404 && error instanceof ProviderError) {
+          throw new ProviderError("task_not_found", error.message, { ...error.detail, taskUnknown: true }, { cause: error });
+        }
+        throw error;
+      }
       const resp = ResultResp.safeParse(envelope.Resp);
       if (!resp.success) {
         throw context.http.errorFrom(response, "invalid_response", `C answered the result of ${submitted.providerJobId} without an integer Resp.status`, { retryable: true });

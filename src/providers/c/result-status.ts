@@ -12,7 +12,8 @@ export interface CResult {
  * spec C result status: 5 generating, 1 success with `Resp.url`, 7
  * moderation failure (credits refunded), 8 generation failure, 6 deleted
  * (known only from the index text). Any other value is unknown: the job
- * keeps being polled until its tracking deadline. `heldForMs` is the time
+ * keeps being polled, marked unrecognised (the engine ends it when only such
+ * values come for a bounded time). `heldForMs` is the time
  * since submit, for the ten-minute slot release.
  */
 export function resultStatusOf(result: CResult, heldForMs: number | null, raw: unknown): ProviderStatus | "success_without_url" {
@@ -32,6 +33,12 @@ export function resultStatusOf(result: CResult, heldForMs: number | null, raw: u
       return { kind: "failed", providerStatus: "6 (deleted)", code: "deleted", message: "C reports the video as deleted", raw };
     default:
       // Unknown: not a status we may read as done; keep the slot (as for 5) until the ten-minute release.
-      return { kind: "pending", providerStatus: `${result.status} (unknown status)`, holdsSlot, raw };
+      return {
+        kind: "pending",
+        providerStatus: `${result.status} (unknown status)`,
+        holdsSlot,
+        unrecognised: { said: `C answered Resp.status ${result.status}`, taskUnknown: false },
+        raw,
+      };
   }
 }

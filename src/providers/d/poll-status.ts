@@ -9,6 +9,16 @@ const ReadyResult = z.object({ sample: z.string().min(1) });
 /** spec D job status: "A client example also treats `Error` and `Failed` as terminal failure." */
 const FAILURE_STATUSES = new Set(["Error", "Failed"]);
 
+/**
+ * The one value read as "still working". spec D names only "pending states" in
+ * its table, not their values; "Pending" is the value D's own API reference
+ * and client examples poll on (written down in the sandbox as its only one).
+ */
+const PENDING_STATUS = "Pending";
+
+/** The status value D's API answers for an id it does not know (its API reference; the spec does not show it). */
+const TASK_NOT_FOUND = "Task not found";
+
 /** spec D result.sample: a signed URL valid ten minutes, so the engine downloads it at once. */
 export const SAMPLE_URL_LIFETIME_MS = 10 * 60_000;
 
@@ -42,6 +52,13 @@ export function pollStatusFrom(http: ProviderHttp, response: HttpResponse, jobId
     const quoted = http.redact(response.text().trim().slice(0, QUOTED_ANSWER_CHARS));
     return { kind: "failed", providerStatus: status, code: "provider_failed", message: `D reported job ${jobId} ${status}: ${quoted}`, raw };
   }
-  // spec D: "The full set of status values: not shown." Anything else keeps the job polling; the engine's tracking deadline bounds it.
-  return { kind: "pending", providerStatus: status, raw };
+  if (status === PENDING_STATUS) return { kind: "pending", providerStatus: status, raw };
+  // spec D: "The full set of status values: not shown." Anything else keeps the job polling, marked unrecognised: the
+  // engine ends a job that answers only such values for a bounded time (D's "Task not found", after a restart, for ever).
+  return {
+    kind: "pending",
+    providerStatus: status,
+    unrecognised: { said: `D answered status "${status.slice(0, 80)}" for job ${jobId}`, taskUnknown: status === TASK_NOT_FOUND },
+    raw,
+  };
 }

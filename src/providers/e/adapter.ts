@@ -219,6 +219,12 @@ export function createEAdapter(config: EAdapterConfig): EAdapter {
           retry: "idempotent",
           untrustedUrl: true,
         }));
+        if (response.status === 404) {
+          // The statusUrl E returned for a job it accepted answers 404: E does not know the job (any more). Not shown by
+          // the spec; told apart from a refusal so that the engine ends the job after a bounded time, not at once.
+          const said = callErrorFrom(context.http, response, `the status read of job ${jobId}`);
+          throw new ProviderError("task_not_found", said.message, { ...said.detail, taskUnknown: true });
+        }
         if (response.status < 200 || response.status >= 300) throw callErrorFrom(context.http, response, `the status read of job ${jobId}`);
         return pollStatusFrom(context.http, response, jobId);
       }),

@@ -44,7 +44,8 @@ export function pollStatusFrom(http: ProviderHttp, response: HttpResponse, jobId
     // spec E: "A failed job returns only status": there is no reason to report.
     return { kind: "failed", providerStatus: status, code: "generation_failed", message: `E reported job ${jobId} failed (E gives no reason)`, raw };
   }
-  // spec E job status: running, and any value not seen (a cancelled job's status is not shown either), keep the job polling;
-  // the tracking deadline bounds the attempts.
-  return { kind: "pending", providerStatus: status, raw };
+  if (status === "running") return { kind: "pending", providerStatus: status, raw };
+  // spec E job status: "A client meeting an unknown status keeps polling as for running, with a bounded attempt count"
+  // (a cancelled job's status is not shown either): polled on, marked unrecognised, which the engine bounds.
+  return { kind: "pending", providerStatus: status, unrecognised: { said: `E answered status "${status.slice(0, 80)}" for job ${jobId}`, taskUnknown: false }, raw };
 }

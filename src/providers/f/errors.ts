@@ -44,6 +44,8 @@ export function pollErrorFrom(http: ProviderHttp, response: HttpResponse, genera
   const said = describeAnswer(http, response, `the read of generation ${generationId}`);
   if (status === 429) return http.errorFrom(response, "rate_limited", said, { retryable: true });
   if (status === 408 || status >= 500) return http.errorFrom(response, "provider_unavailable", said, { retryable: true });
+  // spec F shows no 404 for the read; F's API answers it for a generation it does not know.
+  if (status === 404) return http.errorFrom(response, "task_not_found", said, { taskUnknown: true });
   if (status >= 400) return http.errorFrom(response, "provider_rejected", said);
   return http.errorFrom(response, "unexpected_status", said);
 }

@@ -60,7 +60,11 @@ export function readGeneration(raw: unknown, generationId: string): GenerationRe
   if (status === PENDING) return { kind: "status", status: { kind: "pending", providerStatus: status, raw } };
   if (data === undefined) {
     if (status === undefined) return { kind: "unreadable", reason: "the answer has neither a status nor a data array" };
-    return { kind: "status", status: { kind: "pending", providerStatus: status, raw } };
+    // spec F: "Other status values: not shown." Polled on, marked unrecognised (the engine bounds how long).
+    return {
+      kind: "status",
+      status: { kind: "pending", providerStatus: status, unrecognised: { said: `F answered status "${status.slice(0, 80)}" for generation ${generationId}`, taskUnknown: false }, raw },
+    };
   }
   // The ready payload carries no status of its own (spec F: status is on the read call, `pending` while unfinished).
   const providerStatus = status ?? "ready";

@@ -57,8 +57,8 @@ describe("B authentication and paths", () => {
     const bed = await startB();
     const error = await providerError(() => bed.adapter.poll({ providerJobId: "a/../b?x=1", handles: {} }, bed.jobContext()));
     expect(bed.requests()[0]!.url).toBe("/b/v1/media/jobs/a%2F..%2Fb%3Fx%3D1");
-    expect(error).toMatchObject({ code: "not_found" });
-    expect(error.detail).toMatchObject({ httpStatus: 404, providerCode: "job_not_found", retryable: false });
+    expect(error).toMatchObject({ code: "task_not_found" });
+    expect(error.detail).toMatchObject({ httpStatus: 404, providerCode: "job_not_found", retryable: false, taskUnknown: true });
   });
 });
 
@@ -275,12 +275,29 @@ describe("B job status", () => {
     expect(bed.requests().some((entry) => entry.url.endsWith("/content"))).toBe(false);
   });
 
-  it("B: a status the spec does not list is pending, with the raw value kept", async () => {
+  it("B: a status the spec does not list is pending, marked unrecognised (issue 36, finding 2), with the raw value kept", async () => {
     const bed = await startB();
     const { submitted, context } = await bed.submitted();
     const raw = { id: submitted.providerJobId, status: "paused", billing: null };
     bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 200, body: raw }, times: 1 });
-    expect(await bed.adapter.poll(submitted, context)).toEqual({ kind: "pending", providerStatus: "paused", raw });
+    expect(await bed.adapter.poll(submitted, context)).toEqual({
+      kind: "pending",
+      providerStatus: "paused",
+      unrecognised: { said: `B answered status "paused" for job ${submitted.providerJobId}`, taskUnknown: false },
+      raw,
+    });
+  });
+
+  it("B: a 404 on the read of a job B accepted is task_not_found, marked as a task B does not know (issue 36, finding 2)", async () => {
+    const bed = await startB();
+    const { submitted, context } = await bed.submitted();
+    bed.sandbox.injectFault({ provider: "b", method: "GET", fault: { kind: "status", status: 404, body: { error: { code: "job_not_found", message: "no such job" } } }, times: 1 });
+    const error = await bed.adapter.poll(submitted, context).then(
+      () => expect.fail("expected task_not_found"),
+      (thrown: unknown) => thrown as ProviderError,
+    );
+    expect(error.code).toBe("task_not_found");
+    expect(error.detail.taskUnknown).toBe(true);
   });
 
   it("B: a failed job without an error object is failed, the raw job kept", async () => {

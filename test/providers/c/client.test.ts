@@ -124,8 +124,9 @@ describe("C client: ErrCodes", () => {
     // HTTP 429 here, but ErrCode 500044 decides: back-pressure, not a rate limit.
     expect(error.detail).toMatchObject({ httpStatus: 429, providerCode: "500044", backpressure: true });
     const missing = await rejection(() => adapter.poll({ providerJobId: "999", handles: {} }, context));
-    expect(missing).toMatchObject({ code: "provider_rejected" });
-    expect(missing.detail).toMatchObject({ httpStatus: 404, providerCode: "400013", retryable: false });
+    // A 404 on a read: C does not know the video (issue 36, finding 2: ended by the engine after a bounded time).
+    expect(missing).toMatchObject({ code: "task_not_found" });
+    expect(missing.detail).toMatchObject({ httpStatus: 404, providerCode: "400013", retryable: false, taskUnknown: true });
   });
 
   it("C: 500069 is retried later with a longer delay and jitter", async () => {

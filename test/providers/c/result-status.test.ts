@@ -37,7 +37,7 @@ describe("C: result statuses", () => {
   });
 
   it("C: any other status is unknown: pending, polled on until the deadline", () => {
-    expect(resultStatusOf({ status: 3 }, 0, {})).toMatchObject({ kind: "pending", providerStatus: "3 (unknown status)", holdsSlot: true });
+    expect(resultStatusOf({ status: 3 }, 0, {})).toMatchObject({ kind: "pending", providerStatus: "3 (unknown status)", holdsSlot: true, unrecognised: { said: "C answered Resp.status 3", taskUnknown: false } });
     expect(resultStatusOf({ status: 42 }, 11 * MINUTE, {})).toMatchObject({ kind: "pending", holdsSlot: false });
   });
 });

@@ -155,12 +155,12 @@ describe("D client: job status", () => {
     expect((await adapter.poll(job, context)).kind).toBe("succeeded");
   });
 
-  it("D: an unknown job id answers a status that keeps polling (the engine's deadline bounds it)", async () => {
+  it("D: an unknown job id answers Task not found: pending, marked as a task D does not know (the engine ends it after a bounded time; issue 36, finding 2)", async () => {
     await start();
     const { adapter, context, submitted: job } = await submitted();
     const pollingUrl = (job.handles as { polling_url: string }).polling_url.replace(job.providerJobId, "no-such-job");
     const status = await adapter.poll({ providerJobId: "no-such-job", handles: { id: "no-such-job", polling_url: pollingUrl } }, context);
-    expect(status).toMatchObject({ kind: "pending", providerStatus: "Task not found" });
+    expect(status).toMatchObject({ kind: "pending", providerStatus: "Task not found", unrecognised: { said: 'D answered status "Task not found" for job no-such-job', taskUnknown: true } });
   });
 
   for (const outcome of ["Error", "Failed"] as const) {

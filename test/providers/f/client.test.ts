@@ -210,7 +210,12 @@ describe("F client: reading a generation", () => {
     const adapter = w.adapter();
     const { submitted, context } = await w.submit(adapter, undefined, { webhook: false });
     w.sandbox.injectFault({ provider: "f", method: "GET", fault: { kind: "status", status: 200, body: { status: "queued", eta: 3 } }, times: 1 });
-    expect(await adapter.poll(submitted, context)).toEqual({ kind: "pending", providerStatus: "queued", raw: { status: "queued", eta: 3 } });
+    expect(await adapter.poll(submitted, context)).toEqual({
+      kind: "pending",
+      providerStatus: "queued",
+      unrecognised: { said: `F answered status "queued" for generation ${submitted.providerJobId}`, taskUnknown: false },
+      raw: { status: "queued", eta: 3 },
+    });
   });
 
   it("F: a ready payload whose images have no link fails with no_outputs and the raw payload", async () => {
@@ -250,11 +255,11 @@ describe("F client: reading a generation", () => {
     expect(w.requests().filter((entry) => entry.method === "GET")).toHaveLength(2);
   });
 
-  it("F: an unknown generation id is provider_rejected (404), and ids are encoded as one path segment", async () => {
+  it("F: an unknown generation id is task_not_found (404), marked as a task F does not know (issue 36, finding 2), and ids are encoded as one path segment", async () => {
     const w = await start();
     const adapter = w.adapter();
     const error = await providerError(() => adapter.poll({ providerJobId: "a/../b", handles: { generation_id: "a/../b" } }, w.context()));
-    expect(error).toMatchObject({ code: "provider_rejected", detail: { httpStatus: 404, retryable: false } });
+    expect(error).toMatchObject({ code: "task_not_found", detail: { httpStatus: 404, retryable: false, taskUnknown: true } });
     expect(w.requests()[0]!.url).toBe("/f/v1/generations/a%2F..%2Fb");
   });
 
