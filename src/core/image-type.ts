@@ -6,6 +6,15 @@
  * F no images), so these three are mediagate's choice: the formats image
  * generation APIs commonly read. Anything else is refused before it is sent
  * and paid for.
+ *
+ * Three signatures are compared by hand rather than with the npm package
+ * file-type (21.3.4, the last major for Node 20; 22 needs Node 22), measured
+ * on the files in test/core/images, where it agreed: its only answer is a
+ * Promise (fileTypeFromBuffer) and all seven calls, in six modules, are
+ * synchronous checks; it adds seven packages (664 KB) for comparisons of at
+ * most 12 bytes; a call took 35 µs against 1 µs, its import 78 ms; and the 8
+ * bytes of a PNG signature alone get no answer from it (it reads on to tell
+ * PNG from APNG).
  */
 export const IMAGE_MEDIA_TYPES = ["image/png", "image/jpeg", "image/webp"] as const;
 export type ImageMediaType = (typeof IMAGE_MEDIA_TYPES)[number];

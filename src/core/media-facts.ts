@@ -73,8 +73,8 @@ function videoFacts(bytes: Buffer): MediaFacts {
 }
 
 /**
- * The facts a saved output's bytes carry, where mediagate can read them: PNG
- * and JPEG sizes, MP4 and MOV sizes and lengths. Nothing for other types, or
+ * The facts a saved output's bytes carry, where mediagate can read them: PNG,
+ * JPEG, WebP and GIF sizes, MP4 and MOV sizes and lengths. Nothing for other types, or
  * bytes that do not parse: a fact is never guessed.
  */
 export function mediaFactsOf(bytes: Buffer, contentType: string): MediaFacts {

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { IMAGE_MEDIA_TYPES, IMAGE_TYPES_ALLOWED, imageTypeOf } from "../../src/core/image-type.js";
 import { renderPng } from "../../src/sandbox/media/png.js";
@@ -8,6 +9,23 @@ describe("image types by their first bytes", () => {
     expect(imageTypeOf(renderPng(8, 8, "x", 1))).toBe("image/png");
     expect(imageTypeOf(jpegHeader(64, 48))).toBe("image/jpeg");
     expect(imageTypeOf(Buffer.from("RIFF\u0000\u0000\u0000\u0000WEBPVP8 ", "latin1"))).toBe("image/webp");
+  });
+
+  it("real files: every PNG, JPEG and WebP fixture is recognised, and a GIF is not one of the types sent", () => {
+    const image = (name: string) => readFileSync(new URL(`images/${name}`, import.meta.url));
+    for (const name of ["rgb.png", "rgb16.png", "palette.png", "interlaced.png"]) expect(imageTypeOf(image(name)), name).toBe("image/png");
+    for (const name of ["baseline.jpg", "progressive.jpg", "arithmetic.jpg", "cmyk.jpg", "exif-orientation-6.jpg"]) expect(imageTypeOf(image(name)), name).toBe("image/jpeg");
+    for (const name of ["lossy.webp", "lossless.webp", "alpha.webp", "animated.webp"]) expect(imageTypeOf(image(name)), name).toBe("image/webp");
+    for (const name of ["gif87a.gif", "gif89a.gif", "animated.gif"]) expect(imageTypeOf(image(name)), name).toBeNull();
+  });
+
+  it("a real file cut inside its signature is not an image; cut after it, it still is (the size, not the type, needs the rest)", () => {
+    const image = (name: string) => readFileSync(new URL(`images/${name}`, import.meta.url));
+    for (const [name, signatureLength] of [["rgb.png", 8], ["baseline.jpg", 3], ["lossy.webp", 12]] as const) {
+      const whole = image(name);
+      for (let length = 0; length < signatureLength; length++) expect(imageTypeOf(whole.subarray(0, length)), `${name} cut to ${length}`).toBeNull();
+      expect(imageTypeOf(whole.subarray(0, signatureLength)), `${name} cut to ${signatureLength}`).toBe(imageTypeOf(whole));
+    }
   });
 
   it("text, an empty file, a truncated signature and other containers are not images", () => {

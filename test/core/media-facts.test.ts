@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { mediaFactsOf } from "../../src/core/media-facts.js";
 import { renderPng } from "../../src/sandbox/media/png.js";
@@ -6,6 +7,13 @@ import { videoFor } from "../../src/sandbox/media/video.js";
 describe("what a saved output's bytes say", () => {
   it("a PNG's size is read from its header", () => {
     expect(mediaFactsOf(renderPng(1024, 768, "a fox", 7), "image/png")).toEqual({ width: 1024, height: 768 });
+  });
+
+  it("a WebP, GIF or JPEG output's size is read from its header too (real files)", () => {
+    const image = (name: string) => readFileSync(new URL(`images/${name}`, import.meta.url));
+    expect(mediaFactsOf(image("lossy.webp"), "image/webp")).toEqual({ width: 301, height: 67 });
+    expect(mediaFactsOf(image("animated.gif"), "image/gif")).toEqual({ width: 300, height: 40 });
+    expect(mediaFactsOf(image("progressive.jpg"), "image/jpeg")).toEqual({ width: 301, height: 67 });
   });
 
   it("an MP4 or MOV gives its video track's size and its length in seconds (real H.264 files of one second)", () => {

@@ -74,7 +74,44 @@ describe("URL safety (DESIGN.md: URLs a provider hands back and webhook addresse
     };
     for (const [address, reason] of Object.entries(reasons)) expect(nonPublicReason(address), address).toBe(reason);
     // Global unicast holding fc, fe80, ff and an ffff:… tail in later groups: only the leading bits decide.
-    for (const address of ["2600:1f18::fcd:fe80:ff00", "2606:4700::ffff:a00:1", "2606:4700::ffff:10.0.0.1", "fec0::1", "::ffff:5db8:d822"]) expect(nonPublicReason(address), address).toBeNull();
+    for (const address of ["2600:1f18::fcd:fe80:ff00", "2606:4700::ffff:a00:1", "2606:4700::ffff:10.0.0.1", "::ffff:5db8:d822"]) expect(nonPublicReason(address), address).toBeNull();
+  });
+
+  it("an IPv4 address carried inside an IPv6 address is judged by that IPv4 address, in every form that carries one", () => {
+    const reasons: Record<string, string> = {
+      // RFC 6052 well-known NAT64 prefix: the last 32 bits.
+      "64:ff9b::7f00:1": "loopback address embedded in a NAT64 address",
+      // RFC 3056 6to4: bits 16-47.
+      "2002:7f00:1::1": "loopback address embedded in a 6to4 address",
+      // RFC 4291 IPv4-compatible (deprecated): ::a.b.c.d.
+      "::7f00:1": "loopback address embedded in an IPv4-compatible address",
+      // RFC 6145 IPv4-translated: ::ffff:0:a.b.c.d.
+      "::ffff:0:7f00:1": "loopback address embedded in an IPv4-translated address",
+      // RFC 4380 Teredo: the client's address is the last 32 bits inverted (0x80fffffe is 127.0.0.1).
+      "2001:0:4136:e378:8000:63bf:80ff:fffe": "loopback address embedded in a Teredo address",
+    };
+    for (const [address, reason] of Object.entries(reasons)) expect(nonPublicReason(address), address).toBe(reason);
+    // RFC 8215: the local-use NAT64 prefix is never globally reachable, whatever it carries (and where it carries it depends on the operator's prefix length).
+    expect(nonPublicReason("64:ff9b:1::808:808")).toBe("local-use NAT64 address");
+  });
+
+  it("site-local IPv6, benchmarking and IETF protocol assignment IPv4 are not public", () => {
+    expect(nonPublicReason("fec0::1")).toBe("site-local address");
+    expect(nonPublicReason("198.18.0.1")).toBe("multicast or reserved address");
+    expect(nonPublicReason("192.0.0.8")).toBe("multicast or reserved address");
+  });
+
+  it("AWS's IPv6 metadata address is named as one, not merely as unique local", () => {
+    expect(nonPublicReason("fd00:ec2::254")).toBe("cloud metadata address");
+    expect(nonPublicReason("fd00:ec2:0:0:0:0:0:254")).toBe("cloud metadata address");
+  });
+
+  it("a URL whose literal or resolved address carries a loopback IPv4 address inside IPv6 is refused", async () => {
+    expect(await refusal("https://[64:ff9b::127.0.0.1]/x")).toBe(
+      "refused URL https://[64:ff9b::7f00:1]/x: 64:ff9b::7f00:1 resolves to a loopback address embedded in a NAT64 address (64:ff9b::7f00:1)",
+    );
+    expect(await refusal("https://tunnel.example/x", async () => ["2002:7f00:1::1"])).toMatch(/resolves to a loopback address embedded in a 6to4 address/);
+    expect(await refusal("https://old.example/x", async () => ["fec0::1"])).toMatch(/resolves to a site-local address \(fec0::1\)$/);
   });
 
   it("a host name is not an IP address", () => {

@@ -328,7 +328,7 @@ describe("D: reading reference sizes", () => {
     expect(imageSizeOf(pngHeader(1536, 1024))).toEqual({ width: 1536, height: 1024 });
     expect(imageSizeOf(jpegHeader(800, 600))).toEqual({ width: 800, height: 600 });
     expect(imageSizeOf(renderPng(96, 64, "a real png", 1))).toEqual({ width: 96, height: 64 });
-    expect(imageSizeOf(Buffer.from("GIF89a not supported"))).toBeNull();
+    expect(imageSizeOf(Buffer.from("BM: a BMP is not read"))).toBeNull();
   });
 
   it("D: the size of base64 image data is read, bare or as a data: URL; URLs are not fetched", () => {
