@@ -17,6 +17,8 @@ const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "me
 
 /** Alibaba Cloud's metadata service sits in the shared (CGNAT) block, AWS's IPv6 one in unique local space: named for what they are. */
 const METADATA_IPV4 = ipaddr.IPv4.parse("100.100.100.200");
+/** AWS's, GCP's and Azure's instance metadata service, inside link-local: named as what it is. */
+const LINK_LOCAL_METADATA_IPV4 = ipaddr.IPv4.parse("169.254.169.254");
 const METADATA_IPV6 = ipaddr.IPv6.parse("fd00:ec2::254");
 
 /**
@@ -80,7 +82,7 @@ const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR("::/96");
 const LOCAL_USE_NAT64 = ipaddr.IPv6.parseCIDR("64:ff9b:1::/48");
 
 function ipv4Reason(address: ipaddr.IPv4): string | null {
-  if (address.match(METADATA_IPV4, 32)) return "cloud metadata address";
+  if (address.match(METADATA_IPV4, 32) || address.match(LINK_LOCAL_METADATA_IPV4, 32)) return "cloud metadata address";
   const reason = IPV4_RANGE_REASONS[address.range()];
   return reason === undefined ? UNKNOWN_RANGE_REASON : reason;
 }
@@ -138,6 +140,16 @@ export function nonPublicReason(address: string): string | null {
   if (!isIP(address)) return "not an IP address";
   const parsed = ipaddr.parse(address);
   return parsed instanceof ipaddr.IPv4 ? ipv4Reason(parsed) : ipv6Reason(parsed as ipaddr.IPv6);
+}
+
+/**
+ * True for a cloud metadata address (169.254.169.254, 100.100.100.200,
+ * fd00:ec2::254), written plainly or carried inside any IPv6 form: refused
+ * even where private addresses are allowed (a local set-up), since no
+ * receiver of ours lives there.
+ */
+export function isMetadataAddress(address: string): boolean {
+  return nonPublicReason(address)?.startsWith("cloud metadata address") ?? false;
 }
 
 /**

@@ -146,7 +146,7 @@ describe("URL safety against the IANA special-purpose address registries", () =>
   it("the well-known NAT64 prefix 64:ff9b::/96 is globally reachable, so it is judged by the IPv4 address in its last 32 bits", () => {
     expect(nonPublicReason("64:ff9b::808:808")).toBeNull();
     expect(nonPublicReason("64:ff9b::8.8.8.8")).toBeNull();
-    expect(nonPublicReason("64:ff9b::a9fe:a9fe")).toBe("link-local or cloud metadata address embedded in a NAT64 address");
+    expect(nonPublicReason("64:ff9b::a9fe:a9fe")).toBe("cloud metadata address embedded in a NAT64 address");
     expect(nonPublicReason("64:ff9b::10.0.0.1")).toBe("private address embedded in a NAT64 address");
   });
 

@@ -64,7 +64,7 @@ describe("URL safety (DESIGN.md: URLs a provider hands back and webhook addresse
       "::": "unspecified address",
       "::ffff:192.168.100.200": "private address",
       "::FFFF:10.0.0.1": "private address",
-      "::ffff:a9fe:a9fe": "link-local or cloud metadata address",
+      "::ffff:a9fe:a9fe": "cloud metadata address",
       "::ffff:7f00:1": "loopback address",
       "fc00::1": "private (unique local) address",
       "fd12:3456::1": "private (unique local) address",

@@ -2,38 +2,18 @@ import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { InputError, UnsafeUrlError } from "../../core/errors.js";
 import { displayUrl } from "../../core/redact.js";
-import { assertSafeUrl, nonPublicReason, type UrlPolicy } from "../../core/url-safety.js";
+import { assertSafeUrl, isMetadataAddress, nonPublicReason, type UrlPolicy } from "../../core/url-safety.js";
 
 /** Resolves a host name to its addresses. */
 export type ResolveHost = (host: string) => Promise<string[]>;
 
-/**
- * Cloud metadata services, by name and by address: refused even when the URL
- * policy is relaxed for a local set-up, since no webhook receiver lives there.
- */
+/** Cloud metadata services by name: refused even when the URL policy is relaxed for a local set-up (their addresses: `isMetadataAddress`). */
 const METADATA_NAMES = new Set(["metadata", "metadata.google.internal", "metadata.goog", "metadata.azure.internal", "instance-data"]);
-const METADATA_ADDRESSES = new Set(["169.254.169.254", "fd00:ec2::254", "100.100.100.200"]);
 
 const ALLOWED = "an https URL on a public host (set MEDIAGATE_PUBLIC_URL to the public https address of `mediagate serve`)";
 
 async function systemResolve(host: string): Promise<string[]> {
   return (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
-}
-
-/**
- * An IPv4-mapped IPv6 address as its IPv4 address. The URL parser writes
- * `[::ffff:127.0.0.1]` as `[::ffff:7f00:1]`, a form core/url-safety does not
- * unwrap, so it is unwrapped here before the check.
- */
-function unmapped(address: string): string {
-  const lower = address.toLowerCase();
-  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1]!;
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (!hex) return lower;
-  const high = parseInt(hex[1]!, 16);
-  const low = parseInt(hex[2]!, 16);
-  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 }
 
 function hostOf(url: string): string | null {
@@ -48,10 +28,9 @@ function hostOf(url: string): string | null {
 function literalReason(host: string, policy: UrlPolicy): string | null {
   if (METADATA_NAMES.has(host)) return "cloud metadata host";
   if (!isIP(host)) return null;
-  const address = unmapped(host);
-  if (METADATA_ADDRESSES.has(address)) return "cloud metadata address";
+  if (isMetadataAddress(host)) return "cloud metadata address";
   if (policy.allowPrivate) return null;
-  const reason = nonPublicReason(address);
+  const reason = nonPublicReason(host);
   return reason ? `${reason} (${host})` : null;
 }
 
@@ -68,15 +47,15 @@ export async function checkWebhookUrl(url: string, policy: UrlPolicy, resolveHos
   const host = hostOf(url);
   const literal = host === null ? null : literalReason(host, policy);
   if (literal) throw refuse(literal);
-  // Resolved once here: unwrapped, and a name resolving to a metadata address is refused whatever the policy.
+  // Resolved once here: a name resolving to a metadata address (in whatever form) is refused whatever the policy.
   let resolved: string[] | null = null;
   if (host !== null && !isIP(host) && host !== "localhost" && !host.endsWith(".localhost")) {
     try {
-      resolved = (await resolveHost(host)).map(unmapped);
+      resolved = await resolveHost(host);
     } catch {
       resolved = null; // reported by assertSafeUrl under a strict policy; left to the provider under a relaxed one
     }
-    const metadata = resolved?.find((address) => METADATA_ADDRESSES.has(address));
+    const metadata = resolved?.find((address) => isMetadataAddress(address));
     if (metadata) throw refuse(`${host} resolves to a cloud metadata address (${metadata})`);
   }
   try {

@@ -161,6 +161,13 @@ describe("F client: webhook_url", () => {
     const toMetadata = async () => ["169.254.169.254"];
     await expect(checkWebhookUrl("https://innocent.test/", RELAXED, toMetadata)).rejects.toThrow(/resolves to a cloud metadata address/);
   });
+
+  it("F (issue 36, finding 11): a metadata address carried inside IPv6 (mapped, NAT64, 6to4) is refused under the relaxed policy too, literal or resolved", async () => {
+    for (const carried of ["::ffff:a9fe:a9fe", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "64:ff9b::6464:64c8"]) {
+      await expect(checkWebhookUrl(`http://[${carried}]/latest`, RELAXED), carried).rejects.toThrow(/cloud metadata address/);
+      await expect(checkWebhookUrl("https://innocent.test/", RELAXED, async () => [carried]), carried).rejects.toThrow(/resolves to a cloud metadata address/);
+    }
+  });
 });
 
 describe("F client: reading a generation", () => {
