@@ -1,4 +1,4 @@
-import type { Job, JobEvent, JobOutput } from "../core/job.js";
+import { isTerminal, type Job, type JobEvent, type JobOutput } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { displayUrl, redactDeep } from "../core/redact.js";
 import { shownNotifyUrl } from "./notify-urls.js";
@@ -148,4 +148,16 @@ export function apiJob(stored: Job, outputs: JobOutput[], publicUrl: string | nu
 
 export function apiEvent(event: JobEvent) {
   return { at: new Date(event.at).toISOString(), from: event.fromState, to: event.toState, reason: event.reason, detail: event.detail ?? null };
+}
+
+/**
+ * What to say of a job whose charge is not recorded, on every face: unpriced
+ * is not free, and an ended job's charge that was never learned is not "none
+ * yet".
+ */
+export function chargeUnknownWords(job: Pick<Job, "state" | "estimateMicroUsd" | "submittedAt">): string {
+  if (job.estimateMicroUsd === null) return "unpriced (the provider publishes no price for it)";
+  if (!isTerminal(job.state)) return "none yet";
+  if (job.submittedAt === null && job.state !== "unknown_submission") return "none (never sent)";
+  return "unknown (not recorded)";
 }

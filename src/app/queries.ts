@@ -1,3 +1,4 @@
+import { InputError } from "../core/errors.js";
 import type { Job, JobEvent, JobOutput } from "../core/job.js";
 import type { BatchSummary, DailySpend, JobFilter, SpendLine } from "../store/store.js";
 import { canSee, scopeOf, type Caller } from "./caller.js";
@@ -62,6 +63,40 @@ export async function spendOf(runtime: Runtime, caller: Caller, from: number, to
 }
 
 const DAY_MS = 86_400_000;
+
+/** How long a spend period may be: a year and a day (one bounded read, by index). */
+const MAX_PERIOD_MS = 366 * DAY_MS;
+/** The default period: the last 30 days. */
+const DEFAULT_PERIOD_MS = 30 * DAY_MS;
+
+const ALLOWED_TIME = "a day (YYYY-MM-DD, UTC, inclusive), an ISO 8601 time (2026-11-27T10:00:00Z) or milliseconds since the epoch";
+
+/** One end of a spend period: a day is its first millisecond (`from`) or the first of the next day (`to`: days are inclusive). */
+function periodEnd(value: string, field: "from" | "to"): number {
+  const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (day) {
+    const start = Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]));
+    if (new Date(start).toISOString().slice(0, 10) !== value) throw new InputError(field, `"${value}" is not a day of the calendar`, ALLOWED_TIME);
+    return field === "from" ? start : start + DAY_MS;
+  }
+  const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isSafeInteger(at)) throw new InputError(field, `"${value.slice(0, 40)}" is not a time`, ALLOWED_TIME);
+  return at;
+}
+
+/**
+ * The period a spend question covers, the same for the API, the CLI and the
+ * dashboard: `from` inclusive, `to` exclusive as a time and inclusive as a day
+ * (`from=2026-11-27&to=2026-11-27` is that whole day). By default the 30 days
+ * before `to` (now when not given).
+ */
+export function spendPeriod(from: string | undefined, to: string | undefined, now: number): { from: number; to: number } {
+  const end = to === undefined ? now : periodEnd(to, "to");
+  const start = from === undefined ? end - DEFAULT_PERIOD_MS : periodEnd(from, "from");
+  if (start >= end) throw new InputError("from", `must be before to (a day given as to is included: from=${from ?? ""}&to=${from ?? ""} is that day)`, "from earlier than to");
+  if (end - start > MAX_PERIOD_MS) throw new InputError("to", `is more than 366 days after from`, "a period of at most 366 days");
+  return { from: start, to: end };
+}
 
 /** Daily spend: the first ms of each UTC day shown, oldest first, and the lines of those days. */
 export interface DailySpendView {

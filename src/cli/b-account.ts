@@ -14,6 +14,39 @@ async function bAccount(runtime: Runtime): Promise<BAccount> {
   return (entry.adapter as BAdapter).account(context.http);
 }
 
+/** Whether B is configured here (its account report is then part of `mediagate spend`). */
+export function bConfigured(runtime: Runtime): boolean {
+  const entry = runtime.providers.get("b");
+  return Boolean(entry?.adapter) && entry!.missing.length === 0;
+}
+
+/** B's own daily spend per key and per model for an inclusive range of days (at most 366), beside the local ledger of B. */
+export async function bSpendReport(runtime: Runtime, fromDay: string, toDay: string): Promise<{ json: Record<string, unknown>; text: string[] }> {
+  const report = await (await bAccount(runtime)).spend({ from: fromDay, to: toDay });
+  const fromMs = Date.parse(`${report.from}T00:00:00Z`);
+  const toMs = Date.parse(`${report.to}T00:00:00Z`) + 86_400_000 - 1;
+  const ledger = await (await runtime.store()).ledgerTotal({ provider: "b", from: fromMs, to: toMs });
+  return {
+    json: {
+      from: report.from,
+      to: report.to,
+      total_micro_usd: report.totalMicroUsd,
+      provider_total_micro_usd: report.providerTotalMicroUsd,
+      by_key: report.byKey.map((row) => ({ key_id: row.keyId, charge_micro_usd: row.chargeMicroUsd })),
+      by_model: report.byModel.map((row) => ({ model: row.model, charge_micro_usd: row.chargeMicroUsd })),
+      ledger_micro_usd: ledger,
+    },
+    text: [
+      `B's own report, ${report.from} to ${report.to} (inclusive): ${formatMicroUsd(report.totalMicroUsd)}`,
+      report.byKey.length ? "  per key:" : "  per key: none reported by B",
+      ...report.byKey.map((row) => `    ${(row.keyId ?? "(not given)").padEnd(32)} ${formatMicroUsd(row.chargeMicroUsd)}`),
+      report.byModel.length ? "  per model:" : "  per model: none reported by B",
+      ...report.byModel.map((row) => `    ${(row.model ?? "(not given)").padEnd(32)} ${formatMicroUsd(row.chargeMicroUsd)}`),
+      `  local ledger, settled B charges recorded in these days (UTC): ${formatMicroUsd(ledger)}`,
+    ],
+  };
+}
+
 function print(json: boolean, value: unknown, text: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text()}\n`);
 }
@@ -87,45 +120,6 @@ export function registerBAccount(program: Command, globals: () => GlobalOptions)
         const ledger = await (await runtime.store()).ledgerTotal({ provider: "b" });
         print(Boolean(options.json), { provider: "b", balance_micro_usd: balance.balanceMicroUsd, ledger_micro_usd: ledger }, () =>
           `B balance ${formatMicroUsd(balance.balanceMicroUsd)}; local ledger of settled B charges ${formatMicroUsd(ledger)}`,
-        );
-      } finally {
-        await runtime.close();
-      }
-    });
-
-  program
-    .command("spend")
-    .description("B's daily spend per key and per model for an inclusive date range (at most 366 days), beside the local ledger")
-    .requiredOption("--from <date>", "first day, YYYY-MM-DD")
-    .requiredOption("--to <date>", "last day, YYYY-MM-DD (inclusive)")
-    .action(async (flags: { from: string; to: string }) => {
-      const options = globals();
-      const runtime = runtimeOf(options);
-      try {
-        const report = await (await bAccount(runtime)).spend({ from: flags.from, to: flags.to });
-        const fromMs = Date.parse(`${report.from}T00:00:00Z`);
-        const toMs = Date.parse(`${report.to}T00:00:00Z`) + 86_400_000 - 1;
-        const ledger = await (await runtime.store()).ledgerTotal({ provider: "b", from: fromMs, to: toMs });
-        print(
-          Boolean(options.json),
-          {
-            from: report.from,
-            to: report.to,
-            total_micro_usd: report.totalMicroUsd,
-            provider_total_micro_usd: report.providerTotalMicroUsd,
-            by_key: report.byKey.map((row) => ({ key_id: row.keyId, charge_micro_usd: row.chargeMicroUsd })),
-            by_model: report.byModel.map((row) => ({ model: row.model, charge_micro_usd: row.chargeMicroUsd })),
-            ledger_micro_usd: ledger,
-          },
-          () =>
-            [
-              `B spend ${report.from} to ${report.to} (inclusive): ${formatMicroUsd(report.totalMicroUsd)}`,
-              report.byKey.length ? "per key:" : "per key: none reported by B",
-              ...report.byKey.map((row) => `  ${(row.keyId ?? "(not given)").padEnd(32)} ${formatMicroUsd(row.chargeMicroUsd)}`),
-              report.byModel.length ? "per model:" : "per model: none reported by B",
-              ...report.byModel.map((row) => `  ${(row.model ?? "(not given)").padEnd(32)} ${formatMicroUsd(row.chargeMicroUsd)}`),
-              `local ledger, settled B charges recorded in these days (UTC): ${formatMicroUsd(ledger)}`,
-            ].join("\n"),
         );
       } finally {
         await runtime.close();

@@ -19,6 +19,7 @@ import { registerResubmit } from "./resubmit.js";
 import type { GlobalOptions } from "./globals.js";
 import { registerSandbox } from "./sandbox.js";
 import { registerShow } from "./show.js";
+import { registerSpend } from "./spend.js";
 import { registerToken } from "./token.js";
 import { registerBAccount } from "./b-account.js";
 import { registerServe } from "./serve.js";
@@ -58,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
   registerResubmit(program, globals);
   registerQuote(program, globals);
   registerPlan(program, globals);
+  registerSpend(program, globals);
   registerWorker(program, globals);
   registerServe(program, globals);
   registerToken(program, globals);

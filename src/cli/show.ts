@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { chargeUnknownWords } from "../app/job-view.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -40,7 +41,7 @@ export function registerShow(program: Command, globals: () => GlobalOptions): vo
           `state ${job.state}${job.reason ? ` (${job.reason})` : ""}${job.providerStatus ? `  provider status ${job.providerStatus}` : ""}`,
           `provider job ${job.providerJobId ?? "-"}`,
           `estimate ${job.estimateMicroUsd === null ? "unpriced" : formatMicroUsd(job.estimateMicroUsd)} (${job.estimateSource})`,
-          `charge ${job.chargeMicroUsd === null ? "none recorded" : formatMicroUsd(job.chargeMicroUsd)}${job.chargeSource ? ` (${job.chargeSource})` : ""}`,
+          `charge ${job.chargeMicroUsd === null ? chargeUnknownWords(job) : formatMicroUsd(job.chargeMicroUsd)}${job.chargeSource ? ` (${job.chargeSource})` : ""}`,
         ];
         if (job.error) lines.push(`error ${job.error.code}: ${job.error.message}`);
         for (const warning of job.warnings) lines.push(`warning: ${warning}`);

@@ -18,8 +18,11 @@ export interface SpendLine {
   model: string;
   tokenId: string | null;
   settledMicroUsd: number;
+  /** The estimates of the priced jobs created in the period: an unpriced job adds nothing here, it is counted in `unpricedJobs`. */
   estimatedMicroUsd: number;
   jobs: number;
+  /** Jobs created in the period without an estimate (the provider publishes no price): unpriced, not free. */
+  unpricedJobs: number;
 }
 
 /** One provider's spend on one UTC day: the ledger's charges that day beside the estimates of the jobs created that day. */
@@ -29,6 +32,8 @@ export interface DailySpend {
   provider: ProviderId;
   settledMicroUsd: number;
   estimatedMicroUsd: number;
+  /** Jobs created that day without an estimate: unpriced, not free. */
+  unpricedJobs: number;
 }
 
 /** A UTC day in ms: spend is counted by day since the epoch. */
@@ -78,7 +83,14 @@ export async function spendSummary(context: StoreContext, from: number, to: numb
   if (tenant !== undefined) settled = settled.where("jobs.tenant", "=", tenant);
   let estimated = context.db
     .selectFrom("jobs")
-    .select(["provider", "model", "token_id", (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total"), (eb) => eb.fn.countAll<number>().as("n")])
+    .select([
+      "provider",
+      "model",
+      "token_id",
+      (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total"),
+      (eb) => eb.fn.countAll<number>().as("n"),
+      (eb) => eb.fn.sum<number>(eb.case().when("estimate_micro_usd", "is", null).then(1).else(0).end()).as("unpriced"),
+    ])
     .where("created_at", ">=", from)
     .where("created_at", "<", to);
   if (tenant !== undefined) estimated = estimated.where("tenant", "=", tenant);
@@ -86,7 +98,7 @@ export async function spendSummary(context: StoreContext, from: number, to: numb
   const lineOf = (provider: string, model: string, token: string | null) => {
     const key = JSON.stringify([provider, model, token]);
     let line = lines.get(key);
-    if (!line) lines.set(key, (line = { provider: provider as ProviderId, model, tokenId: token, settledMicroUsd: 0, estimatedMicroUsd: 0, jobs: 0 }));
+    if (!line) lines.set(key, (line = { provider: provider as ProviderId, model, tokenId: token, settledMicroUsd: 0, estimatedMicroUsd: 0, jobs: 0, unpricedJobs: 0 }));
     return line;
   };
   for (const row of await settled.groupBy(["ledger.provider", "ledger.model", "jobs.token_id"]).execute()) lineOf(row.provider, row.model, row.token_id).settledMicroUsd += Number(row.total ?? 0);
@@ -94,6 +106,7 @@ export async function spendSummary(context: StoreContext, from: number, to: numb
     const line = lineOf(row.provider, row.model, row.token_id);
     line.estimatedMicroUsd += Number(row.total ?? 0);
     line.jobs += Number(row.n);
+    line.unpricedJobs += Number(row.unpriced ?? 0);
   }
   return [...lines.values()].sort((left, right) => left.provider.localeCompare(right.provider) || left.model.localeCompare(right.model) || String(left.tokenId).localeCompare(String(right.tokenId)));
 }
@@ -110,7 +123,7 @@ export async function spendByDay(context: StoreContext, from: number, to: number
   if (tenant !== undefined) settled = settled.where("jobs.tenant", "=", tenant);
   let estimated = context.db
     .selectFrom("jobs")
-    .select(["provider", dayOf("created_at").as("day"), (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total")])
+    .select(["provider", dayOf("created_at").as("day"), (eb) => eb.fn.sum<number>("estimate_micro_usd").as("total"), (eb) => eb.fn.sum<number>(eb.case().when("estimate_micro_usd", "is", null).then(1).else(0).end()).as("unpriced")])
     .where("created_at", ">=", from)
     .where("created_at", "<", to);
   if (tenant !== undefined) estimated = estimated.where("tenant", "=", tenant);
@@ -118,10 +131,14 @@ export async function spendByDay(context: StoreContext, from: number, to: number
   const dayLine = (provider: string, day: number) => {
     const key = `${day}:${provider}`;
     let line = days.get(key);
-    if (!line) days.set(key, (line = { day: day * DAY_MS, provider: provider as ProviderId, settledMicroUsd: 0, estimatedMicroUsd: 0 }));
+    if (!line) days.set(key, (line = { day: day * DAY_MS, provider: provider as ProviderId, settledMicroUsd: 0, estimatedMicroUsd: 0, unpricedJobs: 0 }));
     return line;
   };
   for (const row of await settled.groupBy(["ledger.provider", dayOf("ledger.at")]).execute()) dayLine(row.provider, Number(row.day)).settledMicroUsd += Number(row.total ?? 0);
-  for (const row of await estimated.groupBy(["provider", dayOf("created_at")]).execute()) dayLine(row.provider, Number(row.day)).estimatedMicroUsd += Number(row.total ?? 0);
+  for (const row of await estimated.groupBy(["provider", dayOf("created_at")]).execute()) {
+    const line = dayLine(row.provider, Number(row.day));
+    line.estimatedMicroUsd += Number(row.total ?? 0);
+    line.unpricedJobs += Number(row.unpriced ?? 0);
+  }
   return [...days.values()].sort((left, right) => left.day - right.day || left.provider.localeCompare(right.provider));
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { apiJob, OUTPUT_FOLDER, remoteEvents, remoteJob } from "../../src/app/job-view.js";
+import { apiJob, chargeUnknownWords, OUTPUT_FOLDER, remoteEvents, remoteJob } from "../../src/app/job-view.js";
+import { spendPanel } from "../../src/server/dashboard/spend-view.js";
 import type { Job, JobEvent, JobOutput } from "../../src/core/job.js";
 
 const FOLDER = "/srv/mediagate/out";
@@ -91,5 +92,33 @@ describe("a job's public view (the API, its events, the dashboard, notifications
     expect(shown[0]!.detail).toEqual({ outputs: [{ bytes: 123, sha256: output.sha256 }] });
     expect(shown[1]!.reason).toBe(`cannot write ${OUTPUT_FOLDER}/lh.png`);
     expect(JSON.stringify(shown)).not.toContain(FOLDER);
+  });
+});
+
+describe("a charge not recorded, in words (issue 36, finding 5)", () => {
+  it("finding 5: an unpriced job is unpriced, never 'none yet' or $0; an ended job never sent is none; an ended job sent is unknown; a live one is none yet", () => {
+    const base = { estimateMicroUsd: 30_000, submittedAt: 1_000 };
+    expect(chargeUnknownWords({ ...base, state: "succeeded", estimateMicroUsd: null })).toBe("unpriced (the provider publishes no price for it)");
+    expect(chargeUnknownWords({ ...base, state: "running", estimateMicroUsd: null })).toBe("unpriced (the provider publishes no price for it)");
+    expect(chargeUnknownWords({ ...base, state: "running" })).toBe("none yet");
+    expect(chargeUnknownWords({ ...base, state: "failed", submittedAt: null })).toBe("none (never sent)");
+    expect(chargeUnknownWords({ ...base, state: "unknown_submission", submittedAt: null })).toBe("unknown (not recorded)");
+    expect(chargeUnknownWords({ ...base, state: "failed" })).toBe("unknown (not recorded)");
+  });
+
+  it("finding 5: the dashboard's spend panel says unpriced for a provider whose jobs have no price, and counts them beside a sum", () => {
+    const day = Date.UTC(2026, 10, 29);
+    const panel = String(
+      spendPanel({
+        days: [day],
+        lines: [
+          { day, provider: "d", settledMicroUsd: 30_000, estimatedMicroUsd: 30_000, unpricedJobs: 0 },
+          { day, provider: "e", settledMicroUsd: 0, estimatedMicroUsd: 0, unpricedJobs: 2 },
+        ],
+      }),
+    );
+    expect(panel).toMatch(/<th scope="row">E<\/th><td class="num"><span class="unpriced">unpriced<\/span> <span class="muted">\(2 unpriced jobs\)<\/span><\/td>/);
+    expect(panel).not.toMatch(/<th scope="row">E<\/th><td class="num">\$0/);
+    expect(panel).toMatch(/settled <strong>\$0\.03\d* <span class="muted">\+ 2 unpriced jobs<\/span><\/strong>/);
   });
 });

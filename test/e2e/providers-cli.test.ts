@@ -149,7 +149,11 @@ describe("the CLI on providers A, B, C, E and F (real sandbox over loopback)", (
     const today = new Date().toISOString().slice(0, 10);
     const spend = await runCli(["spend", "--from", today, "--to", today, "--json"], { env: world.env });
     expect(spend.code, spend.stderr).toBe(0);
-    const report = JSON.parse(spend.stdout) as { total_micro_usd: number; by_model: Array<{ model: string; charge_micro_usd: number }>; by_key: unknown[]; ledger_micro_usd: number };
+    // The store's spend of every provider, and B's own report of the same days beside it.
+    const all = JSON.parse(spend.stdout) as { settled_micro_usd: number; lines: Array<{ provider: string }>; b: { total_micro_usd: number; by_model: Array<{ model: string; charge_micro_usd: number }>; by_key: unknown[]; ledger_micro_usd: number } };
+    expect(all.settled_micro_usd).toBe(atB!.chargeMicroUsd);
+    expect(all.lines.map((line) => line.provider)).toEqual(["b"]);
+    const report = all.b;
     expect(report.total_micro_usd).toBe(atB!.chargeMicroUsd);
     expect(report.ledger_micro_usd).toBe(atB!.chargeMicroUsd);
     expect(report.by_model).toEqual([expect.objectContaining({ charge_micro_usd: atB!.chargeMicroUsd })]);

@@ -328,6 +328,26 @@ for (const kind of servedStores) {
       expect((await api.call("GET", "/v1/spend?from=2026-13-01")).body.error.field).toBe("from");
     });
 
+    it("API (issue 36, finding 5): unpriced is not free: /v1/spend counts E's unpriced jobs beside the sums, and from=D&to=D is day D, inclusive as the CLI's days", async () => {
+      const api = await startApi(kind, { engine: false });
+      expect((await api.call("POST", "/v1/jobs", { body: lighthouse })).status).toBe(201);
+      expect((await api.call("POST", "/v1/jobs", { body: { provider: "e", model: "v3", input: { prompt: "a fox" } } })).status).toBe(201);
+      const today = new Date().toISOString().slice(0, 10);
+      const spend = await api.call("GET", `/v1/spend?from=${today}&to=${today}`);
+      expect(spend.status).toBe(200);
+      expect(spend.body).toMatchObject({ from: `${today}T00:00:00.000Z`, settled_micro_usd: 0, estimated_micro_usd: 30_000, unpriced_jobs: 1 });
+      expect(Date.parse(spend.body.to) - Date.parse(spend.body.from)).toBe(86_400_000);
+      expect(spend.body.lines.find((line: { provider: string }) => line.provider === "e")).toMatchObject({ jobs: 1, unpriced_jobs: 1, estimated_micro_usd: 0 });
+      expect(spend.body.lines.find((line: { provider: string }) => line.provider === "d")).toMatchObject({ jobs: 1, unpriced_jobs: 0, estimated_micro_usd: 30_000 });
+      // The day before today holds nothing; a period ending before it starts is refused naming from.
+      const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+      expect((await api.call("GET", `/v1/spend?from=${yesterday}&to=${yesterday}`)).body).toMatchObject({ estimated_micro_usd: 0, unpriced_jobs: 0, lines: [] });
+      const backwards = await api.call("GET", `/v1/spend?from=${today}&to=${yesterday}`);
+      expect(backwards.status).toBe(422);
+      expect(backwards.body.error.field).toBe("from");
+      expect((await api.call("GET", "/v1/spend?from=2026-02-30")).body.error.message).toMatch(/^from: "2026-02-30" is not a day of the calendar/);
+    });
+
     it("API: an unexpected failure (the store closed under the running server) is 500 internal_error in the one error shape: a fixed sentence, no stack, no store detail; the server's log has a line saying what failed", async () => {
       const api = await startApi(kind, { engine: false });
       await (await api.runtime.store()).close();

@@ -6,17 +6,16 @@ import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.
 import { apiEvent, apiJob } from "../../app/job-view.js";
 import { planBatch } from "../../app/plan.js";
 import { providerStates } from "../../app/provider-states.js";
-import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, visibleJob } from "../../app/queries.js";
+import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
-import { InputError } from "../../core/errors.js";
 import type { JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
 import { isLoopbackHost } from "../dashboard/session.js";
 import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf } from "./errors.js";
-import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, timeOf } from "./requests.js";
+import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody } from "./requests.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 
 export interface ApiDeps {
@@ -49,10 +48,6 @@ function query(request: FastifyRequest): Record<string, string | undefined> {
     values[name] = Array.isArray(value) ? String(value.at(-1)) : value === undefined ? undefined : String(value);
   }
   return values;
-}
-
-function timeParam(value: string | undefined, field: string, fallback: number): number {
-  return value === undefined ? fallback : timeOf(value, field);
 }
 
 /** The routes of the REST API, each described for the OpenAPI document it is served with. */
@@ -225,19 +220,21 @@ function routes(deps: ApiDeps): ApiRoute[] {
       method: "GET",
       path: "/v1/spend",
       summary: "Spend between from and to (default the last 30 days) by provider, model and token: settled (the ledger) beside estimated",
-      query: { from: "start of the period (ISO 8601 or milliseconds since the epoch; default 30 days before to)", to: "end of the period (default now)" },
-      responses: { 200: "{from, to, lines, settled_micro_usd, estimated_micro_usd}" },
+      query: {
+        from: "start of the period: a day (YYYY-MM-DD, UTC), an ISO 8601 time or milliseconds since the epoch; default 30 days before to",
+        to: "end of the period (default now): a day is included whole (from=D&to=D is day D), a time is not",
+      },
+      responses: { 200: "{from, to, lines, settled_micro_usd, estimated_micro_usd, unpriced_jobs}: estimates sum the priced jobs; unpriced ones are counted, never taken as free" },
       handler: async (request) => {
         const params = query(request);
-        const to = timeParam(params.to, "to", Date.now());
-        const from = timeParam(params.from, "from", to - 30 * 24 * 3_600_000);
-        if (from >= to) throw new InputError("from", "must be before to");
+        const { from, to } = spendPeriod(params.from, params.to, Date.now());
         const lines = await spendOf(runtime, request.caller!, from, to);
         return {
           from: new Date(from).toISOString(),
           to: new Date(to).toISOString(),
           settled_micro_usd: lines.reduce((sum, line) => sum + line.settledMicroUsd, 0),
           estimated_micro_usd: lines.reduce((sum, line) => sum + line.estimatedMicroUsd, 0),
+          unpriced_jobs: lines.reduce((sum, line) => sum + line.unpricedJobs, 0),
           lines: lines.map((line) => ({
             provider: line.provider,
             model: line.model,
@@ -245,6 +242,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
             settled_micro_usd: line.settledMicroUsd,
             estimated_micro_usd: line.estimatedMicroUsd,
             jobs: line.jobs,
+            unpriced_jobs: line.unpricedJobs,
           })),
         };
       },

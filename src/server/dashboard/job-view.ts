@@ -3,6 +3,7 @@ import { isTerminal, type Job, type JobEvent, type JobOutput } from "../../core/
 import { Html, html, pathOf } from "./html.js";
 import { bytesOf, moneyOf, stateBadge, timeOf } from "./display.js";
 import type { Session } from "./session.js";
+import { chargeUnknownWords } from "../../app/job-view.js";
 
 /** How much of an event's detail a timeline shows (provider answers are kept whole in the store). */
 const DETAIL_CHARS = 2_000;
@@ -50,7 +51,7 @@ ${
     : ""
 }
 <dt>Estimate</dt><dd>${moneyOf(job.estimateMicroUsd)} <span class="muted">(${job.estimateSource})</span></dd>
-<dt>Charge</dt><dd>${job.chargeMicroUsd === null ? html`<span class="muted">none yet</span>` : moneyOf(job.chargeMicroUsd)}${job.chargeState !== "none" ? html` <span class="muted">(${job.chargeState}${job.chargeSource ? `, ${job.chargeSource}` : ""})</span>` : ""}</dd>
+<dt>Charge</dt><dd>${job.chargeMicroUsd === null ? html`<span class="muted">${chargeUnknownWords(job)}</span>` : moneyOf(job.chargeMicroUsd)}${job.chargeState !== "none" ? html` <span class="muted">(${job.chargeState}${job.chargeSource ? `, ${job.chargeSource}` : ""})</span>` : ""}</dd>
 <dt>Attempts</dt><dd>${job.attempts}</dd>
 <dt>Provider job</dt><dd>${job.providerJobId ?? html`<span class="muted">none</span>`}${job.providerStatus ? html` <span class="muted">(${job.providerStatus})</span>` : ""}</dd>
 ${job.warnings.length ? html`<dt>Warnings</dt><dd><ul>${job.warnings.map((warning) => html`<li>${warning}</li>`)}</ul></dd>` : ""}

@@ -54,19 +54,32 @@ ${index % 2 === view.days.length % 2 ? "" : html`<text x="${(x + barWidth + 1).t
 </svg>`;
 }
 
+/**
+ * A sum beside the jobs it cannot count: unpriced is not free. Only unpriced
+ * jobs and nothing counted: "unpriced"; some of each: "$x + N unpriced".
+ */
+function sumWithUnpriced(microUsd: number, unpriced: number): Html {
+  if (unpriced === 0) return html`${moneyOf(microUsd)}`;
+  const jobs = `${unpriced} unpriced job${unpriced === 1 ? "" : "s"}`;
+  if (microUsd === 0) return html`<span class="unpriced">unpriced</span> <span class="muted">(${jobs})</span>`;
+  return html`${moneyOf(microUsd)} <span class="muted">+ ${jobs}</span>`;
+}
+
 /** The panel's content (the part /events replaces). */
 export function spendPanel(view: SpendView): Html {
-  const byProvider = new Map<ProviderId, { settled: number; estimated: number }>();
+  const byProvider = new Map<ProviderId, { settled: number; estimated: number; unpriced: number }>();
   for (const line of view.lines) {
-    const sum = byProvider.get(line.provider) ?? { settled: 0, estimated: 0 };
+    const sum = byProvider.get(line.provider) ?? { settled: 0, estimated: 0, unpriced: 0 };
     sum.settled += line.settledMicroUsd;
     sum.estimated += line.estimatedMicroUsd;
+    sum.unpriced += line.unpricedJobs;
     byProvider.set(line.provider, sum);
   }
   const providers = PROVIDER_IDS.filter((id) => byProvider.has(id));
   const settled = view.lines.reduce((sum, line) => sum + line.settledMicroUsd, 0);
   const estimated = view.lines.reduce((sum, line) => sum + line.estimatedMicroUsd, 0);
-  return html`<p>Last ${SPEND_DAYS} days (UTC, ${dayName(view.days[0]!)} to ${dayName(view.days.at(-1)!)}): settled <strong>${moneyOf(settled)}</strong> against <strong>${moneyOf(estimated)}</strong> estimated.</p>
+  const unpriced = view.lines.reduce((sum, line) => sum + line.unpricedJobs, 0);
+  return html`<p>Last ${SPEND_DAYS} days (UTC, ${dayName(view.days[0]!)} to ${dayName(view.days.at(-1)!)}): settled <strong>${sumWithUnpriced(settled, unpriced)}</strong> against <strong>${sumWithUnpriced(estimated, unpriced)}</strong> estimated.</p>
 ${chartOf(view)}
 <ul class="legend" aria-hidden="true">
 ${PROVIDER_IDS.map((id) => html`<li><span class="swatch p-${id}"></span>${id.toUpperCase()}</li>`)}
@@ -76,7 +89,10 @@ ${PROVIDER_IDS.map((id) => html`<li><span class="swatch p-${id}"></span>${id.toU
 <caption class="visually-hidden">Spend by provider over the last ${SPEND_DAYS} days</caption>
 <thead><tr><th scope="col">Provider</th><th scope="col" class="num">Settled</th><th scope="col" class="num">Estimated</th></tr></thead>
 <tbody>
-${providers.length ? providers.map((id) => html`<tr><th scope="row">${id.toUpperCase()}</th><td class="num">${moneyOf(byProvider.get(id)!.settled)}</td><td class="num">${moneyOf(byProvider.get(id)!.estimated)}</td></tr>`) : html`<tr><td colspan="3">Nothing spent or estimated in these days.</td></tr>`}
+${providers.length ? providers.map((id) => {
+  const sum = byProvider.get(id)!;
+  return html`<tr><th scope="row">${id.toUpperCase()}</th><td class="num">${sumWithUnpriced(sum.settled, sum.unpriced)}</td><td class="num">${sumWithUnpriced(sum.estimated, sum.unpriced)}</td></tr>`;
+}) : html`<tr><td colspan="3">Nothing spent or estimated in these days.</td></tr>`}
 </tbody>
 </table></div>
 ${
