@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime } from "../../src/app/runtime.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { createAllEmulators } from "../../src/sandbox/all.js";
@@ -59,53 +59,81 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, wha
 
 for (const kind of servedStores) {
   describe(`mediagate serve: the REST API (real HTTP, real sandbox, ${kind.name})`, () => {
-    it("API: POST /v1/jobs queues a job (201); the same ref and request answer it again (200); another request under the ref is 409 ref_conflict; it runs to succeeded with its output served with an ETag and byte ranges", async () => {
-      const api = await startApi(kind);
-      const created = await api.call("POST", "/v1/jobs", { body: { ref: "lh", ...lighthouse } });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      expect(created.body).toMatchObject({ ref: "lh", provider: "d", state: "queued" });
-      const again = await api.call("POST", "/v1/jobs", { body: { ref: "lh", ...lighthouse } });
-      expect(again.status).toBe(200);
-      expect(again.body.id).toBe(created.body.id);
-      const other = await api.call("POST", "/v1/jobs", { body: { ref: "lh", ...lighthouse, input: { ...lighthouse.input, prompt: "a harbour" } } });
-      expect(other.status).toBe(409);
-      expect(other.body.error).toMatchObject({ code: "ref_conflict", field: "ref" });
+    // One job run to the end, then each guarantee checked on its own (a failed one does not hide the others).
+    describe("one job through the API", () => {
+      let api: Api;
+      let created: { status: number; body: any };
+      let done: { body: any };
+      let file: Buffer;
+      let own: Array<() => Promise<void>> = [];
+      beforeAll(async () => {
+        const served = await serveSandbox({ store: kind, emulators: { d: { renderTimeMs: { minMs: 200, maxMs: 300 } } } });
+        own = [() => served.close()];
+        api = { ...served, call: caller(served.url) };
+        created = await api.call("POST", "/v1/jobs", { body: { ref: "lh", ...lighthouse } });
+        done = await until(() => api.call("GET", `/v1/jobs/${created.body.id}`), (answer) => answer.body.state === "succeeded", "the job to succeed");
+        const [saved] = await (await api.runtime.store()).outputs(created.body.id);
+        file = readFileSync(saved!.path);
+      });
+      afterAll(async () => {
+        for (const cleanup of own.splice(0).reverse()) await cleanup();
+      });
 
-      const done = await until(() => api.call("GET", `/v1/jobs/${created.body.id}`), (answer) => answer.body.state === "succeeded", "the job to succeed");
-      expect(done.body.outputs).toHaveLength(1);
-      const output = done.body.outputs[0];
-      expect(output).toMatchObject({ content_type: "image/png", width: 512, height: 512, href: `/v1/jobs/${created.body.id}/outputs/0` });
-      // Named by its href and sha256: where the server keeps it is the server's business.
-      expect(output).not.toHaveProperty("path");
-      const [saved] = await (await api.runtime.store()).outputs(created.body.id);
-      const file = readFileSync(saved!.path);
-      expect(output.sha256).toBe(createHash("sha256").update(file).digest("hex"));
-      const whole = await api.call("GET", output.href);
-      expect(whole.status).toBe(200);
-      expect(whole.bytes.equals(file)).toBe(true);
-      expect(whole.headers.get("etag")).toBe(`"${createHash("sha256").update(file).digest("hex")}"`);
-      expect(whole.headers.get("content-type")).toBe("image/png");
-      expect((await api.call("GET", output.href, { headers: { "if-none-match": whole.headers.get("etag")! } })).status).toBe(304);
-      const part = await api.call("GET", output.href, { headers: { range: "bytes=0-7" } });
-      expect(part.status).toBe(206);
-      expect(part.headers.get("content-range")).toBe(`bytes 0-7/${file.length}`);
-      expect(part.bytes.equals(file.subarray(0, 8))).toBe(true);
-      const tail = await api.call("GET", output.href, { headers: { range: "bytes=-4" } });
-      expect(tail.bytes.equals(file.subarray(file.length - 4))).toBe(true);
-      const outside = await api.call("GET", output.href, { headers: { range: `bytes=${file.length}-` } });
-      expect(outside.status).toBe(416);
-      expect(outside.body.error.code).toBe("range_not_satisfiable");
-      expect((await api.call("GET", `/v1/jobs/${created.body.id}/outputs/7`)).body.error.code).toBe("not_found");
+      it("API: POST /v1/jobs queues a job (201); the same ref and request answer it again (200); another request under the ref is 409 ref_conflict", async () => {
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        expect(created.body).toMatchObject({ ref: "lh", provider: "d", state: "queued" });
+        const again = await api.call("POST", "/v1/jobs", { body: { ref: "lh", ...lighthouse } });
+        expect(again.status).toBe(200);
+        expect(again.body.id).toBe(created.body.id);
+        const other = await api.call("POST", "/v1/jobs", { body: { ref: "lh", ...lighthouse, input: { ...lighthouse.input, prompt: "a harbour" } } });
+        expect(other.status).toBe(409);
+        expect(other.body.error).toMatchObject({ code: "ref_conflict", field: "ref" });
+        expect(api.emulators.d.submitCount).toBe(1);
+      });
 
-      const events = await api.call("GET", `/v1/jobs/${created.body.id}/events`);
-      expect(events.body.events.map((event: { to: string }) => event.to)).toEqual(["queued", "submitting", "running", "capturing", "succeeded"]);
-      expect(events.body.events.at(-1).detail).toEqual({ outputs: [{ bytes: file.length, sha256: output.sha256 }] });
-      // No answer about the job names the server's folder: not the job, its listing, its events, nor its page on the dashboard.
-      const folder = api.env.MEDIAGATE_OUTPUT_DIR!;
-      const listing = await api.call("GET", "/v1/jobs");
-      const page = await fetch(`${api.url}/jobs/${created.body.id}`);
-      for (const text of [JSON.stringify(done.body), JSON.stringify(listing.body), JSON.stringify(events.body), await page.text()]) expect(text).not.toContain(folder);
-      expect(api.emulators.d.submitCount).toBe(1);
+      it("API: a succeeded job's output is served whole with its sha256 as ETag (304 on If-None-Match) and by byte ranges; a range past the end is capped at the file's size; one starting past it is 416", async () => {
+        expect(done.body.outputs).toHaveLength(1);
+        const output = done.body.outputs[0];
+        expect(output).toMatchObject({ content_type: "image/png", width: 512, height: 512, href: `/v1/jobs/${created.body.id}/outputs/0` });
+        expect(output.sha256).toBe(createHash("sha256").update(file).digest("hex"));
+        const whole = await api.call("GET", output.href);
+        expect(whole.status).toBe(200);
+        expect(whole.bytes.equals(file)).toBe(true);
+        expect(whole.headers.get("etag")).toBe(`"${createHash("sha256").update(file).digest("hex")}"`);
+        expect(whole.headers.get("content-type")).toBe("image/png");
+        expect((await api.call("GET", output.href, { headers: { "if-none-match": whole.headers.get("etag")! } })).status).toBe(304);
+        const part = await api.call("GET", output.href, { headers: { range: "bytes=0-7" } });
+        expect(part.status).toBe(206);
+        expect(part.headers.get("content-range")).toBe(`bytes 0-7/${file.length}`);
+        expect(part.bytes.equals(file.subarray(0, 8))).toBe(true);
+        const tail = await api.call("GET", output.href, { headers: { range: "bytes=-4" } });
+        expect(tail.bytes.equals(file.subarray(file.length - 4))).toBe(true);
+        // Issue 36, finding 12: a range ending past the file is answered up to its last byte (RFC 9110 §14.1.2), never past it.
+        const overlong = await api.call("GET", output.href, { headers: { range: `bytes=4-${file.length + 10_000}` } });
+        expect(overlong.status).toBe(206);
+        expect(overlong.headers.get("content-range")).toBe(`bytes 4-${file.length - 1}/${file.length}`);
+        expect(overlong.headers.get("content-length")).toBe(String(file.length - 4));
+        expect(overlong.bytes.equals(file.subarray(4))).toBe(true);
+        const outside = await api.call("GET", output.href, { headers: { range: `bytes=${file.length}-` } });
+        expect(outside.status).toBe(416);
+        expect(outside.body.error.code).toBe("range_not_satisfiable");
+        expect((await api.call("GET", `/v1/jobs/${created.body.id}/outputs/7`)).body.error.code).toBe("not_found");
+      });
+
+      it("API: a job's events list its states in order, the last with its output's size and sha256", async () => {
+        const events = await api.call("GET", `/v1/jobs/${created.body.id}/events`);
+        expect(events.body.events.map((event: { to: string }) => event.to)).toEqual(["queued", "submitting", "running", "capturing", "succeeded"]);
+        expect(events.body.events.at(-1).detail).toEqual({ outputs: [{ bytes: file.length, sha256: done.body.outputs[0].sha256 }] });
+      });
+
+      it("API: no answer about the job names the server's folder: not the job, its listing, its events, nor its page on the dashboard", async () => {
+        expect(done.body.outputs[0]).not.toHaveProperty("path");
+        const folder = api.env.MEDIAGATE_OUTPUT_DIR!;
+        const listing = await api.call("GET", "/v1/jobs");
+        const events = await api.call("GET", `/v1/jobs/${created.body.id}/events`);
+        const page = await fetch(`${api.url}/jobs/${created.body.id}`);
+        for (const text of [JSON.stringify(done.body), JSON.stringify(listing.body), JSON.stringify(events.body), await page.text()]) expect(text).not.toContain(folder);
+      });
     });
 
     it("API: with MEDIAGATE_PUBLIC_URL an output's href is absolute under it, in the job and its listing", async () => {
