@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { InvalidArgumentError, UnsupportedFunctionalityError } from "@ai-sdk/provider";
 import { generateImage } from "ai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -149,16 +149,37 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
 
   it("AI SDK image: a job that ends failed rejects with MediagateJobError naming the job, its state and code; the SDK does not retry it (one submit)", async () => {
     const { emulators, gate, mediagate } = await sandboxed(["d"], { d: { renderTimeMs: 200, outcomeRates: { errorRate: 1 } } });
-    const call = generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", size: "512x512", providerOptions: { mediagate: { ref: "failing-fox" } } });
+    // No ref (issue 36, finding 12): a retry by the SDK would be a new job and a second submit, which the count below sees.
+    const call = generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", size: "512x512" });
     const error = await call.then(
       () => null,
       (thrown: unknown) => thrown,
     );
     expect(MediagateJobError.isInstance(error)).toBe(true);
-    const failed = (await gate.get("failing-fox"))!;
+    const stored = await gate.list();
+    expect(stored).toHaveLength(1);
+    const failed = stored[0]!;
     expect(failed.state).toBe("failed");
     expect(error).toMatchObject({ isRetryable: false, code: failed.error!.code, job: { id: failed.id, state: "failed" } });
-    expect((error as Error).message).toContain(`mediagate job ${failed.id} (ref failing-fox, d/gen-2-pro) ended failed: ${failed.error!.code}: `);
+    expect((error as Error).message).toContain(`mediagate job ${failed.id} (ref ${failed.ref}, d/gen-2-pro) ended failed: ${failed.error!.code}: `);
+    expect(emulators.d.submitCount).toBe(1);
+  });
+
+  it("AI SDK image (issue 36, finding 12): a saved file changed since it was saved is not handed back (output_changed), one gone is output_unreadable; neither pays again", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const call = () => generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", size: "512x512", providerOptions: { mediagate: { ref: "kept-fox" } } });
+    await call();
+    const job = (await gate.get("kept-fox"))!;
+    const [output] = await gate.outputs(job.id);
+    writeFileSync(output!.path, Buffer.concat([readFileSync(output!.path), Buffer.from("tampered")]));
+    const changed = await call().then(() => null, (thrown: unknown) => thrown);
+    expect(MediagateJobError.isInstance(changed)).toBe(true);
+    expect(changed).toMatchObject({ code: "output_changed", isRetryable: false });
+    expect((changed as Error).message).toContain(`its file ${output!.path} no longer has the sha256 recorded when it was saved`);
+    rmSync(output!.path);
+    const gone = await call().then(() => null, (thrown: unknown) => thrown);
+    expect(gone).toMatchObject({ code: "output_unreadable" });
+    expect((gone as Error).message).toContain(`its file ${output!.path} cannot be read (ENOENT)`);
     expect(emulators.d.submitCount).toBe(1);
   });
 
