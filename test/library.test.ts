@@ -286,14 +286,12 @@ describe("the Mediagate library: MEDIAGATE_FALLBACK_AFTER_S", () => {
     world.sandbox.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status: 503, body: { detail: "down for maintenance" } } });
     const gate = await Mediagate.open({ env: { ...world.env, MEDIAGATE_FALLBACK_AFTER_S: "1" } });
     try {
-      const started = Date.now();
       const job = await gate.submit({ task: "image", prompt: "a red fox in snow", size: "1024x768", route: ["d/gen-2-pro", "f/img-v2"] });
-      // Without the setting the library's engine kept the default bound, 60 s: the wait was cut at 20 s.
-      const done = await gate.wait(job.id, { signal: AbortSignal.timeout(20_000) });
+      const done = await gate.wait(job.id);
       expect(done).toMatchObject({ state: "succeeded", provider: "f" });
-      expect(done.route!.tried[0]!.reason).toMatch(/longer than the fallback bound of 1 s/);
+      // The bound the job was moved by is the setting's (the library's engine kept the default, 60 s, before): said by the job.
+      expect(done.route!.tried[0]!.reason).toMatch(/failing for \d+ s, longer than the fallback bound of 1 s/);
       expect(emulators.d.jobs).toHaveLength(0);
-      expect(Date.now() - started).toBeLessThan(20_000);
     } finally {
       await gate.close();
       await world.close();

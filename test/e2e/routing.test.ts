@@ -135,7 +135,6 @@ describe("common requests routed over providers (real sandbox over loopback)", (
   it("routing: a target failing before accepting for longer than MEDIAGATE_FALLBACK_AFTER_S (an outage: 503s) hands the job to the next target; nothing was created at the first", async () => {
     const { emulators, world } = await allProviders({ f: { renderMs: { min: 200, max: 400 } } });
     world.sandbox.injectFault({ provider: "d", method: "POST", fault: { kind: "status", status: 503, body: { detail: "down for maintenance" } } });
-    const started = Date.now();
     const result = await runCli(["generate", ...FOX, "--route", "d/gen-2-pro,f/img-v2", "--json"], { env: { ...world.env, MEDIAGATE_FALLBACK_AFTER_S: "1" }, timeoutMs: 60_000 });
     expect(result.code, result.stderr).toBe(0);
     const job = JSON.parse(result.stdout.trim()) as JobJson;
@@ -144,8 +143,8 @@ describe("common requests routed over providers (real sandbox over loopback)", (
     const submitsToD = world.sandbox.requests().filter((entry) => entry.provider === "d" && entry.method === "POST").length;
     expect(submitsToD).toBeGreaterThanOrEqual(2);
     expect(emulators.d.jobs).toHaveLength(0);
-    // Moved on after about the bound, not after every retry (8 tries with backoff take far longer).
-    expect(Date.now() - started).toBeLessThan(30_000);
+    // Moved on because the failures outlasted the bound ("failing for … longer than the fallback bound", above), not because
+    // every try was spent (that reason names no bound): said by the job, not by the wall clock.
   });
 
   it("routing: when a provider runs out of credits mid-batch, the routed jobs still queued for it move to the next target at once; the ones it accepted stay", async () => {

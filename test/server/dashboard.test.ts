@@ -73,8 +73,14 @@ async function submit(served: Served, cookie: string, form: Record<string, strin
   return call(served, "POST", "/new", { cookie, form: { ...form, form_token: formToken, quoted: digest, step: "send" } });
 }
 
-/** Reads server-sent events from `path` until `done` holds for the messages so far (bounded). */
-async function readEvents(served: Served, path: string, cookie: string | undefined, done: (events: Array<{ event: string; data: any }>) => boolean, timeoutMs = 15_000) {
+/**
+ * Reads server-sent events from `path` until `done` holds for the messages so
+ * far (bounded). `onOpen` runs once the stream's first block arrived: the
+ * server writes it after subscribing the view, so a change made from then on
+ * reaches it (no guess at how long subscribing takes).
+ */
+async function readEvents(served: Served, path: string, cookie: string | undefined, done: (events: Array<{ event: string; data: any }>) => boolean, timeoutMs = 15_000, onOpen?: () => void) {
+  let opened = false;
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   const events: Array<{ event: string; data: any }> = [];
@@ -89,6 +95,10 @@ async function readEvents(served: Served, path: string, cookie: string | undefin
       while ((end = buffered.indexOf("\n\n")) >= 0) {
         const block = buffered.slice(0, end);
         buffered = buffered.slice(end + 2);
+        if (!opened) {
+          opened = true;
+          onOpen?.();
+        }
         const event = /^event: (.*)$/m.exec(block)?.[1];
         const data = /^data: (.*)$/m.exec(block)?.[1];
         if (event && data) events.push({ event, data: JSON.parse(data) });
@@ -257,8 +267,9 @@ for (const kind of servedStores) {
       expect(none.text).toContain("No jobs match this filter.");
 
       // Another process queues two jobs, the one that does not match first: any look that finds the second finds it too.
-      const seen = readEvents(served, events, cookie, (messages) => messages.some((message) => message.data.id === "job_batch-7-003"));
-      setTimeout(() => void store.insertJobs([newDJob("batch-9-001", { tokenId: alice.token.id })], Date.now()).then(() => store.insertJobs([newDJob("batch-7-003", { tokenId: alice.token.id })], Date.now() + 1)), 200);
+      const seen = readEvents(served, events, cookie, (messages) => messages.some((message) => message.data.id === "job_batch-7-003"), 15_000, () => {
+        void store.insertJobs([newDJob("batch-9-001", { tokenId: alice.token.id })], Date.now()).then(() => store.insertJobs([newDJob("batch-7-003", { tokenId: alice.token.id })], Date.now() + 1));
+      });
       const rows = (await seen).filter((message) => message.event === "job");
       expect(rows.map((message) => [message.data.id, message.data.matches])).toEqual([["job_batch-7-003", true]]);
     });
@@ -311,8 +322,9 @@ for (const kind of servedStores) {
       const engine = await served.runtime.engine();
       engine.stop();
       const [other] = await store.insertJobs([newDJob("elsewhere", { tokenId: alice.token.id, outDir: served.world.folder })], Date.now());
-      const followed = readEvents(served, `/events?job=${other!.job.id}&since=${Date.now()}`, cookie, (seen) => seen.some((each) => each.data.state === "cancelled"));
-      setTimeout(() => void store.transition("job_elsewhere", { state: "queued" }, "cancelled", {}, "cancelled elsewhere", Date.now()), 200);
+      const followed = readEvents(served, `/events?job=${other!.job.id}&since=${Date.now()}`, cookie, (seen) => seen.some((each) => each.data.state === "cancelled"), 15_000, () => {
+        void store.transition("job_elsewhere", { state: "queued" }, "cancelled", {}, "cancelled elsewhere", Date.now());
+      });
       const cancelled = (await followed).find((each) => each.data.state === "cancelled")!;
       expect(cancelled.data.parts.timeline.html).toContain("cancelled elsewhere");
     });
