@@ -95,8 +95,12 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     // comes due is polled as its own step wrote it, not read back: the store is looked at for its due jobs once an
     // idle tick and after a word from outside, 0.31–0.65 times a job here; reading them whenever one was due measured
     // 1.35–1.58, and reading both after every step, as before that, 5.75 and 3.73–3.88.
-    expect(perJob(count(/^select min\("at"\)/))).toBeLessThanOrEqual(1);
-    expect(perJob(count(/^select "id" from "jobs" where "lease_owner" = \?/))).toBeLessThanOrEqual(1);
+    // Bounded by the engine's clock, not per job: a loaded machine stretches the run's virtual time (each step takes
+    // longer while the clock runs on), adding idle ticks, each allowed its look (issue 36, finding 13: 1.06 a job once).
+    // Measured 31 and 32 looks in 56 ticks of 500 ms; reading whenever a job was due took 65–76 in about as many.
+    const ticks = Math.ceil(elapsedMs / 500);
+    expect(count(/^select min\("at"\)/)).toBeLessThanOrEqual(ticks);
+    expect(count(/^select "id" from "jobs" where "lease_owner" = \?/)).toBeLessThanOrEqual(ticks);
   });
 
   it("an engine with nothing to do naps a tick at a time (500 ms of its clock) and says it is idle: 10 s cost at most 30 passes", async () => {

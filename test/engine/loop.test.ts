@@ -87,7 +87,9 @@ describe("the engine loop (SQLite, real sandbox D, virtual time)", () => {
     expect(submits).toHaveLength(2);
     expect(submits[1]!.at).toBeGreaterThanOrEqual(dueAt);
     // D's first job is polled every few hundred milliseconds meanwhile: the nap that reaches the due time ends the trust.
-    expect(submits[1]!.at - dueAt).toBeLessThan(1_000);
+    // An emptiness trusted to the idle tick's end would send it 7 s late; half a tick of room keeps a loaded machine
+    // (whose virtual clock runs on while a step waits for the CPU) from failing it (issue 36, finding 13: 1,000 once).
+    expect(submits[1]!.at - dueAt).toBeLessThan(5_000);
   });
 
   it("at most maxInFlight jobs are worked on at once: with 2, six submits held 300 ms each arrive two at a time", async () => {
