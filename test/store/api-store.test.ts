@@ -114,9 +114,9 @@ for (const factory of storeFactories) {
       await store.transition("job_b3", { state: "capturing" }, "succeeded", { chargeMicroUsd: 70_000, chargeState: "computed" }, "saved", T0 + 5, undefined, { ledger: { microUsd: 70_000, source: "test" } });
       const lines = await store.spendSummary(T0, T0 + 60_000);
       expect(lines).toEqual([
-        { provider: "d", model: "gen-2-max", tokenId: "tok_b", settledMicroUsd: 70_000, estimatedMicroUsd: 70_000, jobs: 1 },
-        { provider: "d", model: "gen-2-pro", tokenId: null, settledMicroUsd: 0, estimatedMicroUsd: 30_000, jobs: 1 },
-        { provider: "d", model: "gen-2-pro", tokenId: "tok_a", settledMicroUsd: 0, estimatedMicroUsd: 30_000, jobs: 2 },
+        { provider: "d", model: "gen-2-max", tokenId: "tok_b", settledMicroUsd: 70_000, estimatedMicroUsd: 70_000, jobs: 1, unpricedJobs: 0 },
+        { provider: "d", model: "gen-2-pro", tokenId: null, settledMicroUsd: 0, estimatedMicroUsd: 30_000, jobs: 1, unpricedJobs: 0 },
+        { provider: "d", model: "gen-2-pro", tokenId: "tok_a", settledMicroUsd: 0, estimatedMicroUsd: 30_000, jobs: 2, unpricedJobs: 1 },
       ]);
       expect(await store.spendSummary(T0, T0 + 60_000, "tok_b")).toHaveLength(1);
       expect(await store.spendSummary(T0 + 10_000, T0 + 60_000)).toEqual([]);

@@ -21,22 +21,25 @@ for (const factory of storeFactories) {
 
     it("spendByDay: the ledger's charges by the UTC day they were made beside the estimates of the jobs created that day, by provider; one token's only when given", async () => {
       await store.insertJobs([newDJob("d1", { tokenId: "tok_a" }), newDJob("c1", { provider: "c", model: "v6", estimateMicroUsd: 100_000, tokenId: "tok_b" })], T0 + 1_000);
+      // Issue 36, finding 5: an unpriced job is counted as such, never as $0.
+      await store.insertJobs([newDJob("e1", { provider: "e", model: "v3", estimateMicroUsd: null, tokenId: "tok_b" })], T0 + 1_500);
       await store.insertJobs([newDJob("d2", { tokenId: "tok_a", estimateMicroUsd: 70_000 })], T0 + DAY + 5);
       // d1 is created on day 0 and charged on day 1: its estimate counts on day 0, its charge on day 1.
       await charge("job_d1", 28_000, T0 + DAY + 10);
       await charge("job_d2", 70_000, T0 + DAY + 20);
       await charge("job_c1", 90_000, T0 + 2_000);
       expect(await store.spendByDay(T0, T0 + 3 * DAY)).toEqual([
-        { day: T0, provider: "c", settledMicroUsd: 90_000, estimatedMicroUsd: 100_000 },
-        { day: T0, provider: "d", settledMicroUsd: 0, estimatedMicroUsd: 30_000 },
-        { day: T0 + DAY, provider: "d", settledMicroUsd: 98_000, estimatedMicroUsd: 70_000 },
+        { day: T0, provider: "c", settledMicroUsd: 90_000, estimatedMicroUsd: 100_000, unpricedJobs: 0 },
+        { day: T0, provider: "d", settledMicroUsd: 0, estimatedMicroUsd: 30_000, unpricedJobs: 0 },
+        { day: T0, provider: "e", settledMicroUsd: 0, estimatedMicroUsd: 0, unpricedJobs: 1 },
+        { day: T0 + DAY, provider: "d", settledMicroUsd: 98_000, estimatedMicroUsd: 70_000, unpricedJobs: 0 },
       ]);
       expect(await store.spendByDay(T0, T0 + 3 * DAY, "tok_a")).toEqual([
-        { day: T0, provider: "d", settledMicroUsd: 0, estimatedMicroUsd: 30_000 },
-        { day: T0 + DAY, provider: "d", settledMicroUsd: 98_000, estimatedMicroUsd: 70_000 },
+        { day: T0, provider: "d", settledMicroUsd: 0, estimatedMicroUsd: 30_000, unpricedJobs: 0 },
+        { day: T0 + DAY, provider: "d", settledMicroUsd: 98_000, estimatedMicroUsd: 70_000, unpricedJobs: 0 },
       ]);
       // `to` is exclusive; days outside the range are not read.
-      expect(await store.spendByDay(T0 + DAY, T0 + DAY + 15)).toEqual([{ day: T0 + DAY, provider: "d", settledMicroUsd: 28_000, estimatedMicroUsd: 70_000 }]);
+      expect(await store.spendByDay(T0 + DAY, T0 + DAY + 15)).toEqual([{ day: T0 + DAY, provider: "d", settledMicroUsd: 28_000, estimatedMicroUsd: 70_000, unpricedJobs: 0 }]);
       expect(await store.spendByDay(T0 + 2 * DAY, T0 + 3 * DAY)).toEqual([]);
     });
 
