@@ -9,6 +9,7 @@ import { validateRef } from "../core/ref.js";
 import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
 import { agreeingFlag } from "./flag-agreement.js";
+import { decimalFlag, wholeNumberFlag, type WholeRange } from "./number-flags.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import { enqueue } from "../app/enqueue.js";
 import { checkOutputFolder, prepareJob, type PreparedJob } from "../app/prepare.js";
@@ -44,16 +45,15 @@ export interface RequestFlags {
   providerOptions?: string;
 }
 
-function integerFlag(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^-?\d+$/.test(value)) throw new InputError(`--${name}`, `"${value}" is not a whole number`, "an integer");
-  return Number(value);
-}
+/** A side in pixels: the most `--size` takes (six digits) bounds the native flags too; each provider checks its own range. */
+const PIXELS = { min: 1, max: 999_999 };
+/** A native seed goes to the provider as given (D shows no range); a common one is a whole number from 0, for every target. */
+const NATIVE_SEED = { min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER };
+const COMMON_SEED = { min: 0, max: Number.MAX_SAFE_INTEGER };
+const COUNT = { min: 1, max: Number.MAX_SAFE_INTEGER };
 
-function numberFlag(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new InputError(`--${name}`, `"${value}" is not a number`, "a number, e.g. 5 or 7.5");
-  return Number(value);
+function wholeFlag(name: string, value: string | undefined, range: WholeRange): number | undefined {
+  return value === undefined ? undefined : wholeNumberFlag(`--${name}`, value, range);
 }
 
 function jsonObjectFlag(name: string, value: string, allowed: string): Record<string, unknown> {
@@ -102,9 +102,9 @@ export function requestFromFlags(flags: RequestFlags): JobRequest | RoutedReques
     throw new InputError("--provider", `unknown provider "${flags.provider}"`, PROVIDER_IDS.join(", "));
   }
   const input = flags.input !== undefined ? jsonObjectFlag("input", flags.input, "a JSON object of the provider's native fields") : {};
-  const width = integerFlag("width", flags.width);
-  const height = integerFlag("height", flags.height);
-  const seed = integerFlag("seed", flags.seed);
+  const width = wholeFlag("width", flags.width, PIXELS);
+  const height = wholeFlag("height", flags.height, PIXELS);
+  const seed = wholeFlag("seed", flags.seed, NATIVE_SEED);
   if (flags.prompt !== undefined) input.prompt = agreeingFlag("prompt", flags.prompt, input);
   if (width !== undefined) input.width = agreeingFlag("width", width, input);
   if (height !== undefined) input.height = agreeingFlag("height", height, input);
@@ -132,9 +132,9 @@ function routedFromFlags(flags: RequestFlags): RoutedRequest {
   set("prompt", flags.prompt);
   set("size", flags.size);
   set("aspect_ratio", flags.aspectRatio);
-  set("seed", integerFlag("seed", flags.seed));
-  set("n", integerFlag("n", flags.n));
-  set("duration_s", numberFlag("duration", flags.duration));
+  set("seed", wholeFlag("seed", flags.seed, COMMON_SEED));
+  set("n", wholeFlag("n", flags.n, COUNT));
+  set("duration_s", flags.duration === undefined ? undefined : decimalFlag("--duration", flags.duration, { unit: "seconds", example: "5 or 7.5" }));
   set("resolution", flags.resolution);
   set("generate_audio", flags.generateAudio);
   if (flags.image?.length) {
