@@ -72,7 +72,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
         const own = [resolve(file), ...(flags.out !== undefined ? ["--out", outDir] : []), ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
         const result = await runJobs(runtime, queued.jobIds, {
           json,
-          resumeHint: resumeCommand(runtime, options, ["batch", ...own]),
+          resumeHint: resumeCommand(runtime, options, ["batch", ...own], { ownOutputFlag: flags.out !== undefined }),
           progress: "overall",
           scope: { batchId },
         });

@@ -250,7 +250,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const store = await runtime.store();
         const job = (await store.getJob(jobIds[0]!))!;
         const own = [...requestArguments(flags), ...(flags.out !== undefined ? ["--out", outDir] : []), "--ref", job.ref, ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
-        const resumeHint = resumeCommand(runtime, options, ["generate", ...own]);
+        const resumeHint = resumeCommand(runtime, options, ["generate", ...own], { ownOutputFlag: flags.out !== undefined });
         // Printed as soon as the job is stored (even with --json, on stderr): killed at any point after this, the same ref resumes it.
         process.stderr.write(
           `job ${job.id} (ref ${job.ref}) on ${job.provider.toUpperCase()} ${job.model}; estimate ${prepared.estimate.microUsd === null ? "unpriced" : formatMicroUsd(prepared.estimate.microUsd)} (${prepared.estimate.source})\n` +

@@ -1,12 +1,44 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
-import { type DWorld, startDWorld } from "../helpers/d-sandbox.js";
+import { collect, runCli, startCli } from "../helpers/cli.js";
+import { waitForOutput } from "../helpers/cli-output.js";
+import { batchLines, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
+import { cliPostgresStore } from "../helpers/pg-cli-store.js";
+import { until } from "../helpers/until.js";
 
 let world: DWorld | undefined;
 afterEach(async () => {
   await world?.close();
   world = undefined;
 });
+
+const databaseUrl = process.env.DATABASE_URL;
+
+/** The words of a printed command line, as the shell splits them (so the test runs exactly what a user would paste). */
+function shellWords(line: string): string[] {
+  const result = spawnSync("sh", ["-c", `printf '%s\\0' ${line}`], { encoding: "utf8" });
+  return result.stdout.split("\0").slice(0, -1);
+}
+
+/** The command after "Resume with:" (or "resume it … with:"), without the program name. */
+function printedResume(stderr: string): string[] {
+  const match = /(?:Resume with:\n {2}|resume it \(not pay again\) with: )mediagate (.+)\n/.exec(stderr);
+  if (!match) throw new Error(`no resume line in:\n${stderr}`);
+  return shellWords(match[1]!);
+}
+
+/** The flags of a command line that name the output folder. */
+function outputFlags(words: readonly string[]): string[] {
+  return words.filter((word) => word === "--out" || word === "--output-dir");
+}
+
+/** The environment without the variables that select the store and the output folder. */
+function keysOnly(env: Record<string, string>): Record<string, string> {
+  const { MEDIAGATE_STORE: _store, MEDIAGATE_OUTPUT_DIR: _out, ...rest } = env;
+  return rest;
+}
 
 /** Every request the sandbox received for a provider (none means nothing was sent, not even a quote). */
 function providerRequests(world: DWorld): number {
@@ -58,5 +90,84 @@ describe("careless input and small lies (issue 36, item 10)", { timeout: 120_000
       expect(result.stderr).toBe(`mediagate: invalid input: ${message}\n`);
     }
     expect(providerRequests(world)).toBe(0);
+  });
+
+  it("batch --out: the line printed at Ctrl-C names the folder once, with --out (no --output-dir beside it), and run as printed from another folder it resumes without paying again", async () => {
+    world = await startDWorld({ renderTimeMs: { minMs: 200, maxMs: 4_000 } });
+    writeFileSync(join(world.folder, "h.jsonl"), batchLines(8));
+    const elsewhere = join(world.folder, "elsewhere");
+    mkdirSync(elsewhere);
+    // Relative paths and no MEDIAGATE_STORE / MEDIAGATE_OUTPUT_DIR: only the printed flags can find them again.
+    const env = keysOnly(world.env);
+    const first = startCli(["--json", "--store", "sqlite:h.db", "--output-dir", "unused", "batch", "h.jsonl", "--out", "o"], { env, cwd: world.folder });
+    const firstDone = collect(first, 60_000);
+    await waitForOutput(first, /"state":"succeeded"/);
+    first.kill("SIGINT");
+    const interrupted = await firstDone;
+    expect(interrupted.code, interrupted.stderr).toBe(130);
+    const words = printedResume(interrupted.stderr);
+    expect(outputFlags(words)).toEqual(["--out"]);
+    expect(words).toEqual(["--store", `sqlite:${join(world.folder, "h.db")}`, "--json", "batch", join(world.folder, "h.jsonl"), "--out", join(world.folder, "o")]);
+    const sentBefore = world.submits();
+
+    const resumed = await runCli(words, { env, cwd: elsewhere, timeoutMs: 60_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { state: string }).state)).toEqual(Array(8).fill("succeeded"));
+    expect(world.submits()).toBe(8);
+    expect(world.submits()).toBeGreaterThanOrEqual(sentBefore);
+    expect(readdirSync(join(world.folder, "o")).filter((name) => name.endsWith(".png"))).toHaveLength(8);
+  });
+
+  it("generate: the resume line printed at once names the output folder once, with the flag the user gave (--out, else --output-dir), and after Ctrl-C run as printed it resumes the same job", async () => {
+    world = await startDWorld({ renderTimeMs: 3_000 });
+    const env = keysOnly(world.env);
+    const request = ["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "a lighthouse", "--width", "256", "--height", "256"];
+    const store = ["--store", `sqlite:${join(world.folder, "g.db")}`];
+
+    const withOut = startCli([...store, "--output-dir", "unused", ...request, "--out", "mine"], { env, cwd: world.folder });
+    const withOutDone = collect(withOut, 60_000);
+    await waitForOutput(withOut, /resume it \(not pay again\) with: .*\n/);
+    // Ctrl-C once the job is at D (before that the command has not started waiting, and nothing is in flight).
+    await until(() => world!.submits() === 1, "D to receive the submit");
+    withOut.kill("SIGINT");
+    const interrupted = await withOutDone;
+    expect(interrupted.code, interrupted.stderr).toBe(130);
+    const atOnce = printedResume(interrupted.stderr);
+    expect(outputFlags(atOnce)).toEqual(["--out"]);
+    expect(atOnce).toContain(join(world.folder, "mine"));
+    // The line printed at Ctrl-C is the same one.
+    expect(printedResume(interrupted.stderr.slice(interrupted.stderr.indexOf("Resume with:")))).toEqual(atOnce);
+    const resumed = await runCli([...atOnce, "--json"], { env, cwd: world.folder, timeoutMs: 60_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const job = JSON.parse(resumed.stdout) as { ref: string; state: string; outputs: Array<{ path: string }> };
+    expect(job.state).toBe("succeeded");
+    expect(job.outputs[0]!.path.startsWith(join(world.folder, "mine"))).toBe(true);
+    expect(world.submits()).toBe(1);
+
+    // Without --out the folder comes from --output-dir (or MEDIAGATE_OUTPUT_DIR), printed as --output-dir, once.
+    const withoutOut = await runCli([...store, "--output-dir", "theirs", ...request], { env, cwd: world.folder, timeoutMs: 60_000 });
+    expect(withoutOut.code, withoutOut.stderr).toBe(0);
+    const printed = printedResume(withoutOut.stderr);
+    expect(outputFlags(printed)).toEqual(["--output-dir"]);
+    expect(printed[printed.indexOf("--output-dir") + 1]).toBe(join(world.folder, "theirs"));
+  });
+
+  it.skipIf(!databaseUrl)("generate on a PostgreSQL store with a password: the resume line shows it masked (***) with a note saying what to put back, never the password", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const password = "resume-line-secret-36";
+    const pgStore = await cliPostgresStore(databaseUrl!, { password });
+    try {
+      const result = await runCli(["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "a lighthouse", "--width", "256", "--height", "256"], {
+        env: { ...world.env, MEDIAGATE_STORE: pgStore.address },
+        timeoutMs: 60_000,
+      });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr + result.stdout).not.toContain(password);
+      const words = printedResume(result.stderr);
+      expect(words[words.indexOf("--store") + 1]).toMatch(/^postgres:\/\/postgres:\*\*\*@/);
+      expect(result.stderr).toMatch(/\n {2}\(the store's password is shown as \*\*\*: put it back/);
+    } finally {
+      await pgStore.cleanup();
+    }
   });
 });
