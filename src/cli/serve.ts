@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { onStopRequests, tellUser } from "./signals.js";
 import { InputError } from "../core/errors.js";
 import { maskStoreAddress } from "../core/store-address.js";
+import { PRIVATE_URLS_WARNING } from "../core/url-safety.js";
 import { createLogger } from "../engine/logger.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 import { PORTS, wholeNumberFlag } from "./number-flags.js";
@@ -44,7 +45,9 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
       onStopRequests(() => resolve(), exitAtOnce("serve"));
     });
     const address = await app.listen({ port, host: flags.host });
+    // The engine says it at its start; without one, the API still takes notify_url under the lifted check.
     if (flags.engine) engine.start();
+    else if (runtime.config.allowPrivateUrls) log.warn({}, PRIVATE_URLS_WARNING);
     if (options.json) process.stdout.write(`${JSON.stringify({ url: address, public_url: runtime.config.publicUrl, engine: flags.engine ? engine.owner : null })}\n`);
     else {
       const running = flags.engine ? `engine ${engine.owner}` : "no engine (--no-engine: workers run the jobs)";

@@ -170,4 +170,36 @@ describe("careless input and small lies (issue 36, item 10)", { timeout: 120_000
       await pgStore.cleanup();
     }
   });
+
+  it("MEDIAGATE_ALLOW_PRIVATE_URLS=1: serve (with its engine, and with --no-engine) warns at start that the URL-safety check is lifted, as the README promises, and so does generate; without it, no such warning", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const warning = /"level":40,[^\n]*"msg":"MEDIAGATE_ALLOW_PRIVATE_URLS=1 lifts the URL-safety check: provider-returned URLs and notification addresses may use http and reach loopback, private, link-local and cloud-metadata addresses/;
+    const started = (args: string[], env: Record<string, string>) => {
+      const serve = startCli(["--json", "serve", "--port", "0", ...args], { env });
+      // Both attached at once: each sees only what is written after it is attached.
+      return { serve, stopped: collect(serve, 30_000), up: waitForOutput(serve, /^\{"url":/m), warned: waitForOutput(serve, warning) };
+    };
+    for (const args of [[], ["--no-engine"]]) {
+      const { serve, stopped, up, warned } = started(args, { ...world.env, MEDIAGATE_ALLOW_PRIVATE_URLS: "1" });
+      await Promise.all([up, warned]);
+      serve.kill("SIGTERM");
+      const result = await stopped;
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr.match(new RegExp(warning.source, "g")), `serve ${args.join(" ")}: said once`).toHaveLength(1);
+    }
+    // Any command that runs an engine says it too (generate, batch, worker: the engine warns at its start).
+    const generate = await runCli(["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "a lighthouse", "--width", "256", "--height", "256", "--ref", "private-ok"], {
+      env: { ...world.env, MEDIAGATE_ALLOW_PRIVATE_URLS: "1" },
+      timeoutMs: 60_000,
+    });
+    expect(generate.code, generate.stderr).toBe(0);
+    expect(generate.stderr.match(new RegExp(warning.source, "g"))).toHaveLength(1);
+    const { serve, stopped, up, warned } = started([], world.env);
+    warned.catch(() => undefined);
+    await up;
+    serve.kill("SIGTERM");
+    const result = await stopped;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).not.toMatch(/MEDIAGATE_ALLOW_PRIVATE_URLS/);
+  });
 });
