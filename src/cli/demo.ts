@@ -9,7 +9,7 @@ import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { EXIT } from "./exit-codes.js";
 import { enqueue } from "../app/enqueue.js";
 import { prepareJob, type PreparedJob } from "../app/prepare.js";
-import { routeText } from "./generate.js";
+import { routeText } from "./prepared-notes.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
@@ -92,7 +92,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         const prepared: PreparedJob[] = [];
         for (const { name, request } of demoRequests(referencePath)) {
           const job = await prepareJob(runtime, name, `demo-${stamp}-${name}`, request);
-          if (job.route && !json) process.stderr.write(`${name}: ${routeText(job.route)}`);
+          if (job.route && !json) process.stderr.write(routeText(job.route, name));
           prepared.push(job);
         }
         const batchId = `demo-${stamp}`;

@@ -12,8 +12,9 @@ import { agreeingFlag } from "./flag-agreement.js";
 import { decimalFlag, wholeNumberFlag, type WholeRange } from "./number-flags.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import { enqueue } from "../app/enqueue.js";
-import { checkOutputFolder, prepareJob, type PreparedJob } from "../app/prepare.js";
+import { checkOutputFolder, prepareJob } from "../app/prepare.js";
 import { readImageAs, readImages } from "../app/local-images.js";
+import { preparedNotes } from "./prepared-notes.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
@@ -244,8 +245,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const ref = flags.ref === undefined ? newId("gen") : validateRef(flags.ref, "--ref");
         const prepared = await prepareJob(runtime, "generate", ref, request);
         const json = Boolean(options.json);
-        for (const warning of prepared.validated.warnings) process.stderr.write(`mediagate: warning: ${warning}\n`);
-        if (prepared.route) process.stderr.write(routeText(prepared.route));
+        process.stderr.write(preparedNotes(prepared));
         const { jobIds } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });
         const store = await runtime.store();
         const job = (await store.getJob(jobIds[0]!))!;
@@ -274,14 +274,6 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         await runtime.close();
       }
     });
-}
-
-/** Which target a common request goes to, which come after it, and why any other cannot take it. */
-export function routeText(route: NonNullable<PreparedJob["route"]>): string {
-  const [chosen, ...rest] = route.order;
-  const lines = [`route: ${chosen!.target.name}${rest.length ? `, then ${rest.map((entry) => entry.target.name).join(", ")}` : ""}`];
-  for (const verdict of route.verdicts) if (!verdict.eligible) lines.push(`  ${verdict.target.name} cannot take it: ${verdict.reasons.join("; ")}`);
-  return `${lines.join("\n")}\n`;
 }
 
 /** What became of a job that did not succeed, in one sentence that always gives the reason. */

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { prepareBatch } from "./batch.js";
-import { addRequestFlags, requestFromFlags, routeText, type RequestFlags } from "./generate.js";
+import { addRequestFlags, requestFromFlags, type RequestFlags } from "./generate.js";
+import { preparedNotes } from "./prepared-notes.js";
 import { prepareJob, routeJson, type PreparedJob } from "../app/prepare.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
@@ -43,8 +44,8 @@ export function registerQuote(program: Command, globals: () => GlobalOptions): v
         return;
       }
       for (const item of prepared) {
-        for (const warning of item.validated.warnings) process.stderr.write(`mediagate: warning (${item.origin}): ${warning}\n`);
-        if (item.route && prepared.length === 1) process.stderr.write(routeText(item.route));
+        // Each line of a file is named; the one request of flags is the command's own.
+        process.stderr.write(preparedNotes(item, flags.file ? item.origin : undefined));
         if (prepared.length === 1) {
           process.stdout.write(`${item.estimate.microUsd === null ? "unpriced" : formatMicroUsd(item.estimate.microUsd)}  ${item.estimate.source}\n`);
         }

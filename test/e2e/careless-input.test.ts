@@ -202,4 +202,38 @@ describe("careless input and small lies (issue 36, item 10)", { timeout: 120_000
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).not.toMatch(/MEDIAGATE_ALLOW_PRIVATE_URLS/);
   });
+
+  it("batch: each routed line prints its route (and each line its warnings) as generate prints them for its request, named by line; quote --file does the same; a native line prints none", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const routed = { task: "image", prompt: "a fox", size: "1000x750", route: ["e/v3", "d/gen-2-pro"] };
+    const file = join(world.folder, "mixed.jsonl");
+    writeFileSync(
+      file,
+      [
+        { ref: "fox-1", ...routed },
+        { ref: "native-2", provider: "d", model: "gen-2-pro", input: { prompt: "a hen", width: 256, height: 256 } },
+        { ref: "fox-3", task: "image", prompt: "a fox", size: "512x512", model: "d/gen-2-pro" },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join("\n"),
+    );
+    const generate = await runCli(["generate", "--task", "image", "--prompt", "a fox", "--size", "1000x750", "--route", "e/v3,d/gen-2-pro", "--ref", "fox-0"], { env: world.env, timeoutMs: 60_000 });
+    expect(generate.code, generate.stderr).toBe(0);
+    const routeOfGenerate = /^route: [^\n]*\n(?: {2}[^\n]*\n)*/m.exec(generate.stderr)![0];
+    expect(routeOfGenerate).toMatch(/^route: d\/gen-2-pro\n {2}e\/v3 cannot take it: /);
+    const warningOfGenerate = /^mediagate: warning: (size 1000x750 sent as [^\n]*)\n/m.exec(generate.stderr)![1]!;
+
+    const batch = await runCli(["batch", file], { env: world.env, timeoutMs: 60_000 });
+    expect(batch.code, batch.stderr).toBe(0);
+    expect(batch.stderr).toContain(`mediagate: warning (line 1): ${warningOfGenerate}\n`);
+    expect(batch.stderr).toContain(`line 1: ${routeOfGenerate}`);
+    expect(batch.stderr).toMatch(/^line 3: route: d\/gen-2-pro\n/m);
+    expect(batch.stderr).not.toMatch(/line 2/);
+
+    const quote = await runCli(["quote", "--file", file], { env: world.env });
+    expect(quote.code, quote.stderr).toBe(0);
+    expect(quote.stderr).toContain(`mediagate: warning (line 1): ${warningOfGenerate}\n`);
+    expect(quote.stderr).toContain(`line 1: ${routeOfGenerate}`);
+    expect(quote.stderr).toMatch(/^line 3: route: d\/gen-2-pro\n/m);
+  });
 });
