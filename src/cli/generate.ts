@@ -6,13 +6,14 @@ import type { Store } from "../store/store.js";
 import { formatMicroUsd } from "../core/money.js";
 import { newId } from "../core/ids.js";
 import { validateRef } from "../core/ref.js";
-import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
+import { NoEligibleTargetError, routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
 import { agreeingFlag } from "./flag-agreement.js";
 import { decimalFlag, wholeNumberFlag, type WholeRange } from "./number-flags.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import { enqueue } from "../app/enqueue.js";
-import { checkOutputFolder, prepareJob } from "../app/prepare.js";
+import { checkOutputFolder, prepareJob, PreparedInputError, type PreparedJob } from "../app/prepare.js";
+import type { Runtime } from "../app/runtime.js";
 import { readImageAs, readImages } from "../app/local-images.js";
 import { preparedNotes } from "./prepared-notes.js";
 import { resumeCommand } from "./resume-command.js";
@@ -159,6 +160,22 @@ function routedFromFlags(flags: RequestFlags): RoutedRequest {
   }
 }
 
+/**
+ * `prepareJob` for a request from flags: a common request's problems found
+ * while it is routed name the flag the user typed (`--n`, `--route`), not the
+ * request's field (`n`, `route`); a native one's name the provider's field.
+ */
+export async function prepareFromFlags(runtime: Runtime, origin: string, ref: string, request: JobRequest | RoutedRequest): Promise<PreparedJob> {
+  try {
+    return await prepareJob(runtime, origin, ref, request);
+  } catch (error) {
+    if (!(error instanceof PreparedInputError) || !("common" in request)) throw error;
+    const { inner } = error;
+    if (inner instanceof NoEligibleTargetError) throw new NoEligibleTargetError(flagNameOf(inner.field), inner.verdicts);
+    throw new InputError(flagNameOf(inner.field), inner.reason, inner.allowed);
+  }
+}
+
 /** The flag a common field comes from, for messages (`aspect_ratio` → `--aspect-ratio`). */
 function flagNameOf(field: string): string {
   if (field.startsWith("--")) return field;
@@ -243,7 +260,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
         await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
         const ref = flags.ref === undefined ? newId("gen") : validateRef(flags.ref, "--ref");
-        const prepared = await prepareJob(runtime, "generate", ref, request);
+        const prepared = await prepareFromFlags(runtime, "generate", ref, request);
         const json = Boolean(options.json);
         process.stderr.write(preparedNotes(prepared));
         const { jobIds } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });

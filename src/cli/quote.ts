@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { prepareBatch } from "./batch.js";
-import { addRequestFlags, requestFromFlags, type RequestFlags } from "./generate.js";
+import { addRequestFlags, prepareFromFlags, requestFromFlags, type RequestFlags } from "./generate.js";
 import { preparedNotes } from "./prepared-notes.js";
-import { prepareJob, routeJson, type PreparedJob } from "../app/prepare.js";
+import { routeJson, type PreparedJob } from "../app/prepare.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 export function registerQuote(program: Command, globals: () => GlobalOptions): void {
@@ -21,7 +21,7 @@ export function registerQuote(program: Command, globals: () => GlobalOptions): v
     try {
       const prepared: PreparedJob[] = flags.file
         ? await prepareBatch(runtime, flags.file)
-        : [await prepareJob(runtime, "quote", "quote", requestFromFlags(flags))];
+        : [await prepareFromFlags(runtime, "quote", "quote", requestFromFlags(flags))];
       const total = prepared.reduce((sum, item) => sum + (item.estimate.microUsd ?? 0), 0);
       const unpriced = prepared.filter((item) => item.estimate.microUsd === null).length;
       if (options.json) {

@@ -5,13 +5,17 @@ import { afterEach, describe, expect, it } from "vitest";
 import { collect, runCli, startCli } from "../helpers/cli.js";
 import { waitForOutput } from "../helpers/cli-output.js";
 import { batchLines, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
+import { serveSandbox, type Served } from "../helpers/dashboard.js";
 import { cliPostgresStore } from "../helpers/pg-cli-store.js";
 import { until } from "../helpers/until.js";
 
 let world: DWorld | undefined;
+let served: Served | undefined;
 afterEach(async () => {
   await world?.close();
   world = undefined;
+  await served?.close();
+  served = undefined;
 });
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -235,5 +239,32 @@ describe("careless input and small lies (issue 36, item 10)", { timeout: 120_000
     expect(quote.stderr).toContain(`mediagate: warning (line 1): ${warningOfGenerate}\n`);
     expect(quote.stderr).toContain(`line 1: ${routeOfGenerate}`);
     expect(quote.stderr).toMatch(/^line 3: route: d\/gen-2-pro\n/m);
+  });
+
+  it("--json: a routing refusal has the API's 422 shape: code no_eligible_target, field, and targets with each target's reasons, the same entries the API answers", async () => {
+    served = await serveSandbox({ engine: false });
+    const answer = await fetch(`${served.url}/v1/jobs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ task: "image", prompt: "a fox", n: 3, route: ["c/v6", "d/gen-2-pro"] }),
+    });
+    expect(answer.status).toBe(422);
+    const api = ((await answer.json()) as { error: Record<string, unknown> }).error;
+    expect(api).toMatchObject({ code: "no_eligible_target", field: "route" });
+
+    for (const command of ["generate", "quote"]) {
+      const result = await runCli(["--json", command, "--task", "image", "--prompt", "a fox", "--n", "3", "--route", "c/v6,d/gen-2-pro"], { env: served.env });
+      expect(result.code, result.stdout).toBe(2);
+      const cli = (JSON.parse(result.stdout) as { error: Record<string, unknown> }).error;
+      expect(Object.keys(cli).sort()).toEqual(Object.keys(api).sort());
+      // The CLI names the flag the user typed; the API the request's field.
+      expect(cli).toMatchObject({ code: "no_eligible_target", field: "--route" });
+      expect(cli.targets).toEqual(api.targets);
+      expect(cli.targets).toEqual([
+        { target: "c/v6", reasons: ["task: C makes videos, not images"] },
+        { target: "d/gen-2-pro", reasons: [expect.stringMatching(/^size: D needs a size or aspect_ratio/), "n: D makes one image per request, not 3"] },
+      ]);
+    }
+    expect(served.world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
   });
 });
