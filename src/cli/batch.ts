@@ -9,7 +9,7 @@ import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
 import { enqueue, type EnqueueOptions, type EnqueueResult } from "../app/enqueue.js";
 import { checkOutputFolder, prepareJob, PreparedInputError, type PreparedJob } from "../app/prepare.js";
 import { preparedNotes } from "./prepared-notes.js";
-import { resumeCommand } from "./resume-command.js";
+import { batchListCommand, resumeCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 import type { Runtime } from "../app/runtime.js";
@@ -80,7 +80,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
           scope: { batchId },
         });
         if (!json && !result.interrupted) {
-          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, `mediagate jobs --batch ${batchId}`)}\n`);
+          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, batchListCommand(options, batchId, queued.jobIds.length))}\n`);
         }
         setExit(result.exitCode);
       } finally {

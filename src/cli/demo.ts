@@ -10,6 +10,7 @@ import { EXIT } from "./exit-codes.js";
 import { enqueue } from "../app/enqueue.js";
 import { prepareJob, type PreparedJob } from "../app/prepare.js";
 import { routeText } from "./prepared-notes.js";
+import { batchListCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
@@ -116,7 +117,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
           }
         }
         if (!json) {
-          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, `mediagate jobs --batch ${batchId}`)}\n`);
+          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, batchListCommand(options, batchId, queued.jobIds.length))}\n`);
           process.stderr.write(`${verified} file(s) verified against their sha256. Try: mediagate jobs, mediagate show ${result.report.firstRef ?? "ID"}\n`);
         }
         setExit(result.exitCode === EXIT.ok && verified === prepared.length ? EXIT.ok : result.exitCode || EXIT.jobsFailed);

@@ -9,7 +9,9 @@ import { runtimeOf, type GlobalOptions } from "./globals.js";
 import { wholeNumberFlag } from "./number-flags.js";
 
 /** The most jobs one listing reads: they are held in memory at once (the API pages through any number with `cursor`). */
-const MOST_LISTED = 100_000;
+export const MOST_LISTED = 100_000;
+/** How many jobs a listing shows without `--limit`. */
+export const DEFAULT_LISTED = 50;
 
 export function registerJobs(program: Command, globals: () => GlobalOptions): void {
   program
@@ -19,7 +21,7 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
     .option("--provider <id>", "only this provider")
     .option("--batch <id>", "only this batch")
     .option("--ref-prefix <text>", "only jobs whose ref starts with this (the API's ref_prefix)")
-    .option("--limit <n>", `at most this many (1 to ${MOST_LISTED})`, "50")
+    .option("--limit <n>", `at most this many (1 to ${MOST_LISTED})`, String(DEFAULT_LISTED))
     .action(async (flags: { state?: string; provider?: string; batch?: string; refPrefix?: string; limit: string }) => {
       const options = globals();
       if (flags.state && !(JOB_STATES as readonly string[]).includes(flags.state)) {

@@ -3,6 +3,7 @@ import { formatMicroUsd } from "../core/money.js";
 import { maskStoreAddress } from "../core/store-address.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import type { GlobalOptions } from "./globals.js";
+import { DEFAULT_LISTED, MOST_LISTED } from "./jobs.js";
 import type { Runtime } from "../app/runtime.js";
 
 /** One argument as a POSIX shell reads it back: bare when it is plain, single-quoted otherwise. */
@@ -55,4 +56,19 @@ export function resumeCommand(runtime: Runtime, options: GlobalOptions, command:
   const line = ["mediagate", ...globalArguments(runtime, options, resume), ...command].map(shellQuote).join(" ");
   const masked = maskStoreAddress(runtime.config.store) !== runtime.config.store;
   return masked ? `${line}\n  (the store's password is shown as ***: put it back, or leave out --store where MEDIAGATE_STORE is set)` : line;
+}
+
+/**
+ * The command a batch's summary prints to list all its jobs: on the store
+ * and config file this run was given by flag (the environment is the same
+ * when it is run next), and with a `--limit` that takes every job when there
+ * are more than a listing shows by default.
+ */
+export function batchListCommand(options: GlobalOptions, batchId: string, jobCount: number): string {
+  const words = ["mediagate"];
+  if (options.store) words.push("--store", maskStoreAddress(storeArgument(options.store)));
+  if (options.config) words.push("--config", resolve(options.config));
+  words.push("jobs", "--batch", batchId);
+  if (jobCount > DEFAULT_LISTED) words.push("--limit", String(Math.min(jobCount, MOST_LISTED)));
+  return words.map(shellQuote).join(" ");
 }

@@ -267,4 +267,23 @@ describe("careless input and small lies (issue 36, item 10)", { timeout: 120_000
     }
     expect(served.world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
   });
+
+  it("batch: the command its summary prints to list the failures it leaves out lists them all, from another folder too: the --store it was given, and a --limit past the default 50", async () => {
+    world = await startDWorld({ renderTimeMs: 100, outcomeRates: { errorRate: 1 } });
+    writeFileSync(join(world.folder, "failing.jsonl"), batchLines(51));
+    const elsewhere = join(world.folder, "elsewhere");
+    mkdirSync(elsewhere);
+    const env = keysOnly(world.env);
+    const batch = await runCli(["--store", "sqlite:f.db", "--output-dir", "o", "batch", "failing.jsonl"], { env, cwd: world.folder, timeoutMs: 60_000 });
+    expect(batch.code, batch.stderr).toBe(1);
+    const printed = /\n {2}… and 31 more: mediagate (.+)\n/.exec(batch.stderr);
+    expect(printed, batch.stderr).not.toBeNull();
+    const words = shellWords(printed![1]!);
+    expect(words).toEqual(["--store", `sqlite:${join(world.folder, "f.db")}`, "jobs", "--batch", expect.stringMatching(/^batch_/), "--limit", "51"]);
+    const listed = await runCli([...words, "--json"], { env, cwd: elsewhere });
+    expect(listed.code, listed.stderr).toBe(0);
+    const jobs = listed.stdout.trim().split("\n").map((line) => JSON.parse(line) as { state: string });
+    expect(jobs).toHaveLength(51);
+    expect(new Set(jobs.map((job) => job.state))).toEqual(new Set(["failed"]));
+  });
 });
