@@ -40,6 +40,38 @@ function refsOf(ref: string | undefined, count: number): Array<string | undefine
   return Array.from({ length: count }, (_, index) => (ref === undefined ? undefined : `${ref}#${index + 1}`));
 }
 
+/** "7 and 8", "7, 8 and 9", "7 to 106": the seeds of a call's jobs. */
+function seedList(first: number, count: number): string {
+  if (count > 4) return `${first} to ${first + count - 1}`;
+  const seeds = Array.from({ length: count }, (_, index) => String(first + index));
+  return `${seeds.slice(0, -1).join(", ")} and ${seeds.at(-1)}`;
+}
+
+/**
+ * Each job's request. With a seed and several outputs, the jobs take seed,
+ * seed + 1, …: one seed for all would make the same picture `count` times,
+ * and each would be paid for. A warning says so. The seeds follow the jobs'
+ * refs (`<ref>#1` has the seed), so the same call again names the same jobs.
+ */
+function requestsOf(call: CallJobsRequest): { requests: CommonSubmitRequest[]; warnings: SharedV3Warning[] } {
+  const seed = call.request.seed;
+  // A seed that is not a whole number is refused by the submit, naming it.
+  if (seed === undefined || call.count === 1 || !Number.isSafeInteger(seed)) return { requests: Array<CommonSubmitRequest>(call.count).fill(call.request), warnings: [] };
+  // Compared before adding: past 2^53 a sum is rounded, and could look exact.
+  const largestFirst = Number.MAX_SAFE_INTEGER - (call.count - 1);
+  if (seed > largestFirst) {
+    throw new InvalidArgumentError({
+      argument: "seed",
+      message: `seed ${seed} with n ${call.count} would give the outputs seeds past ${Number.MAX_SAFE_INTEGER}, the largest sent exactly; give a seed of at most ${largestFirst}`,
+    });
+  }
+  const kind = call.mediaPrefix.slice(0, -1);
+  return {
+    requests: Array.from({ length: call.count }, (_, index) => ({ ...call.request, seed: seed + index })),
+    warnings: [{ type: "other", message: `n ${call.count} with seed ${seed}: each ${kind} has its own seed (${seedList(seed, call.count)}), since one seed would make the same ${kind} ${call.count} times, each paid for` }],
+  };
+}
+
 /**
  * Queues one durable job per output asked for, waits for them, and reads
  * their saved files. Every job goes through the library's `submit` (every
@@ -56,11 +88,12 @@ export async function runCallJobs(call: CallJobsRequest): Promise<CallJobsResult
   if (!(Number.isSafeInteger(call.count) && call.count >= 1)) throw new InvalidArgumentError({ argument: "n", message: `n must be a whole number from 1, got ${JSON.stringify(call.count)}` });
   // Aborted before anything is stored: nothing to go on, so a plain abort.
   call.signal?.throwIfAborted();
+  const { requests, warnings: seedWarnings } = requestsOf(call);
   const jobs: Job[] = [];
-  for (const ref of refsOf(call.ref, call.count)) {
+  for (const [index, ref] of refsOf(call.ref, call.count).entries()) {
     // Aborted between two submits: the jobs queued so far go on; no more are queued.
     if (call.signal?.aborted) throw new MediagateWaitAbortedError(jobs, call.signal.reason);
-    jobs.push(await call.gate.submit(call.request, { ...(ref !== undefined ? { ref } : {}), ...(call.outDir !== undefined ? { outDir: call.outDir } : {}) }));
+    jobs.push(await call.gate.submit(requests[index]!, { ...(ref !== undefined ? { ref } : {}), ...(call.outDir !== undefined ? { outDir: call.outDir } : {}) }));
   }
   const waited = await Promise.all(jobs.map((job) => call.gate.wait(job.id, call.signal ? { signal: call.signal } : {})));
   const unfinished = waited.filter((job) => !isTerminal(job.state));
@@ -74,7 +107,7 @@ export async function runCallJobs(call: CallJobsRequest): Promise<CallJobsResult
     if (saved.length === 0) throw new MediagateJobError(job, waited, { code: "no_output", reason: `it saved no ${call.mediaPrefix.slice(0, -1)} file` });
     for (const output of saved) outputs.push({ job, output, bytes: await savedBytes(job, waited, output) });
   }
-  const warnings = [...new Set(waited.flatMap((job) => job.warnings))].map((message): SharedV3Warning => ({ type: "other", message }));
+  const warnings = [...seedWarnings, ...[...new Set(waited.flatMap((job) => job.warnings))].map((message): SharedV3Warning => ({ type: "other", message }))];
   return { jobs: waited, outputs, warnings, targets: [...new Set(waited.map(targetOf))] };
 }
 

@@ -17,7 +17,7 @@ type ImageResult = Awaited<ReturnType<ImageModelV3["doGenerate"]>>;
  * | `prompt`          | `prompt`        | as is |
  * | `size` "WxH"      | `size`          | as is; a target that changes it (D's multiples of 16) says so in a warning |
  * | `aspectRatio`     | `aspect_ratio`  | as is; with `size`, both must describe the same shape |
- * | `seed`            | `seed`          | as is |
+ * | `seed`            | `seed`          | as is; with `n` > 1, seed, seed + 1, … (one per job, see `runCallJobs`), with a warning |
  * | `files`           | `images`        | links as given (http(s) only), bytes as files |
  * | `n`               | one job per image | never `n` in one request (see `runCallJobs`) |
  * | `mask`            | refused         | a common request carries no mask; dropping it would make another picture |

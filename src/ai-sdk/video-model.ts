@@ -56,7 +56,7 @@ function framesOf(options: VideoCallOptions): { first?: SdkFile; last?: SdkFile 
  * | `aspectRatio`             | `aspect_ratio`     | as is, "adaptive" included |
  * | `resolution` "WxH"        | `size`             | a target that takes another form says what it sends (A: a ratio and 720p) |
  * | `duration`                | `duration_s`       | as is; a target that rounds it says so |
- * | `seed`                    | `seed`             | as is |
+ * | `seed`                    | `seed`             | as is; with `n` > 1, seed, seed + 1, … as for images |
  * | `image`, `frameImages`    | `first_frame`, `last_frame` | links as given (http(s) only), bytes as files |
  * | `inputReferences`         | `reference_images` | images only; a reference video is refused |
  * | `generateAudio`           | `generate_audio`   | as is |

@@ -8,7 +8,8 @@ import { resolveOutputLocation } from "../outputs/location.js";
 import { BatchFileError, parseBatchFile, problemLine } from "./batch-file.js";
 import { enqueue, type EnqueueOptions, type EnqueueResult } from "../app/enqueue.js";
 import { checkOutputFolder, prepareJob, PreparedInputError, type PreparedJob } from "../app/prepare.js";
-import { resumeCommand } from "./resume-command.js";
+import { preparedNotes } from "./prepared-notes.js";
+import { batchListCommand, resumeCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 import type { Runtime } from "../app/runtime.js";
@@ -34,8 +35,10 @@ export async function prepareBatch(runtime: Runtime, file: string): Promise<Prep
  * counts, so the validated requests (about 1 KB a line) are not held while
  * the batch runs.
  */
-async function queueBatch(runtime: Runtime, file: string, options: EnqueueOptions): Promise<{ queued: EnqueueResult; providers: Set<ProviderId> }> {
+async function queueBatch(runtime: Runtime, file: string, options: EnqueueOptions, json: boolean): Promise<{ queued: EnqueueResult; providers: Set<ProviderId> }> {
   const prepared = await prepareBatch(runtime, file);
+  // Said of each line as generate says it of its request: warnings, and a common request's route.
+  if (!json) for (const item of prepared) process.stderr.write(preparedNotes(item, item.origin));
   const queued = await enqueue(runtime, prepared, options);
   return { queued, providers: new Set(prepared.map((item) => item.validated.provider)) };
 }
@@ -56,7 +59,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
         const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
         await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
         const batchId = `batch_${createHash("sha256").update(resolve(file)).digest("hex").slice(0, 16)}`;
-        const { queued, providers } = await queueBatch(runtime, file, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: batchId });
+        const { queued, providers } = await queueBatch(runtime, file, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: batchId }, json);
         const store = await runtime.store();
         // Re-running a batch is the way to resume it, including after a provider halted it (credits topped up).
         for (const halt of await store.halts()) {
@@ -72,12 +75,12 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
         const own = [resolve(file), ...(flags.out !== undefined ? ["--out", outDir] : []), ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
         const result = await runJobs(runtime, queued.jobIds, {
           json,
-          resumeHint: resumeCommand(runtime, options, ["batch", ...own]),
+          resumeHint: resumeCommand(runtime, options, ["batch", ...own], { ownOutputFlag: flags.out !== undefined }),
           progress: "overall",
           scope: { batchId },
         });
         if (!json && !result.interrupted) {
-          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, `mediagate jobs --batch ${batchId}`)}\n`);
+          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, batchListCommand(options, batchId, queued.jobIds.length))}\n`);
         }
         setExit(result.exitCode);
       } finally {

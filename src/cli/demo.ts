@@ -9,7 +9,8 @@ import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { EXIT } from "./exit-codes.js";
 import { enqueue } from "../app/enqueue.js";
 import { prepareJob, type PreparedJob } from "../app/prepare.js";
-import { routeText } from "./generate.js";
+import { routeText } from "./prepared-notes.js";
+import { batchListCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
@@ -92,7 +93,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
         const prepared: PreparedJob[] = [];
         for (const { name, request } of demoRequests(referencePath)) {
           const job = await prepareJob(runtime, name, `demo-${stamp}-${name}`, request);
-          if (job.route && !json) process.stderr.write(`${name}: ${routeText(job.route)}`);
+          if (job.route && !json) process.stderr.write(routeText(job.route, name));
           prepared.push(job);
         }
         const batchId = `demo-${stamp}`;
@@ -116,7 +117,7 @@ export function registerDemo(program: Command, globals: () => GlobalOptions, set
           }
         }
         if (!json) {
-          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, `mediagate jobs --batch ${batchId}`)}\n`);
+          process.stderr.write(`${summaryText(result.report, await store.halts(), outDir, batchListCommand(options, batchId, queued.jobIds.length))}\n`);
           process.stderr.write(`${verified} file(s) verified against their sha256. Try: mediagate jobs, mediagate show ${result.report.firstRef ?? "ID"}\n`);
         }
         setExit(result.exitCode === EXIT.ok && verified === prepared.length ? EXIT.ok : result.exitCode || EXIT.jobsFailed);

@@ -6,13 +6,16 @@ import type { Store } from "../store/store.js";
 import { formatMicroUsd } from "../core/money.js";
 import { newId } from "../core/ids.js";
 import { validateRef } from "../core/ref.js";
-import { routedRequestFrom, type RoutedRequest } from "../engine/route.js";
+import { NoEligibleTargetError, routedRequestFrom, type RoutedRequest } from "../engine/route.js";
 import { PROVIDER_IDS, type JobRequest, type ProviderId } from "../providers/adapter.js";
 import { agreeingFlag } from "./flag-agreement.js";
+import { decimalFlag, wholeNumberFlag, type WholeRange } from "./number-flags.js";
 import { resolveOutputLocation } from "../outputs/location.js";
 import { enqueue } from "../app/enqueue.js";
-import { checkOutputFolder, prepareJob, type PreparedJob } from "../app/prepare.js";
+import { checkOutputFolder, prepareJob, PreparedInputError, type PreparedJob } from "../app/prepare.js";
+import type { Runtime } from "../app/runtime.js";
 import { readImageAs, readImages } from "../app/local-images.js";
+import { preparedNotes } from "./prepared-notes.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
@@ -44,16 +47,15 @@ export interface RequestFlags {
   providerOptions?: string;
 }
 
-function integerFlag(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^-?\d+$/.test(value)) throw new InputError(`--${name}`, `"${value}" is not a whole number`, "an integer");
-  return Number(value);
-}
+/** A side in pixels: the most `--size` takes (six digits) bounds the native flags too; each provider checks its own range. */
+const PIXELS = { min: 1, max: 999_999 };
+/** A native seed goes to the provider as given (D shows no range); a common one is a whole number from 0, for every target. */
+const NATIVE_SEED = { min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER };
+const COMMON_SEED = { min: 0, max: Number.MAX_SAFE_INTEGER };
+const COUNT = { min: 1, max: Number.MAX_SAFE_INTEGER };
 
-function numberFlag(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new InputError(`--${name}`, `"${value}" is not a number`, "a number, e.g. 5 or 7.5");
-  return Number(value);
+function wholeFlag(name: string, value: string | undefined, range: WholeRange): number | undefined {
+  return value === undefined ? undefined : wholeNumberFlag(`--${name}`, value, range);
 }
 
 function jsonObjectFlag(name: string, value: string, allowed: string): Record<string, unknown> {
@@ -102,9 +104,9 @@ export function requestFromFlags(flags: RequestFlags): JobRequest | RoutedReques
     throw new InputError("--provider", `unknown provider "${flags.provider}"`, PROVIDER_IDS.join(", "));
   }
   const input = flags.input !== undefined ? jsonObjectFlag("input", flags.input, "a JSON object of the provider's native fields") : {};
-  const width = integerFlag("width", flags.width);
-  const height = integerFlag("height", flags.height);
-  const seed = integerFlag("seed", flags.seed);
+  const width = wholeFlag("width", flags.width, PIXELS);
+  const height = wholeFlag("height", flags.height, PIXELS);
+  const seed = wholeFlag("seed", flags.seed, NATIVE_SEED);
   if (flags.prompt !== undefined) input.prompt = agreeingFlag("prompt", flags.prompt, input);
   if (width !== undefined) input.width = agreeingFlag("width", width, input);
   if (height !== undefined) input.height = agreeingFlag("height", height, input);
@@ -132,9 +134,9 @@ function routedFromFlags(flags: RequestFlags): RoutedRequest {
   set("prompt", flags.prompt);
   set("size", flags.size);
   set("aspect_ratio", flags.aspectRatio);
-  set("seed", integerFlag("seed", flags.seed));
-  set("n", integerFlag("n", flags.n));
-  set("duration_s", numberFlag("duration", flags.duration));
+  set("seed", wholeFlag("seed", flags.seed, COMMON_SEED));
+  set("n", wholeFlag("n", flags.n, COUNT));
+  set("duration_s", flags.duration === undefined ? undefined : decimalFlag("--duration", flags.duration, { unit: "seconds", example: "5 or 7.5" }));
   set("resolution", flags.resolution);
   set("generate_audio", flags.generateAudio);
   if (flags.image?.length) {
@@ -155,6 +157,22 @@ function routedFromFlags(flags: RequestFlags): RoutedRequest {
   } catch (error) {
     if (error instanceof InputError) throw new InputError(flagNameOf(error.field), error.reason, error.allowed);
     throw error;
+  }
+}
+
+/**
+ * `prepareJob` for a request from flags: a common request's problems found
+ * while it is routed name the flag the user typed (`--n`, `--route`), not the
+ * request's field (`n`, `route`); a native one's name the provider's field.
+ */
+export async function prepareFromFlags(runtime: Runtime, origin: string, ref: string, request: JobRequest | RoutedRequest): Promise<PreparedJob> {
+  try {
+    return await prepareJob(runtime, origin, ref, request);
+  } catch (error) {
+    if (!(error instanceof PreparedInputError) || !("common" in request)) throw error;
+    const { inner } = error;
+    if (inner instanceof NoEligibleTargetError) throw new NoEligibleTargetError(flagNameOf(inner.field), inner.verdicts);
+    throw new InputError(flagNameOf(inner.field), inner.reason, inner.allowed);
   }
 }
 
@@ -242,15 +260,14 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
         await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
         const ref = flags.ref === undefined ? newId("gen") : validateRef(flags.ref, "--ref");
-        const prepared = await prepareJob(runtime, "generate", ref, request);
+        const prepared = await prepareFromFlags(runtime, "generate", ref, request);
         const json = Boolean(options.json);
-        for (const warning of prepared.validated.warnings) process.stderr.write(`mediagate: warning: ${warning}\n`);
-        if (prepared.route) process.stderr.write(routeText(prepared.route));
+        process.stderr.write(preparedNotes(prepared));
         const { jobIds } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });
         const store = await runtime.store();
         const job = (await store.getJob(jobIds[0]!))!;
         const own = [...requestArguments(flags), ...(flags.out !== undefined ? ["--out", outDir] : []), "--ref", job.ref, ...(flags.allowUnpriced ? ["--allow-unpriced"] : [])];
-        const resumeHint = resumeCommand(runtime, options, ["generate", ...own]);
+        const resumeHint = resumeCommand(runtime, options, ["generate", ...own], { ownOutputFlag: flags.out !== undefined });
         // Printed as soon as the job is stored (even with --json, on stderr): killed at any point after this, the same ref resumes it.
         process.stderr.write(
           `job ${job.id} (ref ${job.ref}) on ${job.provider.toUpperCase()} ${job.model}; estimate ${prepared.estimate.microUsd === null ? "unpriced" : formatMicroUsd(prepared.estimate.microUsd)} (${prepared.estimate.source})\n` +
@@ -274,14 +291,6 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         await runtime.close();
       }
     });
-}
-
-/** Which target a common request goes to, which come after it, and why any other cannot take it. */
-export function routeText(route: NonNullable<PreparedJob["route"]>): string {
-  const [chosen, ...rest] = route.order;
-  const lines = [`route: ${chosen!.target.name}${rest.length ? `, then ${rest.map((entry) => entry.target.name).join(", ")}` : ""}`];
-  for (const verdict of route.verdicts) if (!verdict.eligible) lines.push(`  ${verdict.target.name} cannot take it: ${verdict.reasons.join("; ")}`);
-  return `${lines.join("\n")}\n`;
 }
 
 /** What became of a job that did not succeed, in one sentence that always gives the reason. */

@@ -6,6 +6,12 @@ import { validateRefPrefix } from "../core/ref.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
 import { costText, jobJson } from "../app/job-view.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
+import { wholeNumberFlag } from "./number-flags.js";
+
+/** The most jobs one listing reads: they are held in memory at once (the API pages through any number with `cursor`). */
+export const MOST_LISTED = 100_000;
+/** How many jobs a listing shows without `--limit`. */
+export const DEFAULT_LISTED = 50;
 
 export function registerJobs(program: Command, globals: () => GlobalOptions): void {
   program
@@ -15,7 +21,7 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
     .option("--provider <id>", "only this provider")
     .option("--batch <id>", "only this batch")
     .option("--ref-prefix <text>", "only jobs whose ref starts with this (the API's ref_prefix)")
-    .option("--limit <n>", "at most this many", "50")
+    .option("--limit <n>", `at most this many (1 to ${MOST_LISTED})`, String(DEFAULT_LISTED))
     .action(async (flags: { state?: string; provider?: string; batch?: string; refPrefix?: string; limit: string }) => {
       const options = globals();
       if (flags.state && !(JOB_STATES as readonly string[]).includes(flags.state)) {
@@ -24,7 +30,7 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
       if (flags.provider && !(PROVIDER_IDS as readonly string[]).includes(flags.provider)) {
         throw new InputError("--provider", `unknown provider "${flags.provider}"`, PROVIDER_IDS.join(", "));
       }
-      if (!/^\d+$/.test(flags.limit)) throw new InputError("--limit", "must be a whole number", "1 or more");
+      const limit = wholeNumberFlag("--limit", flags.limit, { min: 1, max: MOST_LISTED });
       if (flags.refPrefix !== undefined) validateRefPrefix(flags.refPrefix, "--ref-prefix");
       const runtime = runtimeOf(options);
       try {
@@ -34,7 +40,7 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
           ...(flags.provider ? { provider: flags.provider as ProviderId } : {}),
           ...(flags.batch ? { batchId: flags.batch } : {}),
           ...(flags.refPrefix !== undefined ? { refPrefix: flags.refPrefix } : {}),
-          limit: Number(flags.limit),
+          limit,
           newestFirst: true,
         });
         if (options.json) {

@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import { formatMicroUsd } from "../core/money.js";
 import { prepareBatch } from "./batch.js";
-import { addRequestFlags, requestFromFlags, routeText, type RequestFlags } from "./generate.js";
-import { prepareJob, routeJson, type PreparedJob } from "../app/prepare.js";
+import { addRequestFlags, prepareFromFlags, requestFromFlags, type RequestFlags } from "./generate.js";
+import { preparedNotes } from "./prepared-notes.js";
+import { routeJson, type PreparedJob } from "../app/prepare.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
 export function registerQuote(program: Command, globals: () => GlobalOptions): void {
@@ -20,7 +21,7 @@ export function registerQuote(program: Command, globals: () => GlobalOptions): v
     try {
       const prepared: PreparedJob[] = flags.file
         ? await prepareBatch(runtime, flags.file)
-        : [await prepareJob(runtime, "quote", "quote", requestFromFlags(flags))];
+        : [await prepareFromFlags(runtime, "quote", "quote", requestFromFlags(flags))];
       const total = prepared.reduce((sum, item) => sum + (item.estimate.microUsd ?? 0), 0);
       const unpriced = prepared.filter((item) => item.estimate.microUsd === null).length;
       if (options.json) {
@@ -43,8 +44,8 @@ export function registerQuote(program: Command, globals: () => GlobalOptions): v
         return;
       }
       for (const item of prepared) {
-        for (const warning of item.validated.warnings) process.stderr.write(`mediagate: warning (${item.origin}): ${warning}\n`);
-        if (item.route && prepared.length === 1) process.stderr.write(routeText(item.route));
+        // Each line of a file is named; the one request of flags is the command's own.
+        process.stderr.write(preparedNotes(item, flags.file ? item.origin : undefined));
         if (prepared.length === 1) {
           process.stdout.write(`${item.estimate.microUsd === null ? "unpriced" : formatMicroUsd(item.estimate.microUsd)}  ${item.estimate.source}\n`);
         }

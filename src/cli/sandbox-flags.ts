@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { ConfigError, InputError } from "../core/errors.js";
 import type { FaultSpec } from "../sandbox/fault-spec.js";
+import { decimalFlag, PORTS, wholeNumberFlag } from "./number-flags.js";
 import type { DurationMs, PerProvider, SandboxKnobs } from "../sandbox/knobs.js";
 import type { SandboxProviderId, StartSandboxOptions } from "../sandbox/index.js";
 
@@ -98,15 +99,13 @@ function faultSpec(text: string): FaultSpec {
 
 /** The library options the flags stand for; values the library checks further (providers that lack a knob, fault settings). */
 export function sandboxOptionsOf(flags: SandboxFlags): StartSandboxOptions {
-  const port = wholeNumber(flags.port, "--port", "a port number");
-  if (port > 65_535) throw new InputError("--port", `"${flags.port}" is not a port`, "0 to 65535 (0 picks a free one)");
-  const timeScale = Number(flags.timeScale);
-  if (!(timeScale > 0) || !Number.isFinite(timeScale)) throw new InputError("--time-scale", `"${flags.timeScale}" is not a positive number`, "a number > 0, e.g. 60");
-  if (!/^-?\d+$/.test(flags.seed) || !Number.isSafeInteger(Number(flags.seed))) throw new InputError("--seed", `"${flags.seed}" is not a whole number`, "a whole number, e.g. 42");
+  const port = wholeNumberFlag("--port", flags.port, PORTS);
+  const timeScale = decimalFlag("--time-scale", flags.timeScale, { example: "60 or 0.5" });
+  const seed = wholeNumberFlag("--seed", flags.seed, { min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER });
   if (flags.webhookTimestamps !== "real" && flags.webhookTimestamps !== "virtual") {
     throw new InputError("--webhook-timestamps", `"${flags.webhookTimestamps}" is not a clock`, "real or virtual");
   }
-  const options: StartSandboxOptions = { port, timeScale, seed: Number(flags.seed), webhookTimestamps: flags.webhookTimestamps };
+  const options: StartSandboxOptions = { port, timeScale, seed, webhookTimestamps: flags.webhookTimestamps };
   if (flags.providers !== undefined) {
     const providers = flags.providers.split(",").map((provider) => provider.trim().toLowerCase());
     for (const provider of providers) {

@@ -2,8 +2,10 @@ import type { Command } from "commander";
 import { onStopRequests, tellUser } from "./signals.js";
 import { InputError } from "../core/errors.js";
 import { maskStoreAddress } from "../core/store-address.js";
+import { PRIVATE_URLS_WARNING } from "../core/url-safety.js";
 import { createLogger } from "../engine/logger.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
+import { PORTS, wholeNumberFlag } from "./number-flags.js";
 import { addStopTimeoutOption, exitAtOnce, finishStop, stopTimeoutMs } from "./stop.js";
 
 function isLoopbackHost(host: string): boolean {
@@ -22,7 +24,7 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
       .option("--no-engine", "the API and webhooks only: jobs are run by `mediagate worker` processes on the same store"),
   ).action(async (flags: { port: string; host: string; stopTimeout: string; engine: boolean }) => {
     const options = globals();
-    if (!/^\d+$/.test(flags.port) || Number(flags.port) > 65535) throw new InputError("--port", `"${flags.port}" is not a port`, "0 to 65535");
+    const port = wholeNumberFlag("--port", flags.port, PORTS);
     const timeoutMs = stopTimeoutMs(flags.stopTimeout);
     const runtime = runtimeOf(options);
     // Without an engine of its own the server still needs the engine object: webhooks are verified and jobs nudged through it.
@@ -42,8 +44,10 @@ export function registerServe(program: Command, globals: () => GlobalOptions): v
       // SIGHUP too: a server started from a terminal that closes must stop cleanly, not die mid-submit.
       onStopRequests(() => resolve(), exitAtOnce("serve"));
     });
-    const address = await app.listen({ port: Number(flags.port), host: flags.host });
+    const address = await app.listen({ port, host: flags.host });
+    // The engine says it at its start; without one, the API still takes notify_url under the lifted check.
     if (flags.engine) engine.start();
+    else if (runtime.config.allowPrivateUrls) log.warn({}, PRIVATE_URLS_WARNING);
     if (options.json) process.stdout.write(`${JSON.stringify({ url: address, public_url: runtime.config.publicUrl, engine: flags.engine ? engine.owner : null })}\n`);
     else {
       const running = flags.engine ? `engine ${engine.owner}` : "no engine (--no-engine: workers run the jobs)";

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { InputError } from "../core/errors.js";
 import { EXIT } from "./exit-codes.js";
+import { decimalFlag } from "./number-flags.js";
 import { tellUser } from "./signals.js";
 import { DEFAULT_STOP_TIMEOUT_S, stopWithin, type StopOutcome } from "../app/stop.js";
 
@@ -13,10 +13,15 @@ export function addStopTimeoutOption(command: Command): Command {
   );
 }
 
-/** The `--stop-timeout` value in milliseconds, or an InputError naming the flag. */
+/**
+ * The longest stop timeout: a day. A timer holds at most 2^31 - 1 ms (about 24.8 days), and a longer one
+ * fires at once, which would end every stop as timed out; no stop needs to wait anywhere near a day.
+ */
+const LONGEST_STOP_S = 86_400;
+
+/** The `--stop-timeout` value in milliseconds (at least 1), or an InputError naming the flag. */
 export function stopTimeoutMs(value: string): number {
-  if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) throw new InputError("--stop-timeout", `"${value}" is not a number of seconds`, "a positive number, e.g. 20");
-  return Math.round(Number(value) * 1000);
+  return Math.round(decimalFlag("--stop-timeout", value, { min: 0.001, max: LONGEST_STOP_S, unit: "seconds", example: "20" }) * 1000);
 }
 
 /** One line for stderr saying what an unfinished stop leaves behind. */

@@ -3,6 +3,7 @@ import { InputError } from "../core/errors.js";
 import { formatMicroUsd, parseUsd } from "../core/money.js";
 import { createToken, MAX_TOKEN_WEIGHT } from "../app/tokens.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
+import { wholeNumberFlag } from "./number-flags.js";
 
 /**
  * `mediagate token create NAME [--budget-usd X] [--read-only] [--admin]`,
@@ -31,8 +32,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
       }
       let weight = 1;
       if (flags.weight !== undefined) {
-        if (!/^\d+$/.test(flags.weight) || Number(flags.weight) < 1 || Number(flags.weight) > MAX_TOKEN_WEIGHT) throw new InputError("--weight", `"${flags.weight}" is not a weight`, `a whole number from 1 to ${MAX_TOKEN_WEIGHT}`);
-        weight = Number(flags.weight);
+        weight = wholeNumberFlag("--weight", flags.weight, { min: 1, max: MAX_TOKEN_WEIGHT });
       }
       const runtime = runtimeOf(options);
       try {

@@ -12,6 +12,14 @@ export interface UrlPolicy {
 
 export const STRICT_URL_POLICY: UrlPolicy = { allowHttp: false, allowPrivate: false };
 
+/**
+ * What a process says at start under MEDIAGATE_ALLOW_PRIVATE_URLS=1 (the
+ * README promises a warning): the check that keeps provider-returned URLs and
+ * notification addresses off this network is off.
+ */
+export const PRIVATE_URLS_WARNING =
+  "MEDIAGATE_ALLOW_PRIVATE_URLS=1 lifts the URL-safety check: provider-returned URLs and notification addresses may use http and reach loopback, private, link-local and cloud-metadata addresses, so set it only where every provider and receiver is trusted (a local set-up)";
+
 /** Cloud metadata endpoints, refused even when they are not literally private (e.g. by name). */
 const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "metadata", "metadata.azure.internal", "instance-data"]);
 

@@ -2,6 +2,7 @@ import { EventEmitter, setMaxListeners } from "node:events";
 import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
+import { PRIVATE_URLS_WARNING } from "../core/url-safety.js";
 import type { CallContext, ProviderId, ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import type { JobScope, QueueOrder, Store } from "../store/store.js";
@@ -260,6 +261,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     if (this.loopDone) return;
     // Another process queued jobs or received a webhook for one of ours: look now, not at the next idle tick.
     if (this.listening) this.stopListening = this.store.onWork(() => this.wake());
+    if (this.options.allowPrivateUrls) this.log.warn({}, PRIVATE_URLS_WARNING);
     const notifier = this.options.notifications;
     if (this.delivers() && notifier && !notifier.secret && notifier.defaultUrl) {
       this.log.warn({}, "MEDIAGATE_NOTIFY_URL is set but MEDIAGATE_NOTIFY_SECRET is not: no notification is sent unsigned (each is given up, and the job's events say why)");

@@ -73,6 +73,11 @@ export class NoEligibleTargetError extends InputError {
   ) {
     super(field, `no target can take this request:\n  ${verdicts.map((verdict) => `${verdict.target.name}: ${verdict.reasons.join("; ")}`).join("\n  ")}`);
   }
+
+  /** Each target and why it cannot take the request: the `targets` of an error body, the same in the API's 422 and the CLI's `--json`. */
+  targets(): Array<{ target: string; reasons: string[] }> {
+    return this.verdicts.map((verdict) => ({ target: verdict.target.name, reasons: [...verdict.reasons] }));
+  }
 }
 
 /** Merges `provider_options.<p>` over the mapped native fields: the user's native fields win. */

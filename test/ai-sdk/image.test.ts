@@ -120,6 +120,28 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     expect(emulators.d.submitCount).toBe(2);
   });
 
+  it("AI SDK image: n 2 with a seed makes two images with seeds seed and seed + 1 (one seed would pay twice for one picture), and a warning says so; the same call again takes up the same two jobs", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const call = () => generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a red fox in snow", size: "256x256", n: 2, seed: 7, providerOptions: { mediagate: { ref: "seeded" } } });
+    const result = await call();
+    expect(result.images).toHaveLength(2);
+    expect(emulators.d.jobs.map((job) => job.seed)).toEqual([7, 8]);
+    expect(Buffer.from(result.images[0]!.uint8Array).equals(Buffer.from(result.images[1]!.uint8Array))).toBe(false);
+    expect(result.warnings).toEqual([{ type: "other", message: "n 2 with seed 7: each image has its own seed (7 and 8), since one seed would make the same image 2 times, each paid for" }]);
+    const metadata = imagesMetadata(result.providerMetadata);
+    expect(await Promise.all(metadata.map(async (image) => (await gate.get(image.jobId))!.body.seed))).toEqual([7, 8]);
+
+    const again = await call();
+    expect(imagesMetadata(again.providerMetadata).map((image) => image.jobId)).toEqual(metadata.map((image) => image.jobId));
+    expect(emulators.d.submitCount).toBe(2);
+
+    // Seeds past the largest whole number sent exactly are refused before anything is stored or sent.
+    const past = generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", size: "256x256", n: 2, seed: Number.MAX_SAFE_INTEGER });
+    await expect(past).rejects.toSatisfy((error: unknown) => InvalidArgumentError.isInstance(error) && error.argument === "seed" && /give a seed of at most 9007199254740990$/.test(error.message));
+    expect(emulators.d.submitCount).toBe(2);
+    expect(await gate.list()).toHaveLength(2);
+  });
+
   it("AI SDK image: reference images reach D as its input_image fields: a link as given, bytes as base64 of the file", async () => {
     const { gate, mediagate } = await sandboxed(["d"], FAST_D);
     const model = mediagate.image("d/gen-2-pro");

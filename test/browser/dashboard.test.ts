@@ -130,6 +130,27 @@ describe.skipIf(!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !
     await page.screenshot({ path: `${RESULTS}job.png`, fullPage: true });
   });
 
+  it("Browser: right after a quote the 'Changed since the quote' hint is not shown; changing the request shows it and disables Send", async () => {
+    const { served, secret, page } = await start();
+    await logIn(page, served.url, secret);
+    await page.goto(`${served.url}/new`);
+    const native = page.getByRole("region", { name: "Native request" });
+    await native.getByLabel("Provider", { exact: true }).selectOption("d");
+    await native.getByLabel("Model", { exact: true }).fill("gen-2-pro");
+    await native.getByLabel("Input (JSON: the provider's own fields)").fill(JSON.stringify({ prompt: "a lighthouse at dusk", width: 512, height: 512 }));
+    await native.getByRole("button", { name: "Quote" }).click();
+    const quoted = page.getByRole("region", { name: "Native request" });
+    await expect.poll(() => quoted.locator(".quote").innerText()).toContain("$0.0300");
+    const hint = quoted.getByText("Changed since the quote");
+    const send = quoted.getByRole("button", { name: /^Send/ });
+    expect(await hint.isVisible()).toBe(false);
+    expect(await send.isEnabled()).toBe(true);
+
+    await quoted.getByLabel("Model", { exact: true }).fill("gen-2-flex");
+    await expect.poll(() => hint.isVisible()).toBe(true);
+    expect(await send.isDisabled()).toBe(true);
+  });
+
   it("Browser: a video job's page shows the video once it is captured (live) and plays its first second, fetched by byte ranges", async () => {
     const { served, secret, page } = await start();
     const id = await queueByApi(served.url, secret, { provider: "c", model: "v6", input: { prompt: "a kite over dunes" } });

@@ -201,11 +201,11 @@ describe.runIf(databaseUrl)("finding 6: the store under faults (real PostgreSQL;
 });
 
 describe("stopping worker and serve", () => {
-  it("--stop-timeout must be a positive number of seconds: anything else exits 2 naming the flag, before the store is opened", async () => {
+  it("--stop-timeout must be a number of seconds from 0.001 to 86400: anything else exits 2 naming the flag, before the store is opened", async () => {
     for (const command of ["worker", "serve"]) {
       const result = await runCli([command, "--stop-timeout", "soon"], { env: { MEDIAGATE_STORE: "postgres://postgres@127.0.0.1:5999/never-opened" } });
       expect(result.code).toBe(2);
-      expect(result.stderr).toBe('mediagate: invalid input: --stop-timeout: "soon" is not a number of seconds (allowed: a positive number, e.g. 20)\n');
+      expect(result.stderr).toBe('mediagate: invalid input: --stop-timeout: "soon" is not a positive decimal number (allowed: a number of seconds from 0.001 to 86400, e.g. 20)\n');
     }
   });
 });

@@ -139,9 +139,11 @@ describe("mediagate sandbox (the command)", () => {
 
   it("every bad flag value is an InputError naming the flag, what was wrong and what is allowed, before anything listens", async () => {
     const cases: [string[], string, string][] = [
-      [["--port", "99999"], "--port", "0 to 65535"],
-      [["--port", "80x"], "--port", "a port number"],
-      [["--time-scale", "fast"], "--time-scale", "a number > 0"],
+      [["--port", "99999"], "--port", "a whole number from 0 to 65535"],
+      [["--port", "80x"], "--port", "a whole number from 0 to 65535"],
+      [["--time-scale", "fast"], "--time-scale", "a number above 0"],
+      [["--time-scale", "0x10"], "--time-scale", "a number above 0"],
+      [["--time-scale", "0"], "--time-scale", "a number above 0"],
       [["--seed", "1.5"], "--seed", "a whole number"],
       [["--providers", "d,x"], "--providers", "a, b, c, d, e, f"],
       [["--render-ms", "8000-2000"], "--render-ms", "MIN ≤ MAX"],

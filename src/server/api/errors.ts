@@ -51,7 +51,7 @@ export function apiErrorOf(error: unknown): ApiError | null {
   if (error instanceof NoEligibleTargetError) {
     return new ApiError("no_eligible_target", "no target of the route can take this request", {
       field: error.field,
-      targets: error.verdicts.map((verdict) => ({ target: verdict.target.name, reasons: verdict.reasons })),
+      targets: error.targets(),
     });
   }
   if (error instanceof NotFoundError) return new ApiError("not_found", error.message);

@@ -15,6 +15,8 @@ a { color: var(--accent); }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .skip { position: absolute; left: -10000px; top: 0; }
 .skip:focus { left: .5rem; top: .5rem; background: #fff; color: var(--accent); padding: .4rem .6rem; z-index: 10; }
+/* An element with the hidden attribute stays hidden whatever display a class gives it (.hint is display: block). */
+[hidden] { display: none !important; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 header.top { display: flex; flex-wrap: wrap; align-items: center; gap: .4rem 1.2rem; padding: .6rem 1rem; background: #15212f; color: #fff; }
 header.top a { color: #fff; }
