@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { InputError } from "../core/errors.js";
+import { checkJsonText } from "../core/json-text.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { REF_ALLOWED, refProblem } from "../core/ref.js";
 import { PROVIDER_IDS, type JobRequest } from "../providers/adapter.js";
@@ -61,6 +62,14 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
     const lineNumber = index + 1;
     const trimmed = raw.trim();
     if (!trimmed || trimmed.startsWith("#")) return;
+    try {
+      checkJsonText(trimmed, "line", { namesMember: true });
+    } catch (error) {
+      if (!(error instanceof InputError)) throw error;
+      // The line itself too large names no field of it: "line 3: is 2000000 bytes of JSON …".
+      problems.push(`line ${lineNumber}: ${escapeUnprintable(error.field === "line" ? `${error.reason} (allowed: ${error.allowed})` : error.message)}`);
+      return;
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(trimmed);

@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
+import { checkJsonText } from "../core/json-text.js";
 import type { Job } from "../core/job.js";
 import type { Store } from "../store/store.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -57,6 +58,7 @@ function numberFlag(name: string, value: string | undefined): number | undefined
 }
 
 function jsonObjectFlag(name: string, value: string, allowed: string): Record<string, unknown> {
+  checkJsonText(value, `--${name}`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(value);

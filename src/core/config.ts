@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { isBlockedPort } from "./blocked-ports.js";
-import { ConfigError } from "./errors.js";
+import { ConfigError, InputError } from "./errors.js";
+import { checkJsonText, JSON_SIZE_ALLOWED, MAX_JSON_BYTES } from "./json-text.js";
 import { parseUsd } from "./money.js";
 import { storeSecrets } from "./store-address.js";
 import { displayUrl } from "./redact.js";
@@ -100,9 +101,24 @@ export interface LoadConfigOptions {
 }
 
 function readConfigFile(path: string): ConfigValues {
+  // Measured before it is read: a config file is a few hundred bytes, and a path to something huge should not be loaded whole.
+  const size = statSync(path).size;
+  if (size > MAX_JSON_BYTES) throw new ConfigError("--config", `${path} is ${size} bytes; a config file may be ${JSON_SIZE_ALLOWED}`);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ConfigError("--config", `cannot read ${path}: ${(error as Error).message}`);
+  }
+  try {
+    checkJsonText(text, path);
+  } catch (error) {
+    if (error instanceof InputError) throw new ConfigError("--config", `${error.message}; a config file holds one flat object of MEDIAGATE_* keys`);
+    throw error;
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(path, "utf8"));
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new ConfigError("--config", `cannot read ${path}: ${(error as Error).message}`);
   }

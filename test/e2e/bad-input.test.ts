@@ -79,6 +79,52 @@ describe("bad input is never sent (CLI and library against the D sandbox)", () =
     expect(dRequests(world)).toBe(0);
   });
 
+  it("an input nested past 64 levels is refused with exit 2 before anything is stored: a batch line naming its line and field, --input and --provider-options naming the flag, a --config file with exit 3 naming --config", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const deep = `${'{"a":'.repeat(5_000)}1${"}".repeat(5_000)}`;
+    const file = join(world.folder, "deep.jsonl");
+    const line = (ref: string, input: string) => `{"ref": "${ref}", "provider": "d", "model": "gen-2-pro", "input": ${input}}`;
+    writeFileSync(file, [line("good", '{"prompt": "x", "width": 256, "height": 256}'), line("deep", deep), line("huge", JSON.stringify({ prompt: "x".repeat(1_100_000) }))].join("\n"));
+    const batch = await runCli(["batch", file], { env: world.env });
+    expect(batch.code, batch.stderr).toBe(2);
+    expect(batch.stderr).toContain("line 2: input: is nested 5001 levels deep (allowed: at most 64 levels of objects and arrays, counted from the outermost)");
+    expect(batch.stderr).toMatch(/line 3: is 1100\d+ bytes of JSON \(allowed: at most 1048576 bytes \(1 MiB\) of JSON\)/);
+    const input = await runCli([...generateArgs, "--input", `{"deep": ${deep}}`], { env: world.env });
+    expect(input.code).toBe(2);
+    expect(input.stderr).toContain("--input: is nested 5001 levels deep (at deep.a.a.a…)");
+    const options = await runCli(["generate", "--task", "image", "--prompt", "x", "--model", "d/gen-2-pro", "--provider-options", `{"d": ${deep}}`], { env: world.env });
+    expect(options.code).toBe(2);
+    expect(options.stderr).toContain("--provider-options: is nested 5001 levels deep");
+    const config = join(world.folder, "deep.config.json");
+    writeFileSync(config, `{"MEDIAGATE_LOG_LEVEL": ${deep}}`);
+    const configured = await runCli(["--config", config, "jobs"], { env: world.env });
+    expect(configured.code).toBe(3);
+    expect(configured.stderr).toContain(`${config}: is nested 5001 levels deep (at MEDIAGATE_LOG_LEVEL.a.a.a…)`);
+    expect(dRequests(world)).toBe(0);
+    expect(await storedJobs(world)).toBe(0);
+  });
+
+  it("library: Mediagate.submit refuses an input nested past 64 levels, or cyclic, as InputError naming input (not a stack overflow); nothing stored", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const gate = await Mediagate.open({ env: world.env, runEngine: false });
+    try {
+      let deep: Record<string, unknown> = { leaf: 1 };
+      for (let level = 0; level < 5_000; level++) deep = { a: deep };
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      for (const extra of [deep, cyclic]) {
+        const error = await gate.submit({ provider: "d", model: "gen-2-pro", input: { prompt: "x", width: 256, height: 256, extra } }).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(InputError);
+        expect((error as InputError).message).toBe("input: is nested more than 64 levels deep (allowed: at most 64 levels of objects and arrays, counted from the outermost)");
+      }
+      const routed = await gate.submit({ task: "image", prompt: "x", model: "d/gen-2-pro", provider_options: { d: deep } }).catch((caught: unknown) => caught);
+      expect((routed as InputError).field).toBe("provider_options");
+      expect(await gate.list()).toEqual([]);
+    } finally {
+      await gate.close();
+    }
+  });
+
   it("a refusal quoting what the user gave (a model holding ESC) is printed escaped, so it cannot act on the terminal", async () => {
     world = await startDWorld({ renderTimeMs: 100 });
     const result = await runCli(["generate", "--provider", "d", "--model", `gen${RETITLE}`, "--prompt", "x", "--width", "256", "--height", "256"], { env: world.env });

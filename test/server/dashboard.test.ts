@@ -202,7 +202,7 @@ for (const kind of servedStores) {
       expect(job).toMatchObject({ provider: "d", model: "gen-2-pro", tokenId: alice.token.id, state: "queued" });
     });
 
-    it("Dashboard submit: the quote is shown before the send button; a request changed after its quote is quoted again and nothing is sent; a bad field is answered 422 naming it", async () => {
+    it("Dashboard submit: the quote is shown before the send button; a request changed after its quote is quoted again and nothing is sent; a bad field (or an input nested past 64 levels) is answered 422 naming it", async () => {
       const served = await serve({ engine: false });
       const store = await served.runtime.store();
       const cookie = await login(served, (await createToken(store, { name: "alice", now: Date.now() })).secret);
@@ -224,6 +224,9 @@ for (const kind of servedStores) {
       const notJson = await call(served, "POST", "/new", { cookie, form: { ...nativeD, input: "{prompt", form_token: formToken, step: "quote" } });
       expect(notJson.status).toBe(422);
       expect(notJson.text).toContain("input: is not valid JSON");
+      const deep = await call(served, "POST", "/new", { cookie, form: { ...nativeD, input: `${'{"a":'.repeat(5_000)}1${"}".repeat(5_000)}`, form_token: formToken, step: "quote" } });
+      expect(deep.status).toBe(422);
+      expect(deep.text).toContain("input: is nested 5000 levels deep");
       const reader = await createToken(store, { name: "reader", readOnly: true, now: Date.now() });
       const readerCookie = await login(served, reader.secret);
       expect((await call(served, "GET", "/new", { cookie: readerCookie })).status).toBe(403);

@@ -9,6 +9,7 @@ import { providerStates } from "../../app/provider-states.js";
 import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
+import { checkJsonText } from "../../core/json-text.js";
 import type { JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
@@ -36,8 +37,10 @@ const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
 function jsonBody(request: FastifyRequest): unknown {
   const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   if (raw.length === 0) return undefined;
+  const text = raw.toString("utf8");
+  checkJsonText(text, "body", { namesMember: true });
   try {
-    return JSON.parse(raw.toString("utf8"));
+    return JSON.parse(text);
   } catch {
     throw new ApiError("invalid_json", "the body is not valid JSON");
   }
