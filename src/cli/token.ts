@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
-import { formatMicroUsd, parseUsd } from "../core/money.js";
+import { formatMicroUsd } from "../core/money.js";
 import { createToken, MAX_TOKEN_WEIGHT } from "../app/tokens.js";
-import { runtimeOf, type GlobalOptions } from "./globals.js";
+import { runtimeOf, usdFlag, type GlobalOptions } from "./globals.js";
 
 /**
  * `mediagate token create NAME [--budget-usd X] [--read-only] [--admin]`,
@@ -24,11 +24,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
       const options = globals();
       // The program's own --budget-usd takes the flag when it is given after `create` too: here it is the token's.
       const budgetUsd = flags.budgetUsd ?? options.budgetUsd;
-      let budgetMicroUsd: number | null = null;
-      if (budgetUsd !== undefined) {
-        budgetMicroUsd = parseUsd(budgetUsd);
-        if (budgetMicroUsd === null) throw new InputError("--budget-usd", `"${budgetUsd}" is not a USD amount`, "an amount like 25 or 2.50");
-      }
+      const budgetMicroUsd = budgetUsd === undefined ? null : usdFlag("--budget-usd", budgetUsd);
       let weight = 1;
       if (flags.weight !== undefined) {
         if (!/^\d+$/.test(flags.weight) || Number(flags.weight) < 1 || Number(flags.weight) > MAX_TOKEN_WEIGHT) throw new InputError("--weight", `"${flags.weight}" is not a weight`, `a whole number from 1 to ${MAX_TOKEN_WEIGHT}`);

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { isBlockedPort } from "./blocked-ports.js";
 import { ConfigError, InputError } from "./errors.js";
 import { checkJsonText, JSON_SIZE_ALLOWED, MAX_JSON_BYTES } from "./json-text.js";
-import { parseUsd } from "./money.js";
+import { readUsd, USD_ALLOWED } from "./money.js";
 import { storeSecrets } from "./store-address.js";
 import { displayUrl } from "./redact.js";
 
@@ -157,10 +157,9 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
 
   let budgetMicroUsd: number | null = null;
   if (values.MEDIAGATE_BUDGET_USD !== undefined) {
-    budgetMicroUsd = parseUsd(values.MEDIAGATE_BUDGET_USD);
-    if (budgetMicroUsd === null) {
-      throw new ConfigError("MEDIAGATE_BUDGET_USD", `MEDIAGATE_BUDGET_USD must be a USD amount like 2.50, got "${values.MEDIAGATE_BUDGET_USD}"`);
-    }
+    const reading = readUsd(values.MEDIAGATE_BUDGET_USD);
+    if ("reason" in reading) throw new ConfigError("MEDIAGATE_BUDGET_USD", `MEDIAGATE_BUDGET_USD: ${reading.reason} (allowed: ${USD_ALLOWED})`);
+    budgetMicroUsd = reading.microUsd;
   }
   const publicUrl = values.MEDIAGATE_PUBLIC_URL ?? null;
   if (publicUrl !== null && !isAcceptablePublicUrl(publicUrl)) {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CONFIG_VARIABLES, configSecrets, type ConfigVariable, loadConfig, requireValue, SECRET_VARIABLES } from "../../src/core/config.js";
 import { configError } from "../helpers/errors.js";
+import { createProviderRegistry } from "../../src/providers/registry.js";
 
 let folder: string;
 beforeEach(() => {
@@ -124,7 +125,29 @@ describe("configuration", () => {
     const error = configError(() => load({ MEDIAGATE_BUDGET_USD: "two dollars" }));
     expect(error.variable).toBe("MEDIAGATE_BUDGET_USD");
     expect(error.code).toBe("not_configured");
-    expect(error.message).toBe('MEDIAGATE_BUDGET_USD must be a USD amount like 2.50, got "two dollars"');
+    expect(error.message).toBe('MEDIAGATE_BUDGET_USD: "two dollars" is not an amount of US dollars (allowed: an amount of US dollars from 0 to 1000000000 with at most 6 decimals, like 25 or 2.50)');
+  });
+
+  it("a budget past $1,000,000,000 (in the environment or a config file) is refused naming MEDIAGATE_BUDGET_USD, not stored as a float or refused by PostgreSQL's bigint", () => {
+    expect(load({ MEDIAGATE_BUDGET_USD: "1000000000" }).budgetMicroUsd).toBe(1e15);
+    for (const value of ["9300000000000", "99999999999999999"]) {
+      const error = configError(() => load({ MEDIAGATE_BUDGET_USD: value }));
+      expect(error.variable).toBe("MEDIAGATE_BUDGET_USD");
+      expect(error.message).toBe(`MEDIAGATE_BUDGET_USD: ${value} is more than $1000000000 (allowed: an amount of US dollars from 0 to 1000000000 with at most 6 decimals, like 25 or 2.50)`);
+    }
+    // A number in the file is read as it is written: 1e21 is not an amount typed in dollars.
+    writeConfig("mediagate.config.json", { MEDIAGATE_BUDGET_USD: 1e21 });
+    expect(configError(() => load({})).message).toMatch(/^MEDIAGATE_BUDGET_USD: "1e\+21" is not an amount of US dollars/);
+  });
+
+  it("A's price per million tokens is an amount of dollars like any other: past $1,000,000,000, not a plain decimal, or Infinity is refused naming MEDIAGATE_A_USD_PER_MILLION_TOKENS", () => {
+    const config = load({ MEDIAGATE_A_USD_PER_MILLION_TOKENS: "1.5" });
+    expect(createProviderRegistry(config).get("a")!.adapter!.estimate).toBeDefined();
+    for (const value of ["1e400", "1e20", "-1", "99999999999999999", "0x10"]) {
+      const error = configError(() => createProviderRegistry(load({ MEDIAGATE_A_USD_PER_MILLION_TOKENS: value })));
+      expect(error.variable, value).toBe("MEDIAGATE_A_USD_PER_MILLION_TOKENS");
+      expect(error.message).toMatch(/^MEDIAGATE_A_USD_PER_MILLION_TOKENS: .* \(allowed: an amount of US dollars from 0 to 1000000000/);
+    }
   });
 
   it("MEDIAGATE_FALLBACK_AFTER_S: seconds of outage before a routed job moves to its next target (default 60); anything but a number of seconds is refused naming it", () => {
