@@ -1,5 +1,5 @@
 import type { Clock } from "../core/clock.js";
-import type { ConfigValues } from "../core/config.js";
+import { LOG_LEVELS, type ConfigValues } from "../core/config.js";
 import { InputError } from "../core/errors.js";
 import { readUsd, USD_ALLOWED } from "../core/money.js";
 import { createRuntime, type Runtime } from "../app/runtime.js";
@@ -30,6 +30,9 @@ export function runtimeOf(options: GlobalOptions, extra: ConfigValues = {}, engi
     usdFlag("--budget-usd", options.budgetUsd);
     overrides.MEDIAGATE_BUDGET_USD = options.budgetUsd;
   }
-  if (options.logLevel) overrides.MEDIAGATE_LOG_LEVEL = options.logLevel;
+  if (options.logLevel !== undefined) {
+    if (!(LOG_LEVELS as readonly string[]).includes(options.logLevel)) throw new InputError("--log-level", `"${options.logLevel.slice(0, 40)}" is not a log level`, LOG_LEVELS.join(", "));
+    overrides.MEDIAGATE_LOG_LEVEL = options.logLevel;
+  }
   return createRuntime({ overrides, ...(options.config ? { configFile: options.config } : {}), ...(engineOptions.clock ? { clock: engineOptions.clock } : {}) });
 }

@@ -83,6 +83,9 @@ export interface MediagateConfig {
   notifyEvents: "terminal" | "all";
 }
 
+/** The levels MEDIAGATE_LOG_LEVEL (and --log-level) take: pino's, from the fewest lines to the most. */
+export const LOG_LEVELS = ["silent", "fatal", "error", "warn", "info", "debug", "trace"] as const;
+
 /** MEDIAGATE_STORE_POOL_SIZE unset: each process opens up to this many connections to a PostgreSQL store. */
 export const DEFAULT_STORE_POOL_SIZE = 10;
 /** The most MEDIAGATE_STORE_POOL_SIZE may be: far past what one process can keep busy, and past PostgreSQL's default of 100 connections in all. */
@@ -160,6 +163,10 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
     const reading = readUsd(values.MEDIAGATE_BUDGET_USD);
     if ("reason" in reading) throw new ConfigError("MEDIAGATE_BUDGET_USD", `MEDIAGATE_BUDGET_USD: ${reading.reason} (allowed: ${USD_ALLOWED})`);
     budgetMicroUsd = reading.microUsd;
+  }
+  const logLevel = values.MEDIAGATE_LOG_LEVEL;
+  if (logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError("MEDIAGATE_LOG_LEVEL", `MEDIAGATE_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel.slice(0, 40)}"`);
   }
   const publicUrl = values.MEDIAGATE_PUBLIC_URL ?? null;
   if (publicUrl !== null && !isAcceptablePublicUrl(publicUrl)) {

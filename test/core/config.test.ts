@@ -150,6 +150,11 @@ describe("configuration", () => {
     }
   });
 
+  it("MEDIAGATE_LOG_LEVEL is one of pino's levels; another is refused naming it (an engine crashed on pino's own message)", () => {
+    expect(load({ MEDIAGATE_LOG_LEVEL: "debug" }).values.MEDIAGATE_LOG_LEVEL).toBe("debug");
+    expect(configError(() => load({ MEDIAGATE_LOG_LEVEL: "loud" })).message).toBe('MEDIAGATE_LOG_LEVEL must be one of silent, fatal, error, warn, info, debug, trace, got "loud"');
+  });
+
   it("MEDIAGATE_FALLBACK_AFTER_S: seconds of outage before a routed job moves to its next target (default 60); anything but a number of seconds is refused naming it", () => {
     expect(load({ MEDIAGATE_FALLBACK_AFTER_S: "2.5" }).fallbackAfterMs).toBe(2_500);
     expect(load({ MEDIAGATE_FALLBACK_AFTER_S: "0" }).fallbackAfterMs).toBe(0);

@@ -104,6 +104,26 @@ describe("bad input is never sent (CLI and library against the D sandbox)", () =
     expect(await storedJobs(world)).toBe(0);
   });
 
+  it("--budget-usd that is not an amount names the flag with exit 2 (not MEDIAGATE_BUDGET_USD with exit 3); the variable itself names the variable with exit 3; the same for --log-level (a worker crashed on pino's own message)", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const env = world.env;
+    for (const args of [["--budget-usd", "abc", "jobs"], ["jobs", "--budget-usd", "abc"], ["--budget-usd", "", "jobs"], ["token", "create", "x", "--budget-usd", "abc"]]) {
+      const flag = await runCli(args, { env });
+      expect(flag.code, args.join(" ")).toBe(2);
+      expect(flag.stderr).toMatch(/^mediagate: invalid input: --budget-usd: "(abc)?" is not an amount of US dollars \(allowed: an amount of US dollars from 0 to 1000000000/);
+    }
+    const variable = await runCli(["jobs"], { env: { ...env, MEDIAGATE_BUDGET_USD: "9300000000000" } });
+    expect(variable.code).toBe(3);
+    expect(variable.stderr).toBe("mediagate: MEDIAGATE_BUDGET_USD: 9300000000000 is more than $1000000000 (allowed: an amount of US dollars from 0 to 1000000000 with at most 6 decimals, like 25 or 2.50)\n");
+    const level = await runCli(["--log-level", "loud", "worker"], { env });
+    expect(level.code).toBe(2);
+    expect(level.stderr).toBe('mediagate: invalid input: --log-level: "loud" is not a log level (allowed: silent, fatal, error, warn, info, debug, trace)\n');
+    const levelVariable = await runCli(["worker"], { env: { ...env, MEDIAGATE_LOG_LEVEL: "loud" } });
+    expect(levelVariable.code).toBe(3);
+    expect(levelVariable.stderr).toBe('mediagate: MEDIAGATE_LOG_LEVEL must be one of silent, fatal, error, warn, info, debug, trace, got "loud"\n');
+    expect(dRequests(world)).toBe(0);
+  });
+
   it("library: Mediagate.submit refuses an input nested past 64 levels, or cyclic, as InputError naming input (not a stack overflow); nothing stored", async () => {
     world = await startDWorld({ renderTimeMs: 100 });
     const gate = await Mediagate.open({ env: world.env, runEngine: false });
