@@ -81,15 +81,19 @@ export async function prepareJob(runtime: Runtime, origin: string, ref: string, 
 
 /**
  * Every face's request held to the bounds its JSON text would be (the
- * library's and the AI SDK's are objects, never text), each field named as
- * the request names it.
+ * library's and the AI SDK's are objects, never text) and its text to
+ * well-formed Unicode, each field named as the request names it. A common
+ * request's targets are checked where they are read (parseTarget).
  */
 function checkRequestValue(request: JobRequest | RoutedRequest): void {
   if ("common" in request) {
     for (const [field, value] of Object.entries(request.common)) checkInputValue(value, field);
     return;
   }
-  checkInputValue(request.input, "input");
+  const { input, images, ...target } = request;
+  for (const [field, value] of Object.entries(target)) checkInputValue(value, field);
+  checkInputValue(input, "input");
+  if (images !== undefined) checkInputValue(images, "images");
 }
 
 /** A common request's route as JSON (`quote --json`, the API's quote): the target chosen, those after it, and why any other cannot take it. */

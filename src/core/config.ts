@@ -1,8 +1,10 @@
+import { isUtf8 } from "node:buffer";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { isBlockedPort } from "./blocked-ports.js";
 import { ConfigError, InputError } from "./errors.js";
 import { checkJsonText, JSON_SIZE_ALLOWED, MAX_JSON_BYTES } from "./json-text.js";
+import { WELL_FORMED_ALLOWED, wellFormedProblem } from "./well-formed.js";
 import { readUsd, USD_ALLOWED } from "./money.js";
 import { storeSecrets } from "./store-address.js";
 import { displayUrl } from "./redact.js";
@@ -107,12 +109,15 @@ function readConfigFile(path: string): ConfigValues {
   // Measured before it is read: a config file is a few hundred bytes, and a path to something huge should not be loaded whole.
   const size = statSync(path).size;
   if (size > MAX_JSON_BYTES) throw new ConfigError("--config", `${path} is ${size} bytes; a config file may be ${JSON_SIZE_ALLOWED}`);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, "utf8");
+    bytes = readFileSync(path);
   } catch (error) {
     throw new ConfigError("--config", `cannot read ${path}: ${(error as Error).message}`);
   }
+  // Read as it is, a byte that is not UTF-8 would become U+FFFD: a key or address other than the one written.
+  if (!isUtf8(bytes)) throw new ConfigError("--config", `${path} is not UTF-8 text; a config file is JSON, which is UTF-8`);
+  const text = bytes.toString("utf8");
   try {
     checkJsonText(text, path);
   } catch (error) {
@@ -136,6 +141,8 @@ function readConfigFile(path: string): ConfigValues {
     if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
       throw new ConfigError(key, `${path}: ${key} must be a string, number or boolean`);
     }
+    const illFormed = typeof value === "string" ? wellFormedProblem(value) : null;
+    if (illFormed !== null) throw new ConfigError(key, `${path}: ${key} ${illFormed} (allowed: ${WELL_FORMED_ALLOWED})`);
     values[key as ConfigVariable] = String(value);
   }
   return values;

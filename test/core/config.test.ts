@@ -103,6 +103,17 @@ describe("configuration", () => {
     }
   });
 
+  it("a config file whose bytes are not UTF-8, or whose value holds a lone surrogate, is refused naming --config or the key (read as it is, it would be another value)", () => {
+    writeFileSync(join(folder, "mediagate.config.json"), Buffer.concat([Buffer.from('{"MEDIAGATE_STORE": "sqlite:caf'), Buffer.from([0xe9]), Buffer.from('.db"}')]));
+    const bytes = configError(() => load({}));
+    expect(bytes.variable).toBe("--config");
+    expect(bytes.message).toMatch(/mediagate\.config\.json is not UTF-8 text; a config file is JSON, which is UTF-8$/);
+    writeFileSync(join(folder, "mediagate.config.json"), '{"MEDIAGATE_STORE": "sqlite:a\\ud800.db"}');
+    const lone = configError(() => load({}));
+    expect(lone.variable).toBe("MEDIAGATE_STORE");
+    expect(lone.message).toMatch(/: MEDIAGATE_STORE holds a lone surrogate U\+D800 at position 9, which is not a character/);
+  });
+
   it("an unknown key in the config file is refused, naming it and listing the known keys", () => {
     const path = writeConfig("mediagate.config.json", { MEDIAGATE_STORE: "sqlite:x.db", MEDIAGATE_BUDGET: "2" });
     const error = configError(() => load({}));

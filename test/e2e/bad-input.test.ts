@@ -124,6 +124,44 @@ describe("bad input is never sent (CLI and library against the D sandbox)", () =
     expect(dRequests(world)).toBe(0);
   });
 
+  it("batch: refs with lone surrogates (a\\ud800b, a\\udc00b) are refused rather than stored as one changed ref; a prompt likewise, and a line whose bytes are not UTF-8; exit 2 naming each line, nothing stored", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const file = join(world.folder, "lone.jsonl");
+    const line = (ref: string, prompt = "x") => `{"ref": "${ref}", "provider": "d", "model": "gen-2-pro", "input": {"prompt": "${prompt}", "width": 256, "height": 256}}`;
+    const badBytes = Buffer.concat([Buffer.from(line("bytes", "caf")), Buffer.from([0xe9])]);
+    writeFileSync(file, Buffer.concat([Buffer.from([line("good"), line("a\\ud800b"), line("a\\udc00b"), line("prompt", "a fox\\ud800"), ""].join("\n")), badBytes, Buffer.from(`\n{"ref": "common\\ud800", "task": "image", "prompt": "x", "size": "256x256", "model": "d/gen-2-pro"}`)]));
+    const result = await runCli(["batch", file], { env: world.env });
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain('line 2: ref: "a\\ud800b" holds a lone surrogate U+D800 at position 2, which is not a character');
+    expect(result.stderr).toContain('line 3: ref: "a\\udc00b" holds a lone surrogate U+DC00 at position 2, which is not a character');
+    expect(result.stderr).toContain("line 4: input.prompt: holds a lone surrogate U+D800 at position 6, which is not a character");
+    expect(result.stderr).toContain("line 5: is not UTF-8 text (JSON lines are UTF-8)");
+    expect(result.stderr).toContain('line 6: ref: "common\\ud800" holds a lone surrogate U+D800 at position 7');
+    // Printed escaped: a lone surrogate on a terminal would show as U+FFFD.
+    expect(result.stderr).not.toContain("\ufffd");
+    expect(dRequests(world)).toBe(0);
+    expect(await storedJobs(world)).toBe(0);
+  });
+
+  it("library: Mediagate.submit refuses a ref, a prompt or an outDir with a lone surrogate (InputError naming it): nothing stored", async () => {
+    world = await startDWorld({ renderTimeMs: 100 });
+    const gate = await Mediagate.open({ env: world.env, runEngine: false });
+    try {
+      const request = { provider: "d" as const, model: "gen-2-pro", input: { prompt: "x", width: 256, height: 256 } };
+      const refusals = [
+        await gate.submit(request, { ref: "a\ud800b" }).catch((caught: unknown) => caught),
+        await gate.submit({ ...request, input: { ...request.input, prompt: "a fox\udc00" } }).catch((caught: unknown) => caught),
+        await gate.submit({ task: "image", prompt: "\ud800", size: "256x256", model: "d/gen-2-pro" }).catch((caught: unknown) => caught),
+        await gate.submit(request, { outDir: join(world.folder, "out\ud800") }).catch((caught: unknown) => caught),
+      ];
+      expect(refusals.map((error) => (error as InputError).field)).toEqual(["ref", "input.prompt", "prompt", "outDir"]);
+      for (const error of refusals) expect(error).toBeInstanceOf(InputError);
+      expect(await gate.list()).toEqual([]);
+    } finally {
+      await gate.close();
+    }
+  });
+
   it("library: Mediagate.submit refuses an input nested past 64 levels, or cyclic, as InputError naming input (not a stack overflow); nothing stored", async () => {
     world = await startDWorld({ renderTimeMs: 100 });
     const gate = await Mediagate.open({ env: world.env, runEngine: false });

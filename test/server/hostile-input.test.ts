@@ -59,4 +59,36 @@ describe("mediagate serve: hostile input is refused before anything is stored (r
     expect((await post(served, "/v1/plan", `[${deepRequest("deep", nested(100))}]`)).status).toBe(422);
     expect(await (await served.runtime.store()).listJobs({})).toEqual([]);
   });
+
+  it("POST /v1/jobs: a ref with a lone surrogate (a\\ud800b) is 422 naming ref, so two different refs never name one job; a prompt, a native field, a notify_url and a common request's model likewise, each naming its field", async () => {
+    const served = await serve();
+    const lighthouse = '"provider": "d", "model": "gen-2-pro", "input": {"prompt": "a lighthouse", "width": 512, "height": 512}';
+    for (const [ref, unit] of [["a\\ud800b", "D800"], ["a\\udc00b", "DC00"]]) {
+      const answer = await post(served, "/v1/jobs", `{"ref": "${ref}", ${lighthouse}}`);
+      expect(answer.status).toBe(422);
+      expect(answer.body.error).toMatchObject({ code: "invalid_input", field: "ref", message: expect.stringContaining(`ref: "${ref}" holds a lone surrogate U+${unit} at position 2, which is not a character`) });
+    }
+    const cases: Array<[string, string]> = [
+      ['{"provider": "d", "model": "gen-2-pro", "input": {"prompt": "a light\\ud800house", "width": 512, "height": 512}}', "input.prompt"],
+      ['{"provider": "d", "model": "gen-2-pro", "input": {"prompt": "x", "width": 512, "height": 512, "style": ["ok", "\\udfff"]}}', "input.style[1]"],
+      ['{"provider": "d", "model": "gen-2-pro", "input": {"prompt": "x", "width": 512, "height": 512, "b\\ud800": 1}}', "input (a key)"],
+      [`{"notify_url": "https://hooks.example/\\ud800", ${lighthouse}}`, "notify_url"],
+      ['{"task": "image", "prompt": "a fox\\ud800", "size": "512x512", "model": "d/gen-2-pro"}', "prompt"],
+      ['{"task": "image", "prompt": "a fox", "size": "512x512", "route": ["d/gen-2-pro\\ud800"]}', "route[0]"],
+    ];
+    for (const [body, field] of cases) {
+      const answer = await post(served, "/v1/jobs", body);
+      expect(answer.status, body).toBe(422);
+      expect(answer.body.error, body).toMatchObject({ code: "invalid_input", field, message: expect.stringMatching(/holds a lone surrogate U\+D[8-F][0-9A-F]{2} at position \d+, which is not a character \(allowed: well-formed Unicode text/) });
+    }
+    const batch = await post(served, "/v1/batches", `{"ref": "fine", ${lighthouse}}\n{"ref": "b\\ud800", ${lighthouse}}`, "application/x-ndjson");
+    expect(batch.status).toBe(422);
+    expect(batch.body.error.targets).toEqual([{ target: "line 2", reasons: [expect.stringMatching(/^ref: "b\\ud800" holds a lone surrogate U\+D800 at position 2/)] }]);
+    // Bytes that are not UTF-8 would be read as U+FFFD: refused, not changed.
+    const bytes = Buffer.concat([Buffer.from(`{"ref": "c`), Buffer.from([0xff]), Buffer.from(`", ${lighthouse}}`)]);
+    const notUtf8 = await post(served, "/v1/jobs", bytes);
+    expect(notUtf8.status).toBe(400);
+    expect(notUtf8.body.error).toEqual({ code: "invalid_json", message: "the body is not UTF-8 text (JSON is UTF-8, RFC 8259 §8.1)" });
+    expect(await (await served.runtime.store()).listJobs({})).toEqual([]);
+  });
 });

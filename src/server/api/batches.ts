@@ -3,7 +3,7 @@ import { checkJsonText, JSON_DEPTH_ALLOWED, JSON_SIZE_ALLOWED, jsonNesting, MAX_
 import { LineProblemsError } from "../../app/errors.js";
 import type { LineReader } from "../../app/intake.js";
 import { ApiError } from "./errors.js";
-import { requestOfBody } from "./requests.js";
+import { requestOfBody, utf8Body } from "./requests.js";
 
 /**
  * The requests of a JSON array, each held to one request's bounds (its size,
@@ -36,7 +36,7 @@ function arrayLines(text: string): unknown[] {
 
 /** A batch body: a JSON array of requests, or JSON lines (one request a line), every request within one request's bounds. */
 export function batchLines(raw: Buffer, contentType: string | undefined): unknown[] {
-  const text = raw.toString("utf8");
+  const text = utf8Body(raw);
   if ((contentType ?? "").includes("json") && !(contentType ?? "").includes("ndjson") && !(contentType ?? "").includes("jsonl")) {
     if (text.trimStart().startsWith("[")) return arrayLines(text);
     checkJsonText(text, "body");

@@ -10,13 +10,14 @@ import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeri
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
 import { checkJsonText } from "../../core/json-text.js";
+import { checkWellFormed } from "../../core/well-formed.js";
 import type { JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
 import { isLoopbackHost } from "../dashboard/session.js";
 import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "./errors.js";
-import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody } from "./requests.js";
+import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, utf8Body } from "./requests.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 import { methodNotAllowed, type RouteMethods } from "../route-methods.js";
 
@@ -37,7 +38,7 @@ const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
 function jsonBody(request: FastifyRequest): unknown {
   const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   if (raw.length === 0) return undefined;
-  const text = raw.toString("utf8");
+  const text = utf8Body(raw);
   checkJsonText(text, "body", { namesMember: true });
   try {
     return JSON.parse(text);
@@ -50,6 +51,7 @@ function query(request: FastifyRequest): Record<string, string | undefined> {
   const values: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
     values[name] = Array.isArray(value) ? String(value.at(-1)) : value === undefined ? undefined : String(value);
+    if (values[name] !== undefined) checkWellFormed(values[name], name);
   }
   return values;
 }

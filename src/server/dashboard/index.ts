@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { cancelJob } from "../../app/cancel.js";
 import { remoteJob } from "../../app/job-view.js";
@@ -15,6 +16,8 @@ import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "../api/erro
 import { encodeCursor, jobListQuery, quotedRequestOfBody, submissionOfBody } from "../api/requests.js";
 import { sendOutputFile } from "../output-file.js";
 import { errorBody } from "../error-body.js";
+import { InputError } from "../../core/errors.js";
+import { checkWellFormed } from "../../core/well-formed.js";
 import { ASSETS } from "./assets.js";
 import { EventStreams } from "./events.js";
 import { JobFeed } from "./feed.js";
@@ -70,15 +73,40 @@ function queryValues(request: FastifyRequest): Record<string, string | undefined
   const values: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
     values[name] = Array.isArray(value) ? String(value.at(-1)) : value === undefined ? undefined : String(value);
+    if (values[name] !== undefined) checkWellFormed(values[name], name);
   }
   return values;
 }
 
-/** The fields of a form POST (`application/x-www-form-urlencoded`, what a form sends without an enctype). */
+/**
+ * The fields of a form POST (`application/x-www-form-urlencoded`, what a
+ * form sends without an enctype), decoded strictly: URLSearchParams would
+ * read a percent-encoding that is not UTF-8 as U+FFFD, another text than the
+ * one sent.
+ */
 function formFields(request: FastifyRequest): URLSearchParams {
   const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") throw new ApiError("invalid_input", "a form is sent as application/x-www-form-urlencoded");
-  return new URLSearchParams(Buffer.isBuffer(request.body) ? request.body.toString("utf8") : "");
+  const fields = new URLSearchParams();
+  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  if (!isUtf8(body)) throw new ApiError("invalid_input", "the form is not UTF-8 text", { field: "form" });
+  const text = body.toString("utf8");
+  for (const pair of text.split("&")) {
+    if (pair === "") continue;
+    const [name = "", value = ""] = pair.split(/=(.*)/s).map((part) => part.replace(/\+/g, " "));
+    let decodedName: string;
+    try {
+      decodedName = decodeURIComponent(name);
+    } catch {
+      throw new ApiError("invalid_input", "a form field's name is not percent-encoded UTF-8", { field: "form" });
+    }
+    try {
+      fields.append(decodedName, decodeURIComponent(value));
+    } catch {
+      throw new InputError(decodedName.slice(0, 40), "is not percent-encoded UTF-8 text", "what a browser sends from the form");
+    }
+  }
+  return fields;
 }
 
 function sendPage(reply: FastifyReply, status: number, options: PageOptions): FastifyReply {
