@@ -19,7 +19,8 @@ function send(url: string, method: string, path: string, options: { headers?: Re
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const request = httpRequest(
-      { host: hostname, port: Number(port), method, path, headers: { connection: "close", ...options.headers }, ...(options.localAddress ? { localAddress: options.localAddress } : {}) },
+      // A connection of its own (no agent): a kept-alive socket the server closed after its last answer would hang up this one.
+      { host: hostname, port: Number(port), method, path, agent: false, headers: { connection: "close", ...options.headers }, ...(options.localAddress ? { localAddress: options.localAddress } : {}) },
       (response) => {
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
