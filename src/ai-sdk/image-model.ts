@@ -4,7 +4,7 @@ import { outputMetadata, runCallJobs } from "./call-jobs.js";
 import { imageInputOf } from "./files.js";
 import { headerWarnings } from "./headers.js";
 import type { ModelSettings } from "./model-settings.js";
-import { mediagateCallOptions, MEDIAGATE_NAMESPACE } from "./provider-options.js";
+import { checkCallText, mediagateCallOptions, MEDIAGATE_NAMESPACE } from "./provider-options.js";
 import { modelIdOf, routingOf, type MediagateTarget } from "./target.js";
 
 type ImageResult = Awaited<ReturnType<ImageModelV3["doGenerate"]>>;
@@ -48,6 +48,7 @@ export class MediagateImageModel implements ImageModelV3 {
   async doGenerate(options: ImageModelV3CallOptions): Promise<ImageResult> {
     const startedAt = new Date();
     const call = mediagateCallOptions(options.providerOptions);
+    checkCallText(options.prompt, call);
     if (options.mask !== undefined) {
       throw new UnsupportedFunctionalityError({
         functionality: "mask",

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type SharedV3ProviderOptions } from "@ai-sdk/provider";
+import { WELL_FORMED_ALLOWED, wellFormedProblem } from "../core/well-formed.js";
 import type { RouteBy } from "../engine/route.js";
 
 /** The key of `providerOptions` this provider reads, and of the `providerMetadata` it writes. */
@@ -58,4 +59,21 @@ export function mediagateCallOptions(providerOptions: SharedV3ProviderOptions | 
     }
   }
   return options as MediagateCallOptions;
+}
+
+/**
+ * The call's own text, named as the AI SDK names it: a prompt or ref that
+ * is not well-formed Unicode (a lone surrogate) is refused, since it would be
+ * stored and sent as U+FFFD. The rest of the request (`provider_options`) is
+ * checked by `submit`, naming its own fields.
+ */
+export function checkCallText(prompt: string | undefined, call: MediagateCallOptions): void {
+  const texts: Array<[string, unknown]> = [
+    ["prompt", prompt],
+    [`providerOptions.${MEDIAGATE_NAMESPACE}.ref`, call.ref],
+  ];
+  for (const [argument, text] of texts) {
+    const problem = typeof text === "string" ? wellFormedProblem(text) : null;
+    if (problem !== null) throw new InvalidArgumentError({ argument, message: `${argument}: ${problem} (allowed: ${WELL_FORMED_ALLOWED})` });
+  }
 }

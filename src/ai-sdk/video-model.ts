@@ -11,7 +11,7 @@ import { outputMetadata, runCallJobs } from "./call-jobs.js";
 import { imageInputOf, type SdkFile } from "./files.js";
 import { headerWarnings } from "./headers.js";
 import type { ModelSettings } from "./model-settings.js";
-import { mediagateCallOptions, MEDIAGATE_NAMESPACE } from "./provider-options.js";
+import { checkCallText, mediagateCallOptions, MEDIAGATE_NAMESPACE } from "./provider-options.js";
 import { modelIdOf, routingOf, type MediagateTarget } from "./target.js";
 
 type VideoResult = Awaited<ReturnType<VideoModelV3["doGenerate"]>>;
@@ -81,6 +81,7 @@ export class MediagateVideoModel implements VideoModelV3 {
   async doGenerate(options: VideoCallOptions): Promise<VideoResult> {
     const startedAt = new Date();
     const call = mediagateCallOptions(options.providerOptions);
+    checkCallText(options.prompt, call);
     if (options.fps !== undefined) {
       throw new UnsupportedFunctionalityError({
         functionality: "fps",

@@ -8,6 +8,7 @@ import { redactUrl } from "../core/redact.js";
 import { parseStoreAddress } from "../core/store-address.js";
 import { refProblem, validateRef } from "../core/ref.js";
 import { assertSafeUrl } from "../core/url-safety.js";
+import { checkWellFormed } from "../core/well-formed.js";
 import { type BudgetWording, checkBudget } from "../engine/budget.js";
 import type { RoutedRequest } from "../engine/route.js";
 import { defaultOutputs } from "../outputs/by-location.js";
@@ -32,6 +33,8 @@ export const intakeFolderChecks = rememberingFolderChecks(defaultOutputs, () => 
 export async function checkNotifyUrl(runtime: Runtime, value: unknown): Promise<string | null> {
   if (value === undefined || value === null) return null;
   if (typeof value !== "string") throw new InputError("notify_url", "must be a URL string");
+  // A URL parser would write a lone surrogate as %EF%BF%BD: another address than the one given.
+  checkWellFormed(value, "notify_url");
   try {
     await assertSafeUrl(value, { allowHttp: runtime.config.allowPrivateUrls, allowPrivate: runtime.config.allowPrivateUrls });
   } catch (error) {

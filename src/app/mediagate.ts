@@ -1,4 +1,5 @@
 import type { Clock } from "../core/clock.js";
+import { checkWellFormed } from "../core/well-formed.js";
 import type { CommonRequest, CommonTask } from "../core/common-request.js";
 import type { ConfigValues, MediagateConfig } from "../core/config.js";
 import { BudgetError, ConfigError, InputError } from "../core/errors.js";
@@ -118,6 +119,8 @@ export class Mediagate {
    */
   async submit(request: JobRequest | CommonSubmitRequest, options: SubmitOptions = {}): Promise<Job> {
     if (options.ref !== undefined) validateRef(options.ref, "ref");
+    // A path is written in UTF-8: a lone surrogate would name another folder.
+    if (options.outDir !== undefined) checkWellFormed(options.outDir, "outDir");
     const committed = this.budgetId !== null ? ((await this.store.budget(this.budgetId))?.committedMicroUsd ?? 0) : 0;
     const now = Date.now();
     const prepared = await this.prepare(request, options.ref ?? newId("ref", now), committed);

@@ -1,4 +1,5 @@
 import { ConfigError, InputError } from "../core/errors.js";
+import { checkInputValue } from "../core/input-value.js";
 import type { Job } from "../core/job.js";
 import { newId } from "../core/ids.js";
 import type { Estimate, JobRequest, ProviderAdapter, ProviderId, ValidatedRequest } from "../providers/adapter.js";
@@ -53,6 +54,12 @@ export interface PrepareOptions {
  * asked for the estimate; nothing is submitted.
  */
 export async function prepareJob(runtime: Runtime, origin: string, ref: string, request: JobRequest | RoutedRequest, options: PrepareOptions = {}): Promise<PreparedJob> {
+  try {
+    checkRequestValue(request);
+  } catch (error) {
+    if (error instanceof InputError) throw new PreparedInputError(origin, error);
+    throw error;
+  }
   if ("common" in request) return prepareRouted(runtime, origin, ref, request, options);
   const entry = entryFor(runtime, request.provider);
   const { adapter } = entry;
@@ -70,6 +77,23 @@ export async function prepareJob(runtime: Runtime, origin: string, ref: string, 
   }
   const estimate = await adapter.estimate(validated, context);
   return { origin, ref, validated, estimate };
+}
+
+/**
+ * Every face's request held to the bounds its JSON text would be (the
+ * library's and the AI SDK's are objects, never text) and its text to
+ * well-formed Unicode, each field named as the request names it. A common
+ * request's targets are checked where they are read (parseTarget).
+ */
+function checkRequestValue(request: JobRequest | RoutedRequest): void {
+  if ("common" in request) {
+    for (const [field, value] of Object.entries(request.common)) checkInputValue(value, field);
+    return;
+  }
+  const { input, images, ...target } = request;
+  for (const [field, value] of Object.entries(target)) checkInputValue(value, field);
+  checkInputValue(input, "input");
+  if (images !== undefined) checkInputValue(images, "images");
 }
 
 /** A common request's route as JSON (`quote --json`, the API's quote): the target chosen, those after it, and why any other cannot take it. */

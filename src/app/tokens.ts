@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { InputError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { MICRO_USD_ALLOWED, microUsdProblem } from "../core/money.js";
 import type { ApiToken, Store } from "../store/store.js";
 
 /** The prefix of every API token's secret: a reader (and a secret scanner) can tell what it is. */
@@ -40,6 +41,8 @@ export const MAX_TOKEN_WEIGHT = 1_000;
 export async function createToken(store: Store, options: NewTokenOptions): Promise<{ token: ApiToken; secret: string }> {
   if (!NAME_PATTERN.test(options.name)) throw new InputError("NAME", `"${options.name}" is not a token name`, TOKEN_NAME_ALLOWED);
   if (options.admin && options.readOnly) throw new InputError("--read-only", "and --admin together: an admin token changes every job", "one of --admin and --read-only");
+  const budgetProblem = options.budgetMicroUsd == null ? null : microUsdProblem(options.budgetMicroUsd);
+  if (budgetProblem !== null) throw new InputError("--budget-usd", `${budgetProblem} as a budget`, MICRO_USD_ALLOWED);
   const weight = options.weight ?? 1;
   if (!Number.isSafeInteger(weight) || weight < 1 || weight > MAX_TOKEN_WEIGHT) throw new InputError("--weight", `${weight} is not a weight`, `a whole number from 1 to ${MAX_TOKEN_WEIGHT}`);
   const secret = `${TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;

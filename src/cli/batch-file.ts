@@ -1,6 +1,8 @@
+import { isUtf8 } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { InputError } from "../core/errors.js";
+import { checkJsonText } from "../core/json-text.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { REF_ALLOWED, refProblem } from "../core/ref.js";
 import { PROVIDER_IDS, type JobRequest } from "../providers/adapter.js";
@@ -48,12 +50,14 @@ function describeIssue(issue: z.core.$ZodIssue): string {
  * caller can add its own checks of the good lines and report everything at once.
  */
 export function parseBatchFile(path: string): { lines: BatchLine[]; problems: string[] } {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, "utf8");
+    bytes = readFileSync(path);
   } catch (error) {
     throw new InputError("FILE", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, "a JSON-lines file");
   }
+  const text = bytes.toString("utf8");
+  const notUtf8 = isUtf8(bytes) ? new Set<number>() : linesNotUtf8(bytes);
   const problems: string[] = [];
   const lines: BatchLine[] = [];
   const refs = new Map<string, number>();
@@ -61,6 +65,19 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
     const lineNumber = index + 1;
     const trimmed = raw.trim();
     if (!trimmed || trimmed.startsWith("#")) return;
+    if (notUtf8.has(lineNumber)) {
+      // Read as it is, its bad bytes would become U+FFFD: a ref or prompt other than the one written.
+      problems.push(`line ${lineNumber}: is not UTF-8 text (JSON lines are UTF-8)`);
+      return;
+    }
+    try {
+      checkJsonText(trimmed, "line", { namesMember: true });
+    } catch (error) {
+      if (!(error instanceof InputError)) throw error;
+      // The line itself too large names no field of it: "line 3: is 2000000 bytes of JSON …".
+      problems.push(`line ${lineNumber}: ${escapeUnprintable(error.field === "line" ? `${error.reason} (allowed: ${error.allowed})` : error.message)}`);
+      return;
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(trimmed);
@@ -120,6 +137,19 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
   });
   if (lines.length === 0 && problems.length === 0) throw new InputError("FILE", `${path} holds no jobs`, "one JSON object per line");
   return { lines, problems };
+}
+
+/** The numbers (from 1) of the lines whose bytes are not UTF-8. */
+function linesNotUtf8(bytes: Buffer): Set<number> {
+  const lines = new Set<number>();
+  let start = 0;
+  for (let line = 1; start <= bytes.length; line++) {
+    const end = bytes.indexOf(0x0a, start);
+    const stop = end === -1 ? bytes.length : end;
+    if (!isUtf8(bytes.subarray(start, stop))) lines.add(line);
+    start = stop + 1;
+  }
+  return lines;
 }
 
 /** The line number a problem starts with ("line 12: …"), for ordering problems from several passes. */

@@ -3,6 +3,7 @@ import { PreparedInputError } from "../app/prepare.js";
 import { NoEligibleTargetError } from "../engine/route.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { redactSecrets } from "../core/redact.js";
+import { escapeLoneSurrogates } from "../core/well-formed.js";
 import { EXIT } from "./exit-codes.js";
 
 /** Prints one clear sentence for an error (or a JSON error object, the API's shape: code, message, field?, targets?) and returns the exit code. */
@@ -38,8 +39,8 @@ export function reportError(error: unknown, json: boolean, secrets: string[] = [
   if (json) {
     process.stdout.write(`${JSON.stringify({ error: { code, message, ...(field ? { field } : {}), ...(targets ? { targets } : {}) } })}\n`);
   } else {
-    // Messages may quote what the user gave (a model, a field name): escaped, so printing one cannot act on the terminal; the newlines between problems stay.
-    process.stderr.write(`mediagate: ${message.split("\n").map(escapeUnprintable).join("\n")}\n`);
+    // Messages may quote what the user gave (a model, a field name): escaped, so printing one cannot act on the terminal (nor show a lone surrogate as U+FFFD); the newlines between problems stay.
+    process.stderr.write(`mediagate: ${message.split("\n").map((line) => escapeLoneSurrogates(escapeUnprintable(line))).join("\n")}\n`);
   }
   return exitCode;
 }

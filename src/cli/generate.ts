@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
+import { checkJsonText } from "../core/json-text.js";
 import type { Job } from "../core/job.js";
 import type { Store } from "../store/store.js";
 import { formatMicroUsd } from "../core/money.js";
@@ -59,6 +60,7 @@ function wholeFlag(name: string, value: string | undefined, range: WholeRange): 
 }
 
 function jsonObjectFlag(name: string, value: string, allowed: string): Record<string, unknown> {
+  checkJsonText(value, `--${name}`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(value);

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { ConfigError, InputError } from "../core/errors.js";
+import { checkJsonText } from "../core/json-text.js";
 import type { FaultSpec } from "../sandbox/fault-spec.js";
 import { decimalFlag, PORTS, wholeNumberFlag } from "./number-flags.js";
 import type { DurationMs, PerProvider, SandboxKnobs } from "../sandbox/knobs.js";
@@ -90,6 +91,7 @@ function faultSpec(text: string): FaultSpec {
       throw new InputError("--faults", `cannot read ${text.slice(1)} (${(error as NodeJS.ErrnoException).code ?? "unreadable"})`, "inline JSON, or @FILE naming a readable JSON file");
     }
   }
+  checkJsonText(json, "--faults");
   try {
     return JSON.parse(json) as FaultSpec;
   } catch {

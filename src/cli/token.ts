@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { InputError } from "../core/errors.js";
-import { formatMicroUsd, parseUsd } from "../core/money.js";
+import { formatMicroUsd } from "../core/money.js";
 import { createToken, MAX_TOKEN_WEIGHT } from "../app/tokens.js";
-import { runtimeOf, type GlobalOptions } from "./globals.js";
+import { runtimeOf, usdFlag, type GlobalOptions } from "./globals.js";
 import { wholeNumberFlag } from "./number-flags.js";
 
 /**
@@ -25,11 +25,7 @@ export function registerToken(program: Command, globals: () => GlobalOptions): v
       const options = globals();
       // The program's own --budget-usd takes the flag when it is given after `create` too: here it is the token's.
       const budgetUsd = flags.budgetUsd ?? options.budgetUsd;
-      let budgetMicroUsd: number | null = null;
-      if (budgetUsd !== undefined) {
-        budgetMicroUsd = parseUsd(budgetUsd);
-        if (budgetMicroUsd === null) throw new InputError("--budget-usd", `"${budgetUsd}" is not a USD amount`, "an amount like 25 or 2.50");
-      }
+      const budgetMicroUsd = budgetUsd === undefined ? null : usdFlag("--budget-usd", budgetUsd);
       let weight = 1;
       if (flags.weight !== undefined) {
         weight = wholeNumberFlag("--weight", flags.weight, { min: 1, max: MAX_TOKEN_WEIGHT });

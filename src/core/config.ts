@@ -1,8 +1,11 @@
-import { existsSync, readFileSync } from "node:fs";
+import { isUtf8 } from "node:buffer";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { isBlockedPort } from "./blocked-ports.js";
-import { ConfigError } from "./errors.js";
-import { parseUsd } from "./money.js";
+import { ConfigError, InputError } from "./errors.js";
+import { checkJsonText, JSON_SIZE_ALLOWED, MAX_JSON_BYTES } from "./json-text.js";
+import { WELL_FORMED_ALLOWED, wellFormedProblem } from "./well-formed.js";
+import { readUsd, USD_ALLOWED } from "./money.js";
 import { storeSecrets } from "./store-address.js";
 import { displayUrl } from "./redact.js";
 
@@ -82,6 +85,9 @@ export interface MediagateConfig {
   notifyEvents: "terminal" | "all";
 }
 
+/** The levels MEDIAGATE_LOG_LEVEL (and --log-level) take: pino's, from the fewest lines to the most. */
+export const LOG_LEVELS = ["silent", "fatal", "error", "warn", "info", "debug", "trace"] as const;
+
 /** MEDIAGATE_STORE_POOL_SIZE unset: each process opens up to this many connections to a PostgreSQL store. */
 export const DEFAULT_STORE_POOL_SIZE = 10;
 /** The most MEDIAGATE_STORE_POOL_SIZE may be: far past what one process can keep busy, and past PostgreSQL's default of 100 connections in all. */
@@ -100,9 +106,27 @@ export interface LoadConfigOptions {
 }
 
 function readConfigFile(path: string): ConfigValues {
+  // Measured before it is read: a config file is a few hundred bytes, and a path to something huge should not be loaded whole.
+  const size = statSync(path).size;
+  if (size > MAX_JSON_BYTES) throw new ConfigError("--config", `${path} is ${size} bytes; a config file may be ${JSON_SIZE_ALLOWED}`);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    throw new ConfigError("--config", `cannot read ${path}: ${(error as Error).message}`);
+  }
+  // Read as it is, a byte that is not UTF-8 would become U+FFFD: a key or address other than the one written.
+  if (!isUtf8(bytes)) throw new ConfigError("--config", `${path} is not UTF-8 text; a config file is JSON, which is UTF-8`);
+  const text = bytes.toString("utf8");
+  try {
+    checkJsonText(text, path);
+  } catch (error) {
+    if (error instanceof InputError) throw new ConfigError("--config", `${error.message}; a config file holds one flat object of MEDIAGATE_* keys`);
+    throw error;
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(path, "utf8"));
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new ConfigError("--config", `cannot read ${path}: ${(error as Error).message}`);
   }
@@ -117,6 +141,8 @@ function readConfigFile(path: string): ConfigValues {
     if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
       throw new ConfigError(key, `${path}: ${key} must be a string, number or boolean`);
     }
+    const illFormed = typeof value === "string" ? wellFormedProblem(value) : null;
+    if (illFormed !== null) throw new ConfigError(key, `${path}: ${key} ${illFormed} (allowed: ${WELL_FORMED_ALLOWED})`);
     values[key as ConfigVariable] = String(value);
   }
   return values;
@@ -141,10 +167,13 @@ export function loadConfig(options: LoadConfigOptions = {}): MediagateConfig {
 
   let budgetMicroUsd: number | null = null;
   if (values.MEDIAGATE_BUDGET_USD !== undefined) {
-    budgetMicroUsd = parseUsd(values.MEDIAGATE_BUDGET_USD);
-    if (budgetMicroUsd === null) {
-      throw new ConfigError("MEDIAGATE_BUDGET_USD", `MEDIAGATE_BUDGET_USD must be a USD amount like 2.50, got "${values.MEDIAGATE_BUDGET_USD}"`);
-    }
+    const reading = readUsd(values.MEDIAGATE_BUDGET_USD);
+    if ("reason" in reading) throw new ConfigError("MEDIAGATE_BUDGET_USD", `MEDIAGATE_BUDGET_USD: ${reading.reason} (allowed: ${USD_ALLOWED})`);
+    budgetMicroUsd = reading.microUsd;
+  }
+  const logLevel = values.MEDIAGATE_LOG_LEVEL;
+  if (logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError("MEDIAGATE_LOG_LEVEL", `MEDIAGATE_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel.slice(0, 40)}"`);
   }
   const publicUrl = values.MEDIAGATE_PUBLIC_URL ?? null;
   if (publicUrl !== null && !isAcceptablePublicUrl(publicUrl)) {

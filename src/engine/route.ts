@@ -1,4 +1,5 @@
 import { checkCommonRequest, COMMON_FIELDS, type CommonRequest, type ImageInput } from "../core/common-request.js";
+import { checkWellFormed } from "../core/well-formed.js";
 import { InputError, MediagateError } from "../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../core/image-type.js";
 import type { JobRoute } from "../core/job.js";
@@ -24,6 +25,7 @@ export const TARGET_ALLOWED = "provider/model, e.g. d/gen-2-pro; B's operations 
  */
 export function parseTarget(text: string, field: string): RouteTarget {
   if (typeof text !== "string") throw new InputError(field, "must be a string", TARGET_ALLOWED);
+  checkWellFormed(text, field);
   const parts = text.split("/");
   const provider = parts[0];
   if (!provider || !(PROVIDER_IDS as readonly string[]).includes(provider)) {

@@ -1,4 +1,5 @@
 import { type ConfigVariable, type MediagateConfig } from "../core/config.js";
+import { MICRO_PER_USD, readUsd, USD_ALLOWED } from "../core/money.js";
 import { ConfigError } from "../core/errors.js";
 import type { ProviderAdapter, ProviderId } from "./adapter.js";
 import { createAAdapter } from "./a/index.js";
@@ -105,11 +106,12 @@ function flag(config: MediagateConfig, name: ConfigVariable): boolean {
 function aEntry(config: MediagateConfig): ProviderEntry {
   const values = config.values;
   const rate = values.MEDIAGATE_A_USD_PER_MILLION_TOKENS;
-  // USD per million tokens is exactly micro-USD per token.
-  const microUsdPerToken = rate === undefined ? null : Number(rate);
-  if (microUsdPerToken !== null && !(Number.isFinite(microUsdPerToken) && microUsdPerToken >= 0)) {
-    throw new ConfigError("MEDIAGATE_A_USD_PER_MILLION_TOKENS", `MEDIAGATE_A_USD_PER_MILLION_TOKENS must be a non-negative number, got "${rate}"`);
+  // Read as any other amount of dollars; USD per million tokens is then micro-USD per token.
+  const reading = rate === undefined ? null : readUsd(rate);
+  if (reading !== null && "reason" in reading) {
+    throw new ConfigError("MEDIAGATE_A_USD_PER_MILLION_TOKENS", `MEDIAGATE_A_USD_PER_MILLION_TOKENS: ${reading.reason} (allowed: ${USD_ALLOWED})`);
   }
+  const microUsdPerToken = reading === null ? null : reading.microUsd / MICRO_PER_USD;
   return {
     id: "a",
     adapter: createAAdapter({

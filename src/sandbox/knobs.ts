@@ -1,4 +1,5 @@
 import { InputError } from "../core/errors.js";
+import { MAX_MICRO_USD, MICRO_USD_ALLOWED } from "../core/money.js";
 import type { AllEmulatorOptions } from "./all.js";
 import { C_TIER_SLOTS, type CTier } from "./c/options.js";
 import type { SandboxProviderId } from "./context.js";
@@ -71,7 +72,11 @@ const KNOBS: { [P in SandboxProviderId]: ProviderKnobs<NonNullable<AllEmulatorOp
     },
     slots: (slots) => ({ options: { concurrencyLimit: slots }, environment: { MEDIAGATE_B_CONCURRENCY: String(slots) } }),
     ratePerMinute: (perMinute) => ({ options: { submitsPerMinute: perMinute } }),
-    credits: (microUsd) => ({ options: { balanceMicroUsd: microUsd } }),
+    credits(microUsd, field) {
+      // A balance in dollars is held to mediagate's one range of money, as a budget is.
+      if (microUsd > MAX_MICRO_USD) throw new InputError(field, `${microUsd} micro-USD for b is more than ${MAX_MICRO_USD} ($${MAX_MICRO_USD / 1_000_000})`, `${MICRO_USD_ALLOWED} for b`);
+      return { options: { balanceMicroUsd: microUsd } };
+    },
   },
   c: {
     renderMs: (duration) => ({ options: { renderMs: minMax(duration) } }),
@@ -88,7 +93,7 @@ const KNOBS: { [P in SandboxProviderId]: ProviderKnobs<NonNullable<AllEmulatorOp
     slots: (slots) => ({ options: { concurrencyLimit: slots }, environment: { MEDIAGATE_D_CONCURRENCY: String(slots) } }),
     credits(credits, field) {
       const microUsd = credits * MICRO_USD_PER_CREDIT;
-      if (!Number.isSafeInteger(microUsd)) throw new InputError(field, `${credits} credits for d is more than the sandbox can count`, `at most ${Math.floor(Number.MAX_SAFE_INTEGER / MICRO_USD_PER_CREDIT)} credits for d`);
+      if (microUsd > MAX_MICRO_USD) throw new InputError(field, `${credits} credits for d is more than $${MAX_MICRO_USD / 1_000_000}`, `at most ${MAX_MICRO_USD / MICRO_USD_PER_CREDIT} credits for d`);
       return { options: { balanceMicroUsd: microUsd } };
     },
   },

@@ -8,6 +8,9 @@ import type { Engine } from "../engine/engine.js";
 import { registerMetrics } from "./metrics.js";
 import { registerReadiness } from "./readiness.js";
 import { logApiRequests } from "./request-log.js";
+import { answerClientError } from "./client-errors.js";
+import { ApiError } from "./api/errors.js";
+import { methodNotAllowed, RouteMethods } from "./route-methods.js";
 
 /** Deliveries larger than this are refused before verification (no provider sends more). */
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
@@ -26,14 +29,41 @@ export interface ServerOptions {
   readyTimeoutMs?: number;
 }
 
+/** What the router refused before any route or hook ran. */
+function answerFrameworkError(log: WebhookIngressDeps["log"], error: FastifyError, reply: FastifyReply): FastifyReply {
+  const answer =
+    error.code === "FST_ERR_MAX_PARAM_LENGTH"
+      ? new ApiError("path_too_long", "a segment of the path is longer than 100 characters; no id or name is that long")
+      : error.code === "FST_ERR_BAD_URL"
+        ? new ApiError("invalid_path", "the path holds a percent-encoding that is not %XX escapes of UTF-8 bytes")
+        : null;
+  if (answer) return reply.code(answer.status).send(answer.body());
+  log.error({ code: error.code, error: error.message }, "request failed before routing");
+  return reply.code(500).send(new ApiError("internal_error", "the request could not be handled; it was logged").body());
+}
+
+/** A path segment that names its parent or itself: a client resolves these before sending (RFC 3986 §5.2.4). */
+const DOT_SEGMENT = /(^|\/)(\.|%2e){1,2}(\/|$)/i;
+
 /**
  * The HTTP server of `mediagate serve`. Webhook routes get the raw body as
  * bytes (signatures cover the exact bytes, so nothing is parsed first).
  * Every refused request (failed verification, no such route, too large,
  * unreadable) goes through WebhookRefusals: counted, bounded per source.
+ * Every error is answered in one shape (error-body.ts): those Fastify and
+ * Node would word themselves (a bad URL, headers too large, a request while
+ * closing) included.
  */
 export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, bodyLimit: MAX_WEBHOOK_BYTES });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: MAX_WEBHOOK_BYTES,
+    clientErrorHandler: answerClientError,
+    // Answered by the hook below, in the server's error shape.
+    return503OnClosing: false,
+    frameworkErrors: (error, _request, reply) => answerFrameworkError(deps.log, error, reply as FastifyReply),
+  });
+  const methods = RouteMethods.of(app);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
@@ -48,6 +78,15 @@ export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps, optio
     forceClose.unref();
   });
   app.addHook("onClose", async () => clearTimeout(forceClose));
+  app.addHook("onRequest", async (request, reply) => {
+    const path = request.url.split("?")[0]!;
+    const refused = closing
+      ? new ApiError("shutting_down", "the server is stopping; send the request again (to another server, or once this one is back)")
+      : DOT_SEGMENT.test(path)
+        ? new ApiError("invalid_path", `the path ${path.slice(0, 80)} holds a . or .. segment; send the path it resolves to`)
+        : null;
+    if (refused) return reply.code(refused.status).send(refused.body());
+  });
   // A request answered while the server closes ends its connection: one kept alive would hold the close until the grace ends.
   app.addHook("onSend", async (_request, reply) => {
     if (closing) reply.header("connection", "close");
@@ -87,17 +126,21 @@ export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps, optio
     handle(request, reply, request.params.provider, request.params.jobId),
   );
   app.get("/healthz", async () => ({ ok: true }));
-  if (api) registerApi(app, api);
+  if (api) registerApi(app, api, methods);
   if (api) registerDashboard(app, { ...api, engine: deps.engine });
 
-  app.setNotFoundHandler((request, reply) =>
-    refuse(request, reply, { status: 404, provider: "unknown", code: "unknown_route", reason: `no route for ${request.method} ${request.url.split("?")[0]!.slice(0, 80)}` }, null),
+  // A request to no route at all is refused like a webhook request to none: counted, bounded per source (anyone may send one).
+  app.setNotFoundHandler(
+    (request, reply) =>
+      methodNotAllowed(methods, request, reply) ??
+      refuse(request, reply, { status: 404, provider: "unknown", code: "unknown_route", reason: `no route for ${request.method.slice(0, 20)} ${request.url.split("?")[0]!.slice(0, 80)}` }, null),
   );
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ApiError) return reply.code(error.status).send(error.body());
     const status = error.statusCode ?? 500;
     if (status < 400 || status >= 500) {
-      deps.log.error({ code: error.code, error: error.message, url: request.url.split("?")[0] }, "webhook request failed");
-      return reply.code(500).send({ outcome: "error", code: "internal_error", reason: "the delivery could not be handled; retry later" });
+      deps.log.error({ code: error.code, error: error.message, url: request.url.split("?")[0] }, "request failed");
+      return reply.code(500).send(new ApiError("internal_error", "the request could not be handled; it was logged").body());
     }
     // Fastify refused it before the handler ran: a body over the limit (413), an unreadable request (400, 415).
     const params = (request.params ?? {}) as { provider?: string; jobId?: string };

@@ -205,7 +205,8 @@ async function scrapeRefusal(store: Store, request: FastifyRequest): Promise<{ s
   const found = await tokenOfSecret(store, match[1]!);
   if ("refused" in found) return unauthorized(found.refused);
   if (!found.token.admin) {
-    return { status: 403, body: { error: { code: "admin_token_required", message: `token ${found.token.name} is not an admin token: the metrics cover every job` } } };
+    const error = new ApiError("admin_token_required", `token ${found.token.name} is not an admin token: the metrics cover every job`);
+    return { status: error.status, body: error.body() };
   }
   return null;
 }

@@ -20,6 +20,8 @@ export interface Readiness {
   engine: "running" | "stopped" | "none";
   /** Why it is not ready, one sentence each (no store address, no error detail: the probe is unauthenticated). */
   reasons: string[];
+  /** When not ready (503): the server's error shape, `not_ready`, its message the reasons. */
+  error?: { code: "not_ready"; message: string };
 }
 
 /**
@@ -39,7 +41,7 @@ export function registerReadiness(app: FastifyInstance, deps: ReadinessDeps, opt
     if (store === "timeout") reasons.push(`the store did not answer within ${timeoutMs} ms`);
     if (store === "error") reasons.push("the store failed a trivial query (the server's log says why)");
     if (engine === "stopped") reasons.push("the engine is not running");
-    const body: Readiness = { ready: reasons.length === 0, store, engine, reasons };
+    const body: Readiness = { ready: reasons.length === 0, store, engine, reasons, ...(reasons.length > 0 ? { error: { code: "not_ready" as const, message: reasons.join("; ") } } : {}) };
     return reply.code(body.ready ? 200 : 503).header("cache-control", "no-store").send(body);
   });
 }

@@ -1,4 +1,5 @@
 import type { EngineLogger } from "../engine/logger.js";
+import { errorBody, type ErrorBody } from "./error-body.js";
 import { RefusalLimiter } from "./refusal-limiter.js";
 import { type RejectionCounterStore, RejectionTally } from "./rejection-tally.js";
 import type { WebhookRefusal } from "./webhooks.js";
@@ -6,7 +7,8 @@ import type { WebhookRefusal } from "./webhooks.js";
 export interface RefusalAnswer {
   status: number;
   headers: Record<string, string>;
-  body: { outcome: "rejected" | "throttled"; code: string; reason: string };
+  /** The server's error shape, and what became of the request (the outcome `/metrics` counts it under). */
+  body: ErrorBody & { outcome: "rejected" | "throttled" };
 }
 
 /**
@@ -35,7 +37,7 @@ export class WebhookRefusals {
     this.tally.count(refusal.provider, refusal.code, decision.throttled, at);
     if (!decision.throttled) {
       this.log.warn({ provider: refusal.provider, jobId, source, code: refusal.code, reason: refusal.reason }, "webhook delivery refused");
-      return { status: refusal.status, headers: {}, body: { outcome: "rejected", code: refusal.code, reason: refusal.reason } };
+      return { status: refusal.status, headers: {}, body: { ...errorBody(refusal.code, refusal.reason), outcome: "rejected" } };
     }
     const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
     if (decision.firstRefusal) {
@@ -45,7 +47,7 @@ export class WebhookRefusals {
       status: 429,
       // RFC 9110 §10.2.3: Retry-After in seconds.
       headers: { "retry-after": String(retryAfterS) },
-      body: { outcome: "throttled", code: refusal.code, reason: `too many refused deliveries from this address; retry after ${retryAfterS} s` },
+      body: { ...errorBody("throttled", `too many refused requests from this address (the last: ${refusal.code}); retry after ${retryAfterS} s`), outcome: "throttled" },
     };
   }
 

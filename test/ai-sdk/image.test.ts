@@ -169,6 +169,21 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     expect(await gate.list()).toEqual([]);
   });
 
+  it("AI SDK image: a prompt, ref or provider option that is not well-formed Unicode (a lone surrogate) is refused naming it, before anything is stored or sent", async () => {
+    const { world, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const prompt = generateImage({ model, prompt: "a fox\ud800", size: "1024x768" });
+    await expect(prompt).rejects.toSatisfy((error: unknown) => InvalidArgumentError.isInstance(error) && error.argument === "prompt" && /lone surrogate U\+D800 at position 6/.test(error.message));
+    for (const ref of ["fox\ud800", "fox\udc00"]) {
+      const named = generateImage({ model, prompt: "a fox", size: "1024x768", providerOptions: { mediagate: { ref } } });
+      await expect(named).rejects.toSatisfy((error: unknown) => InvalidArgumentError.isInstance(error) && error.argument === "providerOptions.mediagate.ref");
+    }
+    const option = generateImage({ model, prompt: "a fox", size: "1024x768", providerOptions: { mediagate: { provider_options: { d: { style: "noir\udfff" } } } } });
+    await expect(option).rejects.toMatchObject({ field: "provider_options.d.style" });
+    expect(world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
+    expect(await gate.list()).toEqual([]);
+  });
+
   it("AI SDK image: a job that ends failed rejects with MediagateJobError naming the job, its state and code; the SDK does not retry it (one submit)", async () => {
     const { emulators, gate, mediagate } = await sandboxed(["d"], { d: { renderTimeMs: 200, outcomeRates: { errorRate: 1 } } });
     // No ref (issue 36, finding 12): a retry by the SDK would be a new job and a second submit, which the count below sees.

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CONFIG_VARIABLES, configSecrets, type ConfigVariable, loadConfig, requireValue, SECRET_VARIABLES } from "../../src/core/config.js";
 import { configError } from "../helpers/errors.js";
+import { createProviderRegistry } from "../../src/providers/registry.js";
 
 let folder: string;
 beforeEach(() => {
@@ -102,6 +103,17 @@ describe("configuration", () => {
     }
   });
 
+  it("a config file whose bytes are not UTF-8, or whose value holds a lone surrogate, is refused naming --config or the key (read as it is, it would be another value)", () => {
+    writeFileSync(join(folder, "mediagate.config.json"), Buffer.concat([Buffer.from('{"MEDIAGATE_STORE": "sqlite:caf'), Buffer.from([0xe9]), Buffer.from('.db"}')]));
+    const bytes = configError(() => load({}));
+    expect(bytes.variable).toBe("--config");
+    expect(bytes.message).toMatch(/mediagate\.config\.json is not UTF-8 text; a config file is JSON, which is UTF-8$/);
+    writeFileSync(join(folder, "mediagate.config.json"), '{"MEDIAGATE_STORE": "sqlite:a\\ud800.db"}');
+    const lone = configError(() => load({}));
+    expect(lone.variable).toBe("MEDIAGATE_STORE");
+    expect(lone.message).toMatch(/: MEDIAGATE_STORE holds a lone surrogate U\+D800 at position 9, which is not a character/);
+  });
+
   it("an unknown key in the config file is refused, naming it and listing the known keys", () => {
     const path = writeConfig("mediagate.config.json", { MEDIAGATE_STORE: "sqlite:x.db", MEDIAGATE_BUDGET: "2" });
     const error = configError(() => load({}));
@@ -124,7 +136,34 @@ describe("configuration", () => {
     const error = configError(() => load({ MEDIAGATE_BUDGET_USD: "two dollars" }));
     expect(error.variable).toBe("MEDIAGATE_BUDGET_USD");
     expect(error.code).toBe("not_configured");
-    expect(error.message).toBe('MEDIAGATE_BUDGET_USD must be a USD amount like 2.50, got "two dollars"');
+    expect(error.message).toBe('MEDIAGATE_BUDGET_USD: "two dollars" is not an amount of US dollars (allowed: an amount of US dollars from 0 to 1000000000 with at most 6 decimals, like 25 or 2.50)');
+  });
+
+  it("a budget past $1,000,000,000 (in the environment or a config file) is refused naming MEDIAGATE_BUDGET_USD, not stored as a float or refused by PostgreSQL's bigint", () => {
+    expect(load({ MEDIAGATE_BUDGET_USD: "1000000000" }).budgetMicroUsd).toBe(1e15);
+    for (const value of ["9300000000000", "99999999999999999"]) {
+      const error = configError(() => load({ MEDIAGATE_BUDGET_USD: value }));
+      expect(error.variable).toBe("MEDIAGATE_BUDGET_USD");
+      expect(error.message).toBe(`MEDIAGATE_BUDGET_USD: ${value} is more than $1000000000 (allowed: an amount of US dollars from 0 to 1000000000 with at most 6 decimals, like 25 or 2.50)`);
+    }
+    // A number in the file is read as it is written: 1e21 is not an amount typed in dollars.
+    writeConfig("mediagate.config.json", { MEDIAGATE_BUDGET_USD: 1e21 });
+    expect(configError(() => load({})).message).toMatch(/^MEDIAGATE_BUDGET_USD: "1e\+21" is not an amount of US dollars/);
+  });
+
+  it("A's price per million tokens is an amount of dollars like any other: past $1,000,000,000, not a plain decimal, or Infinity is refused naming MEDIAGATE_A_USD_PER_MILLION_TOKENS", () => {
+    const config = load({ MEDIAGATE_A_USD_PER_MILLION_TOKENS: "1.5" });
+    expect(createProviderRegistry(config).get("a")!.adapter!.estimate).toBeDefined();
+    for (const value of ["1e400", "1e20", "-1", "99999999999999999", "0x10"]) {
+      const error = configError(() => createProviderRegistry(load({ MEDIAGATE_A_USD_PER_MILLION_TOKENS: value })));
+      expect(error.variable, value).toBe("MEDIAGATE_A_USD_PER_MILLION_TOKENS");
+      expect(error.message).toMatch(/^MEDIAGATE_A_USD_PER_MILLION_TOKENS: .* \(allowed: an amount of US dollars from 0 to 1000000000/);
+    }
+  });
+
+  it("MEDIAGATE_LOG_LEVEL is one of pino's levels; another is refused naming it (an engine crashed on pino's own message)", () => {
+    expect(load({ MEDIAGATE_LOG_LEVEL: "debug" }).values.MEDIAGATE_LOG_LEVEL).toBe("debug");
+    expect(configError(() => load({ MEDIAGATE_LOG_LEVEL: "loud" })).message).toBe('MEDIAGATE_LOG_LEVEL must be one of silent, fatal, error, warn, info, debug, trace, got "loud"');
   });
 
   it("MEDIAGATE_FALLBACK_AFTER_S: seconds of outage before a routed job moves to its next target (default 60); anything but a number of seconds is refused naming it", () => {

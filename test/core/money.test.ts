@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { formatMicroUsd, MICRO_PER_USD, parseUsd, usdToMicroUsd } from "../../src/core/money.js";
+import { formatMicroUsd, MAX_MICRO_USD, MICRO_PER_USD, microUsdProblem, parseUsd, readUsd, usdToMicroUsd } from "../../src/core/money.js";
 
 describe("money is integer micro-USD", () => {
   it("one USD is a million micro-USD", () => {
@@ -34,6 +34,28 @@ describe("money is integer micro-USD", () => {
     }
   });
 
+  it("every amount typed is integer micro-USD from 0 to $1,000,000,000 (1e15 micro-USD, inside Number.MAX_SAFE_INTEGER and bigint); past it the reason names the ceiling", () => {
+    expect(MAX_MICRO_USD).toBe(1e15);
+    expect(MAX_MICRO_USD).toBeLessThan(Number.MAX_SAFE_INTEGER);
+    expect(readUsd("1000000000")).toEqual({ microUsd: 1e15 });
+    expect(readUsd("$999999999.999999")).toEqual({ microUsd: 1e15 - 1 });
+    for (const text of ["1000000000.000001", "9300000000000", "99999999999999999", "123456789012345678901234567890"]) {
+      expect(readUsd(text), text).toEqual({ reason: `${text} is more than $1000000000` });
+      expect(parseUsd(text)).toBeNull();
+    }
+    expect(readUsd("abc")).toEqual({ reason: '"abc" is not an amount of US dollars' });
+  });
+
+  it("a count of micro-USD given as a number is a whole number from 0 to 1e15", () => {
+    expect(microUsdProblem(0)).toBeNull();
+    expect(microUsdProblem(1e15)).toBeNull();
+    expect(microUsdProblem(1e15 + 1)).toBe("1000000000000001 is more than 1000000000000000 ($1000000000)");
+    expect(microUsdProblem(1e23)).toBe("1e+23 is not a whole number of micro-USD");
+    expect(microUsdProblem(2.5)).toBe("2.5 is not a whole number of micro-USD");
+    expect(microUsdProblem(-1)).toBe("-1 is negative");
+    expect(microUsdProblem("5")).toBe("5 is not a whole number of micro-USD");
+  });
+
   it("formatMicroUsd shows four decimals, more only when needed to stay exact", () => {
     expect(formatMicroUsd(30_000)).toBe("$0.0300");
     expect(formatMicroUsd(0)).toBe("$0.0000");
@@ -51,7 +73,7 @@ describe("money is integer micro-USD", () => {
 
   it("property: any amount formatted and parsed back is the same number of micro-USD", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (microUsd) => {
+      fc.property(fc.integer({ min: 0, max: MAX_MICRO_USD }), (microUsd) => {
         expect(parseUsd(formatMicroUsd(microUsd))).toBe(microUsd);
       }),
       { numRuns: 300 },

@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createToken } from "../../src/app/tokens.js";
 import { openStore } from "../../src/store/open.js";
 import { runCli } from "../helpers/cli.js";
+import { cliPostgresStore } from "../helpers/pg-cli-store.js";
 import { tempDir } from "../helpers/stores.js";
 
 let folder: { path: string; remove(): void } | undefined;
@@ -35,6 +37,45 @@ describe("mediagate token and serve's binding", () => {
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(JSON.parse((await runCli(["token", "list", "--json"], { env })).stdout.trim()).revoked_at).not.toBeNull();
     expect((await runCli(["token", "revoke", "nobody"], { env })).code).toBe(2);
+  });
+
+  const stores: Array<{ name: string; open(): Promise<{ address: string; cleanup(): Promise<void> }> }> = [
+    { name: "SQLite", open: async () => ({ address: `sqlite:${join(folder!.path, "m.db")}`, cleanup: async () => undefined }) },
+    ...(process.env.DATABASE_URL ? [{ name: "PostgreSQL", open: () => cliPostgresStore(process.env.DATABASE_URL!) }] : []),
+  ];
+  for (const kind of stores) {
+    it(`token create --budget-usd past $1,000,000,000 is refused with exit 2 naming --budget-usd before anything is stored (${kind.name}: was a float budget, or bigint out of range)`, async () => {
+      folder = tempDir();
+      const database = await kind.open();
+      try {
+        const env = { MEDIAGATE_STORE: database.address };
+        for (const amount of ["9300000000000", "99999999999999999", "1000000000.000001"]) {
+          const refused = await runCli(["token", "create", `rich-${amount.length}`, "--budget-usd", amount], { env });
+          expect(refused.code, refused.stderr).toBe(2);
+          expect(refused.stderr).toBe(`mediagate: invalid input: --budget-usd: ${amount} is more than $1000000000 (allowed: an amount of US dollars from 0 to 1000000000 with at most 6 decimals, like 25 or 2.50)\n`);
+        }
+        const most = await runCli(["token", "create", "most", "--budget-usd", "1000000000", "--json"], { env });
+        expect(most.code, most.stderr).toBe(0);
+        expect(JSON.parse(most.stdout)).toMatchObject({ budget_micro_usd: 1e15 });
+        const listed = (await runCli(["token", "list", "--json"], { env })).stdout.trim().split("\n").map((line) => JSON.parse(line) as { name: string; budget_micro_usd: number });
+        expect(listed.map((token) => [token.name, token.budget_micro_usd])).toEqual([["most", 1e15]]);
+      } finally {
+        await database.cleanup();
+      }
+    });
+  }
+
+  it("createToken (what token create calls) refuses a budget that is not whole micro-USD from 0 to 1e15: nothing is stored", async () => {
+    folder = tempDir();
+    const store = await openStore(`sqlite:${join(folder.path, "m.db")}`);
+    try {
+      for (const budgetMicroUsd of [1e23, 2.5, -1, 1e15 + 1]) {
+        await expect(createToken(store, { name: "rich", budgetMicroUsd, now: Date.now() })).rejects.toMatchObject({ field: "--budget-usd" });
+      }
+      expect(await store.tokens()).toEqual([]);
+    } finally {
+      await store.close();
+    }
   });
 
   it("serve refuses to listen beyond loopback while no API token exists (the API would answer anyone), exit 2, naming --host", async () => {

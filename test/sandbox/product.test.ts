@@ -163,6 +163,13 @@ describe("mediagate/sandbox: startSandbox", () => {
     await expect(startSandbox({ faults: { d: { status5xx: 1.5 } } })).rejects.toMatchObject({ field: "faults" });
   });
 
+  it("a balance in dollars is held to mediagate's one range of money: B's micro-USD and D's credits at most $1,000,000,000", async () => {
+    await expect(startSandbox({ providers: ["b"], credits: { b: 1e15 + 1 } })).rejects.toMatchObject({ field: "credits", reason: "1000000000000001 micro-USD for b is more than 1000000000000000 ($1000000000)" });
+    await expect(startSandbox({ providers: ["d"], credits: { d: 100_000_000_001 } })).rejects.toMatchObject({ field: "credits", allowed: "at most 100000000000 credits for d" });
+    const world = await start({ providers: ["b", "d"], credits: { b: 1e15, d: 100_000_000_000 } });
+    expect(world.stats().providers.b!.creditsLeft).toEqual({ amount: 1e15, unit: "micro_usd" });
+  });
+
   it("a port in use is a ConfigError port_in_use naming the port", async () => {
     const world = await start({ providers: ["d"] });
     const error = await startSandbox({ providers: ["d"], port: world.port }).catch((caught: unknown) => caught);

@@ -27,14 +27,16 @@ interface Answer {
 }
 
 /** A request as a browser on a page of the server would send it: `origin` names the page's origin unless told otherwise. */
-async function call(served: Served, method: string, path: string, options: { cookie?: string; form?: Record<string, string>; headers?: Record<string, string>; origin?: string | null } = {}): Promise<Answer> {
+/** A request to the dashboard; `form` is sent URL-encoded, `rawForm` as it is written (an encoding no browser would send). */
+async function call(served: Served, method: string, path: string, options: { cookie?: string; form?: Record<string, string>; rawForm?: string; headers?: Record<string, string>; origin?: string | null } = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.cookie) headers.cookie = options.cookie;
-  if (options.form) {
+  const body = options.rawForm ?? (options.form ? new URLSearchParams(options.form).toString() : undefined);
+  if (body !== undefined) {
     headers["content-type"] = "application/x-www-form-urlencoded";
     if (options.origin !== null) headers.origin = options.origin ?? served.url;
   }
-  const response = await fetch(`${served.url}${path}`, { method, headers, redirect: "manual", ...(options.form ? { body: new URLSearchParams(options.form).toString() } : {}) });
+  const response = await fetch(`${served.url}${path}`, { method, headers, redirect: "manual", ...(body !== undefined ? { body } : {}) });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
@@ -202,7 +204,7 @@ for (const kind of servedStores) {
       expect(job).toMatchObject({ provider: "d", model: "gen-2-pro", tokenId: alice.token.id, state: "queued" });
     });
 
-    it("Dashboard submit: the quote is shown before the send button; a request changed after its quote is quoted again and nothing is sent; a bad field is answered 422 naming it", async () => {
+    it("Dashboard submit: the quote is shown before the send button; a request changed after its quote is quoted again and nothing is sent; a bad field (or an input nested past 64 levels) is answered 422 naming it", async () => {
       const served = await serve({ engine: false });
       const store = await served.runtime.store();
       const cookie = await login(served, (await createToken(store, { name: "alice", now: Date.now() })).secret);
@@ -224,6 +226,14 @@ for (const kind of servedStores) {
       const notJson = await call(served, "POST", "/new", { cookie, form: { ...nativeD, input: "{prompt", form_token: formToken, step: "quote" } });
       expect(notJson.status).toBe(422);
       expect(notJson.text).toContain("input: is not valid JSON");
+      const deep = await call(served, "POST", "/new", { cookie, form: { ...nativeD, input: `${'{"a":'.repeat(5_000)}1${"}".repeat(5_000)}`, form_token: formToken, step: "quote" } });
+      expect(deep.status).toBe(422);
+      expect(deep.text).toContain("input: is nested 5000 levels deep");
+      // A percent-encoding that is not UTF-8 would be read as U+FFFD: refused naming the field, not changed.
+      const lone = await call(served, "POST", "/new", { cookie, rawForm: `kind=common&task=image&prompt=a%20fox%ED%A0%80&size=512x512&targets=d%2Fgen-2-pro&step=quote&form_token=${encodeURIComponent(formToken)}` });
+      expect(lone.status).toBe(422);
+      expect(lone.text).toContain("prompt: is not percent-encoded UTF-8 text");
+      expect(await store.listJobs({})).toEqual([]);
       const reader = await createToken(store, { name: "reader", readOnly: true, now: Date.now() });
       const readerCookie = await login(served, reader.secret);
       expect((await call(served, "GET", "/new", { cookie: readerCookie })).status).toBe(403);

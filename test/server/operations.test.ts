@@ -182,7 +182,7 @@ describe("mediagate serve: operations (/metrics, /readyz, request logs)", () => 
     await served.engine.stop();
     const stopped = await served.call("GET", "/readyz");
     expect(stopped.status).toBe(503);
-    expect(stopped.body).toEqual({ ready: false, store: "ok", engine: "stopped", reasons: ["the engine is not running"] });
+    expect(stopped.body).toEqual({ ready: false, store: "ok", engine: "stopped", reasons: ["the engine is not running"], error: { code: "not_ready", message: "the engine is not running" } });
     await (await served.runtime.store()).close();
     const closed = await served.call("GET", "/readyz");
     expect(closed.status).toBe(503);

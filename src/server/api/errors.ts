@@ -1,29 +1,42 @@
 import { BudgetError, ConfigError, InputError, MediagateError } from "../../core/errors.js";
 import { ConflictError, IdempotencyKeyReusedError, LineProblemsError, NotFoundError } from "../../app/errors.js";
 import { NoEligibleTargetError } from "../../engine/route.js";
+import { errorBody, type ErrorBody } from "../error-body.js";
 
 /**
- * The one error shape of every API answer: `{"error": {"code", "message",
- * "field"?, "targets"?}}`. Codes are stable snake_case words clients branch
- * on; messages are sentences for people and may change.
+ * The codes the API's own refusals carry, with their status, in the
+ * server's one error shape (error-body.ts). Codes are stable snake_case
+ * words clients branch on; messages are sentences for people and may change.
  */
 export const API_ERROR_CODES = {
   invalid_json: 400,
+  /** A path with a `.` or `..` segment, or a percent-encoding that is not of UTF-8 bytes. */
+  invalid_path: 400,
+  /** What Node's HTTP parser could not read at all. */
+  bad_request: 400,
   unauthorized: 401,
   over_budget: 402,
   read_only_token: 403,
+  admin_token_required: 403,
   not_found: 404,
+  /** The path is answered for other methods: the `Allow` header lists them. */
+  method_not_allowed: 405,
+  request_timeout: 408,
   ref_conflict: 409,
   not_cancellable: 409,
   output_changed: 409,
   payload_too_large: 413,
+  path_too_long: 414,
+  unsupported_media_type: 415,
   range_not_satisfiable: 416,
   invalid_input: 422,
   no_eligible_target: 422,
   idempotency_key_reused: 422,
+  headers_too_large: 431,
+  internal_error: 500,
   not_configured: 503,
   output_unreadable: 503,
-  internal_error: 500,
+  shutting_down: 503,
 } as const;
 export type ApiErrorCode = keyof typeof API_ERROR_CODES;
 
@@ -40,9 +53,20 @@ export class ApiError extends Error {
     return API_ERROR_CODES[this.code];
   }
 
-  body(): { error: { code: string; message: string; field?: string; targets?: Array<{ target: string; reasons: string[] }> } } {
-    return { error: { code: this.code, message: this.message, ...this.extra } };
+  body(): ErrorBody {
+    return errorBody(this.code, this.message, this.extra);
   }
+}
+
+/**
+ * The code of an error Fastify raised itself before a handler ran, from its
+ * status: a body over the route's limit (413), a content type it could not
+ * parse (415), anything else it could not read (400).
+ */
+export function frameworkErrorCode(status: number): ApiErrorCode {
+  if (status === 413) return "payload_too_large";
+  if (status === 415) return "unsupported_media_type";
+  return "bad_request";
 }
 
 /** A domain error as the API says it; anything else is an internal error (logged, not shown). */

@@ -9,14 +9,17 @@ import { providerStates } from "../../app/provider-states.js";
 import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
+import { checkJsonText } from "../../core/json-text.js";
+import { checkWellFormed } from "../../core/well-formed.js";
 import type { JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
 import { isLoopbackHost } from "../dashboard/session.js";
 import { apiLineRequest, batchLines } from "./batches.js";
-import { ApiError, apiErrorOf, failureOf } from "./errors.js";
-import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody } from "./requests.js";
+import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "./errors.js";
+import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, utf8Body } from "./requests.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
+import { methodNotAllowed, type RouteMethods } from "../route-methods.js";
 
 export interface ApiDeps {
   runtime: Runtime;
@@ -35,8 +38,10 @@ const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
 function jsonBody(request: FastifyRequest): unknown {
   const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   if (raw.length === 0) return undefined;
+  const text = utf8Body(raw);
+  checkJsonText(text, "body", { namesMember: true });
   try {
-    return JSON.parse(raw.toString("utf8"));
+    return JSON.parse(text);
   } catch {
     throw new ApiError("invalid_json", "the body is not valid JSON");
   }
@@ -46,6 +51,7 @@ function query(request: FastifyRequest): Record<string, string | undefined> {
   const values: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
     values[name] = Array.isArray(value) ? String(value.at(-1)) : value === undefined ? undefined : String(value);
+    if (values[name] !== undefined) checkWellFormed(values[name], name);
   }
   return values;
 }
@@ -261,7 +267,7 @@ function fastifyPath(path: string): string {
  * the local user (the server then listens on loopback only). A read-only
  * token may only read. Errors have one shape (`ApiError`).
  */
-export function registerApi(app: FastifyInstance, deps: ApiDeps): void {
+export function registerApi(app: FastifyInstance, deps: ApiDeps, methods: RouteMethods): void {
   const table = routes(deps);
   const document = openApiDocument(table);
 
@@ -300,10 +306,18 @@ export function registerApi(app: FastifyInstance, deps: ApiDeps): void {
       if (known) return reply.code(known.status).send(known.body());
       const status = (error as { statusCode?: number }).statusCode;
       if (status === 413) return reply.code(413).send(new ApiError("payload_too_large", "the body is larger than the API takes").body());
+      if (status !== undefined && status >= 400 && status < 500) {
+        // Fastify refused the request before the handler ran (a content type it cannot read, a body it could not receive).
+        const refused = new ApiError(frameworkErrorCode(status), `the request could not be read: ${(error as Error).message}`);
+        return reply.code(refused.status).send(refused.body());
+      }
       deps.log.error({ method: request.method, path: request.url.split("?")[0], caller: request.caller?.name ?? null, ...failureOf(error) }, "API request failed");
       return reply.code(500).send(new ApiError("internal_error", "the request could not be handled; it was logged").body());
     });
-    api.setNotFoundHandler((request, reply) => reply.code(404).send(new ApiError("not_found", `no route ${request.method} ${request.url.split("?")[0]}`).body()));
+    api.setNotFoundHandler(
+      (request, reply) =>
+        methodNotAllowed(methods, request, reply) ?? reply.code(404).send(new ApiError("not_found", `no route ${request.method.slice(0, 20)} ${request.url.split("?")[0]!.slice(0, 80)}`).body()),
+    );
   }, { prefix: "/v1" });
 
   app.get("/openapi.json", async () => document);

@@ -4,11 +4,20 @@ import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
 import { JOB_STATES, type Job, type JobState } from "../../core/job.js";
 import { PROVIDER_IDS, type ProviderId } from "../../core/provider-id.js";
 import { validateRefPrefix } from "../../core/ref.js";
+import { checkWellFormed } from "../../core/well-formed.js";
+import { isUtf8 } from "node:buffer";
 import { createHash } from "node:crypto";
+import { ApiError } from "./errors.js";
 import { type IdempotencyRequest, type JobSubmission, validateIdempotencyKey } from "../../app/intake.js";
 import type { JobListFilter } from "../../app/queries.js";
 import { routedRequestFrom, type RoutedRequest } from "../../engine/route.js";
 import type { JobRequest } from "../../providers/adapter.js";
+
+/** A body's text: JSON is UTF-8 (RFC 8259 §8.1), and bytes that are not would be read as U+FFFD, another text than the one sent. */
+export function utf8Body(raw: Buffer): string {
+  if (!isUtf8(raw)) throw new ApiError("invalid_json", "the body is not UTF-8 text (JSON is UTF-8, RFC 8259 §8.1)");
+  return raw.toString("utf8");
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -114,9 +123,9 @@ export function jobListQuery(query: Record<string, string | undefined>): { filte
     if (!(PROVIDER_IDS as readonly string[]).includes(query.provider)) throw new InputError("provider", `"${query.provider}" is not a provider`, PROVIDER_IDS.join(", "));
     filter.provider = query.provider as ProviderId;
   }
-  if (query.ref !== undefined) filter.ref = query.ref;
+  if (query.ref !== undefined) filter.ref = checkWellFormed(query.ref, "ref");
   if (query.ref_prefix !== undefined) filter.refPrefix = validateRefPrefix(query.ref_prefix, "ref_prefix");
-  if (query.batch !== undefined) filter.batchId = query.batch;
+  if (query.batch !== undefined) filter.batchId = checkWellFormed(query.batch, "batch");
   if (query.created_after !== undefined) filter.createdAfter = timeOf(query.created_after, "created_after");
   if (query.created_before !== undefined) filter.createdBefore = timeOf(query.created_before, "created_before");
   if (query.cursor !== undefined) filter.olderThan = decodeCursor(query.cursor);

@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { cancelJob } from "../../app/cancel.js";
 import { remoteJob } from "../../app/job-view.js";
@@ -11,9 +12,12 @@ import type { Job } from "../../core/job.js";
 import type { Engine } from "../../engine/engine.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
-import { ApiError, apiErrorOf, failureOf } from "../api/errors.js";
+import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "../api/errors.js";
 import { encodeCursor, jobListQuery, quotedRequestOfBody, submissionOfBody } from "../api/requests.js";
 import { sendOutputFile } from "../output-file.js";
+import { errorBody } from "../error-body.js";
+import { InputError } from "../../core/errors.js";
+import { checkWellFormed } from "../../core/well-formed.js";
 import { ASSETS } from "./assets.js";
 import { EventStreams } from "./events.js";
 import { JobFeed } from "./feed.js";
@@ -69,22 +73,47 @@ function queryValues(request: FastifyRequest): Record<string, string | undefined
   const values: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
     values[name] = Array.isArray(value) ? String(value.at(-1)) : value === undefined ? undefined : String(value);
+    if (values[name] !== undefined) checkWellFormed(values[name], name);
   }
   return values;
 }
 
-/** The fields of a form POST (`application/x-www-form-urlencoded`, what a form sends without an enctype). */
+/**
+ * The fields of a form POST (`application/x-www-form-urlencoded`, what a
+ * form sends without an enctype), decoded strictly: URLSearchParams would
+ * read a percent-encoding that is not UTF-8 as U+FFFD, another text than the
+ * one sent.
+ */
 function formFields(request: FastifyRequest): URLSearchParams {
   const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") throw new ApiError("invalid_input", "a form is sent as application/x-www-form-urlencoded");
-  return new URLSearchParams(Buffer.isBuffer(request.body) ? request.body.toString("utf8") : "");
+  const fields = new URLSearchParams();
+  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  if (!isUtf8(body)) throw new ApiError("invalid_input", "the form is not UTF-8 text", { field: "form" });
+  const text = body.toString("utf8");
+  for (const pair of text.split("&")) {
+    if (pair === "") continue;
+    const [name = "", value = ""] = pair.split(/=(.*)/s).map((part) => part.replace(/\+/g, " "));
+    let decodedName: string;
+    try {
+      decodedName = decodeURIComponent(name);
+    } catch {
+      throw new ApiError("invalid_input", "a form field's name is not percent-encoded UTF-8", { field: "form" });
+    }
+    try {
+      fields.append(decodedName, decodeURIComponent(value));
+    } catch {
+      throw new InputError(decodedName.slice(0, 40), "is not percent-encoded UTF-8 text", "what a browser sends from the form");
+    }
+  }
+  return fields;
 }
 
 function sendPage(reply: FastifyReply, status: number, options: PageOptions): FastifyReply {
   return reply.code(status).headers(PAGE_HEADERS).send(pageOf(options).text);
 }
 
-/** Routes answered with bytes or a stream rather than a page: their errors are plain text. */
+/** Routes answered with bytes or a stream rather than a page: their errors are the server's error shape, not a page. */
 function answersPlainly(request: FastifyRequest): boolean {
   const route = request.routeOptions.url ?? "";
   return route === "/events" || route.startsWith("/jobs/:id/outputs") || route.startsWith("/assets");
@@ -130,7 +159,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
     const status = known?.status ?? (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500);
     if (!known && status === 500) log.error({ method: request.method, path: request.url.split("?")[0], caller: request.dashboardSession?.caller.name ?? null, ...failureOf(error) }, "dashboard request failed");
     const message = known?.message ?? (status === 413 ? "the form is larger than the server takes" : status < 500 ? error.message : "the request could not be handled; it was logged");
-    if (answersPlainly(request)) return reply.code(status).type("text/plain; charset=utf-8").send(message);
+    if (answersPlainly(request)) return reply.code(status).send(known?.body() ?? errorBody(status === 500 ? "internal_error" : frameworkErrorCode(status), message));
     const title = status === 404 ? "Not found" : status === 403 ? "Not allowed" : status < 500 ? "Refused" : "Something went wrong";
     return sendPage(reply, status, { title, session: request.dashboardSession ?? null, section: "error", body: errorPageBody(title, message) });
   };
@@ -176,7 +205,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         request.dashboardSession = answer.session;
         return;
       }
-      if (answersPlainly(request)) return reply.code(answer.status).type("text/plain; charset=utf-8").send(answer.refused);
+      if (answersPlainly(request)) return reply.code(answer.status).send(errorBody(answer.status === 401 ? "unauthorized" : "loopback_only", answer.refused));
       if (answer.status === 401 && request.method === "GET") return reply.redirect(`/login${queryOf({ next: request.url })}`, 303);
       const title = answer.status === 401 ? "Log in first" : "Not allowed";
       return sendPage(reply, answer.status, { title, session: null, section: "error", body: html`${errorPageBody(title, answer.refused)}${answer.status === 401 ? html`<p><a href="/login">Log in</a></p>` : ""}` });
@@ -300,7 +329,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
     dashboard.get("/events", { exposeHeadRoute: false }, async (request, reply) => {
       const session = request.dashboardSession!;
       const caller = session.caller;
-      if (streams.size >= STREAMS_MAX) return reply.code(503).header("retry-after", "10").type("text/plain; charset=utf-8").send("too many live views are open; try again shortly");
+      if (streams.size >= STREAMS_MAX) return reply.code(503).header("retry-after", "10").send(errorBody("too_many_streams", `${STREAMS_MAX} live views are open, the most this server follows at once; try again shortly`));
       const values = queryValues(request);
       const lastEventId = Number(request.headers["last-event-id"]);
       const since = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : Number.isSafeInteger(Number(values.since)) && Number(values.since) > 0 ? Number(values.since) : Date.now();

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { COMMON_TASKS } from "../../core/common-request.js";
 import { InputError } from "../../core/errors.js";
+import { checkJsonText } from "../../core/json-text.js";
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
 import type { Quote } from "../../app/intake.js";
 import { html, type Html } from "./html.js";
@@ -67,6 +68,7 @@ export function requestOfForm(form: SubmitForm): Record<string, unknown> {
     body.provider = form.provider;
     body.model = form.model.trim();
     if (form.operation.trim()) body.operation = form.operation.trim();
+    checkJsonText(form.input, "input");
     try {
       body.input = form.input.trim() ? JSON.parse(form.input) : {};
     } catch (error) {
