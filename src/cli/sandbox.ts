@@ -20,6 +20,12 @@ export function registerSandbox(program: Command, globals: () => GlobalOptions):
     .action(async (flags: SandboxFlags) => {
       const json = Boolean(globals().json);
       const options = sandboxOptionsOf(flags);
+      // Listened for before anything starts: a stop asked for while the sandbox starts (or the moment it has said where
+      // it runs) stops it once it is up, instead of killing the process by the signal's default action.
+      const stopAsked = new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
       // Loaded here, not at start-up: every other command starts faster without the emulators and their server.
       const { startSandbox } = await import("../sandbox/index.js");
       let sandbox: Awaited<ReturnType<typeof startSandbox>>;
@@ -45,10 +51,7 @@ export function registerSandbox(program: Command, globals: () => GlobalOptions):
         process.stderr.write(`mediagate sandbox on ${sandbox.url} (providers ${providers}; time scale ${sandbox.timeScale}; webhook timestamps ${sandbox.webhookTimestamps}); Ctrl-C stops it\n`);
         for (const [name, value] of Object.entries(sandbox.environment)) process.stdout.write(`export ${name}=${value}\n`);
       }
-      await new Promise<void>((resolve) => {
-        process.once("SIGINT", resolve);
-        process.once("SIGTERM", resolve);
-      });
+      await stopAsked;
       await sandbox.stop();
     });
 }
