@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { apiJob, chargeUnknownWords, OUTPUT_FOLDER, remoteEvents, remoteJob } from "../../src/app/job-view.js";
+import { apiJob, chargeUnknownWords, costText, jobJson, OUTPUT_FOLDER, remoteEvents, remoteJob, serverPathsHidden } from "../../src/app/job-view.js";
 import { spendPanel } from "../../src/server/dashboard/spend-view.js";
 import type { Job, JobEvent, JobOutput } from "../../src/core/job.js";
 
@@ -120,5 +120,59 @@ describe("a charge not recorded, in words (issue 36, finding 5)", () => {
     expect(panel).toMatch(/<th scope="row">E<\/th><td class="num"><span class="unpriced">unpriced<\/span> <span class="muted">\(2 unpriced jobs\)<\/span><\/td>/);
     expect(panel).not.toMatch(/<th scope="row">E<\/th><td class="num">\$0/);
     expect(panel).toMatch(/settled <strong>\$0\.03\d* <span class="muted">\+ 2 unpriced jobs<\/span><\/strong>/);
+  });
+});
+
+describe("a job's --json shape and cost (issue 35: the mutation run left these unchecked)", () => {
+  it("a native job: its fields, outputs with path, a url with no signature shown, media and seed (the provider's, else the one sent), its cost", () => {
+    const job = savedJob({ state: "succeeded", error: null, body: { prompt: "a lighthouse", seed: 7 }, chargeMicroUsd: 30_000, chargeSource: "computed" });
+    const signed = { ...output, url: "https://d.example/results/lh.png?sig=secret", metadata: { seed: 42 } };
+    expect(jobJson(job, [signed, { ...output, index: 1 }])).toEqual({
+      id: "job_1",
+      ref: "lh",
+      provider: "d",
+      model: "gen-2-pro",
+      state: "succeeded",
+      provider_job_id: "d-1",
+      outputs: [
+        // A signature left in an older row is shown cut (displayUrl), never whole.
+        { path: `${FOLDER}/lh.png`, url: "https://d.example/results/lh.png?…", content_type: "image/png", bytes: 123, sha256: output.sha256, width: 512, height: 512, seed: 42 },
+        { path: `${FOLDER}/lh.png`, url: "https://d.example/results/lh.png", content_type: "image/png", bytes: 123, sha256: output.sha256, width: 512, height: 512, seed: 7 },
+      ],
+      error: null,
+      cost: { estimate_micro_usd: 30_000, charge_micro_usd: 30_000, source: "computed" },
+    });
+    expect(jobJson(savedJob({ body: {} }), [output]).outputs[0]).not.toHaveProperty("seed");
+    expect(jobJson(savedJob(), []).error).toEqual({ code: "output_unwritable", message: `cannot write ${FOLDER}/lh.png` });
+    expect(jobJson(savedJob({ chargeSource: null }), []).cost.source).toBe("pricing page");
+  });
+
+  it("a routed job: its target now, and every target tried in order, the last being this one with its state", () => {
+    const route = {
+      current: "d/gen-2-pro",
+      next: [],
+      tried: [{ name: "c/v6", provider: "c" as const, model: "v6", providerJobId: null, reason: "C refused it before accepting", at: 0 }],
+      failingSince: null,
+      routeBy: "order" as const,
+      fallbackOnFailure: false,
+    };
+    const json = jobJson(savedJob({ route: route as unknown as Job["route"], state: "running" }), []);
+    expect(json.target).toBe("d/gen-2-pro");
+    expect(json.attempts).toEqual([
+      { target: "c/v6", provider: "c", model: "v6", provider_job_id: null, outcome: "C refused it before accepting" },
+      { target: "d/gen-2-pro", provider: "d", model: "gen-2-pro", provider_job_id: "d-1", outcome: "running" },
+    ]);
+    expect(jobJson(savedJob(), [])).not.toHaveProperty("attempts");
+  });
+
+  it("a cost in words: the charge, else ~ the estimate, else unpriced", () => {
+    expect(costText({ chargeMicroUsd: 30_000, estimateMicroUsd: 40_000 })).toBe("$0.0300");
+    expect(costText({ chargeMicroUsd: null, estimateMicroUsd: 40_000 })).toBe("~$0.0400");
+    expect(costText({ chargeMicroUsd: null, estimateMicroUsd: null })).toBe("unpriced");
+  });
+
+  it("a job without an output folder hides nothing", () => {
+    expect(serverPathsHidden({ outDir: "" })("a /srv path")).toBe("a /srv path");
+    expect(serverPathsHidden({ outDir: "/srv/out/" })("cannot write /srv/out/a.png")).toBe(`cannot write ${OUTPUT_FOLDER}/a.png`);
   });
 });
