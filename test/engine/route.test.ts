@@ -4,7 +4,7 @@ import { loadConfig } from "../../src/core/config.js";
 import { InputError } from "../../src/core/errors.js";
 import type { ProviderId } from "../../src/providers/adapter.js";
 import { createProviderRegistry } from "../../src/providers/registry.js";
-import { NoEligibleTargetError, parseTarget, planRoute, routedRequestFrom, type RouteWorld } from "../../src/engine/route.js";
+import { jobRouteOf, NoEligibleTargetError, parseTarget, planRoute, routedRequestFrom, type RouteWorld } from "../../src/engine/route.js";
 import { inputError } from "../helpers/errors.js";
 
 /** Real adapters; D and F configured (addresses never called: nothing here sends), the others not. */
@@ -175,5 +175,69 @@ describe("routing: judging each target before anything is sent", () => {
     expect(error).toBeInstanceOf(InputError);
     expect(error).not.toBeInstanceOf(NoEligibleTargetError);
     expect((error as InputError).field).toBe("size");
+  });
+});
+
+describe("routing: the edges the mutation run found unchecked (issue 36, finding 12)", () => {
+  const png = Buffer.from("89504e470d0a1a0a0000000d49484452000000080000000808020000004b6d29dc", "hex");
+
+  it("routing: a target that is not a string, an empty route and a provider without a common mapping are refused, each saying why", async () => {
+    expect(() => parseTarget(7, "route[0]")).toThrow(/^route\[0\]: must be a string/);
+    expect(() => parseTarget("z/model", "route[0]")).toThrow(/^route\[0\]: "z\/model" does not start with a provider \(a, b, c, d, e, f\)/);
+    expect(parseTarget("d/gen-2-pro", "model")).toEqual({ provider: "d", model: "gen-2-pro", name: "d/gen-2-pro" });
+    expect(() => routedRequestFrom({ task: "image", prompt: "p", route: [] }, noReadImages)).toThrow(/^route: must be a non-empty list of targets/);
+    await expect(planRoute(fox, [], "order", world())).rejects.toThrow(/^route: is empty/);
+    // A provider this build has no adapter for, and one without a mapping of the common request.
+    const bare: RouteWorld = { ...world(), adapter: (provider) => (provider === "d" ? { adapter: { ...world().adapter("d").adapter!, fromCommon: undefined }, missing: [] } : { adapter: null, missing: [] }) };
+    const error = (await planRoute(fox, targets("d/gen-2-pro", "f/img-v2"), "order", bare).catch((caught: unknown) => caught)) as NoEligibleTargetError;
+    expect(error.targets()).toEqual([
+      { target: "d/gen-2-pro", reasons: ["provider D takes native requests only"] },
+      { target: "f/img-v2", reasons: [expect.stringMatching(/^provider F is not supported by this version of /)] },
+    ]);
+  });
+
+  it("routing: an estimate exactly what the budget leaves is eligible; a cent over is not", async () => {
+    const exact = await planRoute(fox, targets("d/gen-2-pro"), "order", world({ leftMicroUsd: 30_000 }));
+    expect(exact.order).toHaveLength(1);
+    const short = await planRoute(fox, targets("d/gen-2-pro"), "order", world({ leftMicroUsd: 29_999 })).catch((caught: unknown) => caught);
+    expect(short).toBeInstanceOf(NoEligibleTargetError);
+  });
+
+  it("routing: what a job stores of its route: the chosen target, the eligible ones after it with what each would be sent, nothing tried yet", async () => {
+    const plan = await planRoute(fox, targets("d/gen-2-pro", "d/gen-2-max"), "order", world());
+    const route = jobRouteOf(plan.order, true);
+    expect(route).toEqual({
+      current: "d/gen-2-pro",
+      next: [
+        {
+          name: "d/gen-2-max",
+          provider: "d",
+          model: "gen-2-max",
+          operation: plan.order[1]!.validated.operation,
+          body: plan.order[1]!.validated.body,
+          facts: plan.order[1]!.validated.facts,
+          warnings: plan.order[1]!.validated.warnings,
+          estimateMicroUsd: plan.order[1]!.estimate.microUsd,
+          estimateSource: plan.order[1]!.estimate.source,
+        },
+      ],
+      tried: [],
+      fallbackOnFailure: true,
+      failingSince: null,
+    });
+    expect(jobRouteOf(plan.order.slice(0, 1), false).next).toEqual([]);
+  });
+
+  it("routing: an image given as a file already read must be an image; images must be a list; provider_options must be objects of native fields", () => {
+    const base = { task: "image", prompt: "p", model: "d/gen-2-pro" };
+    expect(routedRequestFrom({ ...base, images: [{ fileName: "a.png", bytes: png }] }, noReadImages).common.images).toEqual([{ fileName: "a.png", bytes: png }]);
+    expect(() => routedRequestFrom({ ...base, images: [{ fileName: "a.txt", bytes: Buffer.from("hello") }] }, noReadImages)).toThrow(/^images\[0\]: file a\.txt is not /);
+    for (const bad of [{ fileName: 3, bytes: png }, { fileName: "a.png", bytes: "png" }, null, 5, ""]) {
+      expect(() => routedRequestFrom({ ...base, images: [bad] }, noReadImages), JSON.stringify(bad)).toThrow(/^images\[0\]: must be an image URL, a local file path, or \{ fileName, bytes \}/);
+    }
+    expect(() => routedRequestFrom({ ...base, images: "https://img.example/a.png" }, noReadImages)).toThrow(/^images: must be a list of images/);
+    expect(routedRequestFrom({ task: "video", prompt: "p", model: "c/v6", first_frame: "https://img.example/a.png" }, noReadImages).common.first_frame).toBe("https://img.example/a.png");
+    for (const options of [[], "png", null]) expect(() => routedRequestFrom({ ...base, provider_options: options }, noReadImages)).toThrow(/^provider_options: must be an object of native fields per provider/);
+    for (const fields of [[], "png", null]) expect(() => routedRequestFrom({ ...base, provider_options: { d: fields } }, noReadImages)).toThrow(/^provider_options\.d: must be an object of that provider's native fields/);
   });
 });
