@@ -202,6 +202,24 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     expect(emulators.d.submitCount).toBe(1);
   });
 
+  it("AI SDK image (issue 36, finding 12): a call whose job waits on a halted provider rejects saying it is queued, why, and that it goes on once that changes; nothing more is sent", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], { d: { renderTimeMs: 200, balanceMicroUsd: 0 } });
+    const call = (prompt: string) => generateImage({ model: mediagate.image("d/gen-2-pro"), prompt, size: "512x512" }).then(() => null, (thrown: unknown) => thrown);
+    // The first job meets D's empty balance: it fails, and D is halted.
+    const first = await call("a fox");
+    expect(MediagateJobError.isInstance(first)).toBe(true);
+    expect((first as Error).message).toMatch(/ ended failed: /);
+    // The second is not sent: it waits in the queue for the halt to be lifted.
+    const second = await call("a heron");
+    expect(MediagateJobError.isInstance(second)).toBe(true);
+    const waiting = (second as MediagateJobError).job;
+    expect(waiting.state).toBe("queued");
+    expect((second as MediagateJobError).code).toBe(waiting.blockedCode ?? "provider_halted");
+    expect((second as Error).message).toMatch(/ is queued and cannot move on by itself: \S+: .+; it stays in the store and goes on once that changes$/);
+    expect(emulators.d.submitCount).toBe(1);
+    expect((await gate.list()).map((job) => job.state).sort()).toEqual(["failed", "queued"]);
+  });
+
   it("AI SDK image (issue 36, finding 12): a saved file changed since it was saved is not handed back (output_changed), one gone is output_unreadable; neither pays again", async () => {
     const { emulators, gate, mediagate } = await sandboxed(["d"], FAST_D);
     const call = () => generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox", size: "512x512", providerOptions: { mediagate: { ref: "kept-fox" } } });
