@@ -182,7 +182,7 @@ describe("routing: the edges the mutation run found unchecked (issue 36, finding
   const png = Buffer.from("89504e470d0a1a0a0000000d49484452000000080000000808020000004b6d29dc", "hex");
 
   it("routing: a target that is not a string, an empty route and a provider without a common mapping are refused, each saying why", async () => {
-    expect(() => parseTarget(7, "route[0]")).toThrow(/^route\[0\]: must be a string/);
+    expect(() => parseTarget(7 as unknown as string, "route[0]")).toThrow(/^route\[0\]: must be a string/);
     expect(() => parseTarget("z/model", "route[0]")).toThrow(/^route\[0\]: "z\/model" does not start with a provider \(a, b, c, d, e, f\)/);
     expect(parseTarget("d/gen-2-pro", "model")).toEqual({ provider: "d", model: "gen-2-pro", name: "d/gen-2-pro" });
     expect(() => routedRequestFrom({ task: "image", prompt: "p", route: [] }, noReadImages)).toThrow(/^route: must be a non-empty list of targets/);
