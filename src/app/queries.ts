@@ -62,6 +62,27 @@ export async function spendOf(runtime: Runtime, caller: Caller, from: number, to
   return lines.map((line) => ({ ...line, tokenName: line.tokenId === null ? null : (names.get(line.tokenId) ?? line.tokenId) }));
 }
 
+/** The spend of a period as the API answers it and the CLI's `--json` prints it: totals, then one line per provider, model and token. */
+export function spendView(lines: ReadonlyArray<SpendLine & { tokenName: string | null }>, from: number, to: number) {
+  const total = (pick: (line: SpendLine) => number) => lines.reduce((sum, line) => sum + pick(line), 0);
+  return {
+    from: new Date(from).toISOString(),
+    to: new Date(to).toISOString(),
+    settled_micro_usd: total((line) => line.settledMicroUsd),
+    estimated_micro_usd: total((line) => line.estimatedMicroUsd),
+    unpriced_jobs: total((line) => line.unpricedJobs),
+    lines: lines.map((line) => ({
+      provider: line.provider,
+      model: line.model,
+      token: line.tokenName,
+      settled_micro_usd: line.settledMicroUsd,
+      estimated_micro_usd: line.estimatedMicroUsd,
+      jobs: line.jobs,
+      unpriced_jobs: line.unpricedJobs,
+    })),
+  };
+}
+
 const DAY_MS = 86_400_000;
 
 /** How long a spend period may be: a year and a day (one bounded read, by index). */

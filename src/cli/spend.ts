@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { LOCAL_CALLER } from "../app/caller.js";
-import { spendOf, spendPeriod } from "../app/queries.js";
+import { spendOf, spendPeriod, spendView } from "../app/queries.js";
 import { InputError } from "../core/errors.js";
 import { formatMicroUsd } from "../core/money.js";
 import { bConfigured, bSpendReport } from "./b-account.js";
@@ -34,29 +34,9 @@ export function registerSpend(program: Command, globals: () => GlobalOptions): v
         // B publishes its own account of what it charged: asked for the same days (its range is of whole days).
         const day = (at: number) => new Date(at).toISOString().slice(0, 10);
         const b = bConfigured(runtime) ? await bSpendReport(runtime, day(period.from), day(period.to - 1)) : null;
-        const total = (pick: (line: (typeof lines)[number]) => number) => lines.reduce((sum, line) => sum + pick(line), 0);
-        const from = new Date(period.from).toISOString();
-        const to = new Date(period.to).toISOString();
+        const view = spendView(lines, period.from, period.to);
         if (options.json) {
-          process.stdout.write(
-            `${JSON.stringify({
-              from,
-              to,
-              settled_micro_usd: total((line) => line.settledMicroUsd),
-              estimated_micro_usd: total((line) => line.estimatedMicroUsd),
-              unpriced_jobs: total((line) => line.unpricedJobs),
-              lines: lines.map((line) => ({
-                provider: line.provider,
-                model: line.model,
-                token: line.tokenName,
-                settled_micro_usd: line.settledMicroUsd,
-                estimated_micro_usd: line.estimatedMicroUsd,
-                jobs: line.jobs,
-                unpriced_jobs: line.unpricedJobs,
-              })),
-              ...(b ? { b: b.json } : {}),
-            })}\n`,
-          );
+          process.stdout.write(`${JSON.stringify({ ...view, ...(b ? { b: b.json } : {}) })}\n`);
           return;
         }
         const rows = lines.map(
@@ -65,7 +45,7 @@ export function registerSpend(program: Command, globals: () => GlobalOptions): v
         );
         process.stdout.write(
           [
-            `Spend from ${from} to ${to} (to excluded): settled ${formatMicroUsd(total((line) => line.settledMicroUsd))}, estimated ${estimateWords(total((line) => line.estimatedMicroUsd), total((line) => line.jobs), total((line) => line.unpricedJobs))}`,
+            `Spend from ${view.from} to ${view.to} (to excluded): settled ${formatMicroUsd(view.settled_micro_usd)}, estimated ${estimateWords(view.estimated_micro_usd, lines.reduce((sum, line) => sum + line.jobs, 0), view.unpriced_jobs)}`,
             ...(rows.length ? rows : ["  nothing spent or estimated in this period"]),
             ...(b ? b.text : []),
           ].join("\n") + "\n",

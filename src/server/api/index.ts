@@ -6,7 +6,7 @@ import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.
 import { apiEvent, apiJob } from "../../app/job-view.js";
 import { planBatch } from "../../app/plan.js";
 import { providerStates } from "../../app/provider-states.js";
-import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, visibleJob } from "../../app/queries.js";
+import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, spendView, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
 import { checkJsonText } from "../../core/json-text.js";
@@ -234,23 +234,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       handler: async (request) => {
         const params = query(request);
         const { from, to } = spendPeriod(params.from, params.to, Date.now());
-        const lines = await spendOf(runtime, request.caller!, from, to);
-        return {
-          from: new Date(from).toISOString(),
-          to: new Date(to).toISOString(),
-          settled_micro_usd: lines.reduce((sum, line) => sum + line.settledMicroUsd, 0),
-          estimated_micro_usd: lines.reduce((sum, line) => sum + line.estimatedMicroUsd, 0),
-          unpriced_jobs: lines.reduce((sum, line) => sum + line.unpricedJobs, 0),
-          lines: lines.map((line) => ({
-            provider: line.provider,
-            model: line.model,
-            token: line.tokenName,
-            settled_micro_usd: line.settledMicroUsd,
-            estimated_micro_usd: line.estimatedMicroUsd,
-            jobs: line.jobs,
-            unpriced_jobs: line.unpricedJobs,
-          })),
-        };
+        return spendView(await spendOf(runtime, request.caller!, from, to), from, to);
       },
     },
   ];
