@@ -140,6 +140,8 @@ describe("spendOf and spendView: the period's lines by provider, model and token
     // Five days back is the first day shown: the jobs of the 20th are outside a 5-day view.
     expect((await spendOfDays(runtime, LOCAL_CALLER, now, 5)).lines).toEqual([]);
     expect((await spendOfDays(runtime, LOCAL_CALLER, now, 6)).lines.length).toBeGreaterThan(0);
+    // Today is included: asked on the jobs' own day, one day holds them.
+    expect((await spendOfDays(runtime, LOCAL_CALLER, T0 + 3_600_000, 1)).lines.length).toBeGreaterThan(0);
   });
 });
 
@@ -158,6 +160,10 @@ describe("spendPeriod: the same period for the API, the CLI and the dashboard", 
   it("a time is taken as given, as ISO 8601 or milliseconds since the epoch", () => {
     expect(spendPeriod("2026-11-27T10:00:00Z", "1796000000000", now)).toEqual({ from: Date.UTC(2026, 10, 27, 10), to: 1_796_000_000_000 });
     expect(spendPeriod("0", "1", now)).toEqual({ from: 0, to: 1 });
+    // A time with an offset ends in digits and is still a time, not a count of milliseconds.
+    expect(spendPeriod("2026-11-27T10:00:00.000+00:00", undefined, now).from).toBe(Date.UTC(2026, 10, 27, 10));
+    // Text before a day makes it no day.
+    expect(() => spendPeriod("x2026-11-27", undefined, now)).toThrow('"x2026-11-27" is not a time');
   });
 
   it("a day not on the calendar, or text that is no time, is refused naming its end and what is allowed", () => {
@@ -183,9 +189,11 @@ describe("spendPeriod: the same period for the API, the CLI and the dashboard", 
 
   it("a period that ends before it starts, or is empty, is refused naming from; one longer than 366 days naming to", () => {
     expect(() => spendPeriod("2026-11-28", "2026-11-27", now)).toThrow(expect.objectContaining({ field: "from", allowed: "from earlier than to" }));
+    expect(() => spendPeriod("2026-11-28", "2026-11-27", now)).toThrow("from: must be before to (a day given as to is included: from=2026-11-28&to=2026-11-28 is that day)");
     expect(() => spendPeriod("100", "100", now)).toThrow(expect.objectContaining({ field: "from" }));
     expect(spendPeriod("100", "101", now)).toEqual({ from: 100, to: 101 });
     expect(spendPeriod("0", String(366 * DAY), now)).toEqual({ from: 0, to: 366 * DAY });
     expect(() => spendPeriod("0", String(366 * DAY + 1), now)).toThrow(expect.objectContaining({ field: "to", allowed: "a period of at most 366 days" }));
+    expect(() => spendPeriod("0", String(366 * DAY + 1), now)).toThrow("to: is more than 366 days after from");
   });
 });

@@ -51,7 +51,8 @@ describe("a JSON array (Content-Type application/json)", () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]!.origin).toBe("line 3");
     expect(problems[0]!.error).toMatchObject({ field: "input", allowed: JSON_DEPTH_ALLOWED });
-    expect(problems[0]!.error.reason).toMatch(/^is nested \d+ levels deep \(below the array\)$/);
+    // Its depth counted below the array: the element, then 66 arrays.
+    expect(problems[0]!.error.reason).toBe(`is nested ${MAX_JSON_DEPTH + 3} levels deep (below the array)`);
     // Nested arrays with no member: the line itself is named.
     const bare = refusal(() => batchLines(Buffer.from(`[${"[".repeat(MAX_JSON_DEPTH + 2)}${"]".repeat(MAX_JSON_DEPTH + 2)}]`), "application/json")) as LineProblemsError;
     expect(bare.problems[0]).toMatchObject({ origin: "line 1", error: { field: "line" } });
@@ -69,6 +70,15 @@ describe("a JSON array (Content-Type application/json)", () => {
     const fits = { input: { prompt: "é".repeat((MAX_JSON_BYTES - 40) / 2) } };
     expect(Buffer.byteLength(JSON.stringify(fits), "utf8")).toBeLessThanOrEqual(MAX_JSON_BYTES);
     expect(batchLines(Buffer.from(JSON.stringify([fits])), "application/json")).toHaveLength(1);
+    // Exactly 1 MiB is within the bound.
+    const exact = { p: "x".repeat(MAX_JSON_BYTES - 8) };
+    expect(Buffer.byteLength(JSON.stringify(exact))).toBe(MAX_JSON_BYTES);
+    expect(batchLines(Buffer.from(JSON.stringify([exact])), "application/json")).toHaveLength(1);
+  });
+
+  it("a too deep line before a too big one: both named, in the order of the lines", () => {
+    const error = refusal(() => batchLines(Buffer.from(JSON.stringify([nested(MAX_JSON_DEPTH + 3), line(1), { pad: "x".repeat(MAX_JSON_BYTES) }])), "application/json")) as LineProblemsError;
+    expect(error.problems.map((problem) => problem.origin)).toEqual(["line 1", "line 3"]);
   });
 
   it("a line both too big and too deep is named once", () => {
@@ -98,6 +108,9 @@ describe("JSON lines (any other Content-Type, or none)", () => {
     expect(error.problems.map((problem) => problem.origin)).toEqual(["line 1", "line 3"]);
     expect(error.problems[0]!.error.field).toBe("input");
     expect(error.message).toBe("2 line(s) of the batch are refused; nothing was queued");
+    // A line of bare arrays has no member to name: the line is the field.
+    const bare = refusal(() => batchLines(Buffer.from(`${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}\n`), undefined)) as LineProblemsError;
+    expect(bare.problems[0]).toMatchObject({ origin: "line 1", error: { field: "line" } });
   });
 });
 
