@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { apiJob, chargeUnknownWords, costText, jobJson, OUTPUT_FOLDER, remoteEvents, remoteJob, serverPathsHidden } from "../../src/app/job-view.js";
+import { apiEvent, apiJob, chargeUnknownWords, costText, jobJson, OUTPUT_FOLDER, remoteEvents, remoteJob, serverPathsHidden } from "../../src/app/job-view.js";
 import { spendPanel } from "../../src/server/dashboard/spend-view.js";
 import type { Job, JobEvent, JobOutput } from "../../src/core/job.js";
 
@@ -174,5 +174,32 @@ describe("a job's --json shape and cost (issue 35: the mutation run left these u
   it("a job without an output folder hides nothing", () => {
     expect(serverPathsHidden({ outDir: "" })("a /srv path")).toBe("a /srv path");
     expect(serverPathsHidden({ outDir: "/srv/out/" })("cannot write /srv/out/a.png")).toBe(`cannot write ${OUTPUT_FOLDER}/a.png`);
+  });
+});
+
+describe("the API's view of times, events and the folder (issue 35, mutation survivors)", () => {
+  it("finished_at is null until the job ends, then its time; created and updated are times", () => {
+    expect(apiJob(savedJob({ finishedAt: null }), [], null).finished_at).toBeNull();
+    const ended = apiJob(savedJob({ state: "succeeded", createdAt: 1_000, updatedAt: 2_000, finishedAt: 3_000 }), [], null);
+    expect(ended).toMatchObject({ created_at: "1970-01-01T00:00:01.000Z", updated_at: "1970-01-01T00:00:02.000Z", finished_at: "1970-01-01T00:00:03.000Z" });
+  });
+
+  it("an event is its time, its states, its reason and its detail (null when it has none)", () => {
+    const event = { id: 1, jobId: "job_1", at: 5_000, fromState: "queued", toState: "submitting", reason: "claimed" } as JobEvent;
+    expect(apiEvent(event)).toEqual({ at: "1970-01-01T00:00:05.000Z", from: "queued", to: "submitting", reason: "claimed", detail: null });
+    expect(apiEvent({ ...event, detail: { attempt: 2 } }).detail).toEqual({ attempt: 2 });
+  });
+
+  it("a folder given with trailing slashes is hidden as the folder; a job with no error keeps none", () => {
+    const hide = serverPathsHidden({ outDir: `${FOLDER}//` });
+    expect(hide(`cannot write ${FOLDER}/lh.png`)).toBe(`cannot write ${OUTPUT_FOLDER}/lh.png`);
+    expect(remoteJob(savedJob({ error: null })).error).toBeNull();
+  });
+
+  it("an event's detail keeps what is not a plain object as it is, and drops `path` only from plain objects", () => {
+    const dated = new Date(0);
+    const [event] = remoteEvents({ outDir: FOLDER }, [{ id: 1, jobId: "job_1", at: 0, fromState: "capturing", toState: "succeeded", reason: "saved", detail: { outputs: [{ path: `${FOLDER}/lh.png`, bytes: 4 }], when: dated, note: "plain" } } as JobEvent]);
+    expect(event!.detail).toMatchObject({ outputs: [{ bytes: 4 }], note: "plain" });
+    expect((event!.detail as { outputs: object[] }).outputs[0]).not.toHaveProperty("path");
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ConflictError, IdempotencyKeyReusedError, LineProblemsError, NotFoundError } from "../../src/app/errors.js";
 import { BudgetError, ConfigError, InputError, MediagateError } from "../../src/core/errors.js";
 import { NoEligibleTargetError } from "../../src/engine/route.js";
-import { ApiError, apiErrorOf, failureOf } from "../../src/server/api/errors.js";
+import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "../../src/server/api/errors.js";
 import { batchLines } from "../../src/server/api/batches.js";
 
 /** The API's one error shape for each domain error, unit by unit (issue 35: the mutation run left these unchecked). */
@@ -83,5 +83,21 @@ describe("API batches: a body of requests", () => {
       return null;
     })();
     expect(lineBroken!.body().error).toEqual({ code: "invalid_json", message: "line 2 is not JSON", field: "line 2" });
+  });
+});
+
+describe("what Fastify refused, and a conflict without a field", () => {
+  it("a 413 is payload_too_large, a 415 unsupported_media_type, any other 4xx of the framework bad_request", () => {
+    expect(frameworkErrorCode(413)).toBe("payload_too_large");
+    expect(frameworkErrorCode(415)).toBe("unsupported_media_type");
+    expect(frameworkErrorCode(400)).toBe("bad_request");
+    expect(frameworkErrorCode(431)).toBe("bad_request");
+  });
+
+  it("a conflict that names no field answers none", () => {
+    const answer = apiErrorOf(new ConflictError("not_cancellable", "job job_1 has ended"))!;
+    expect(answer.status).toBe(409);
+    expect(answer.body().error).toEqual({ code: "not_cancellable", message: "job job_1 has ended" });
+    expect(apiErrorOf(new ConflictError("ref_conflict", "taken", "ref"))!.body().error).toMatchObject({ field: "ref" });
   });
 });
