@@ -11,7 +11,7 @@ import { checkOutputFolder, prepareJob, PreparedInputError, type PreparedJob } f
 import { preparedNotes } from "./prepared-notes.js";
 import { batchListCommand, resumeCommand } from "./resume-command.js";
 import { runJobs, summaryText } from "./run-jobs.js";
-import { runtimeOf, type GlobalOptions } from "./globals.js";
+import { outputFlagOf, runtimeOf, type GlobalOptions } from "./globals.js";
 import type { Runtime } from "../app/runtime.js";
 
 /** Validates and estimates every line; reports all problems together, before anything is stored. */
@@ -57,7 +57,7 @@ export function registerBatch(program: Command, globals: () => GlobalOptions, se
       try {
         // Everything local is checked before anything is queued or sent.
         const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
-        await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
+        await checkOutputFolder(outDir, outputFlagOf(options, flags.out));
         const batchId = `batch_${createHash("sha256").update(resolve(file)).digest("hex").slice(0, 16)}`;
         const { queued, providers } = await queueBatch(runtime, file, { batchId, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: batchId }, json);
         const store = await runtime.store();

@@ -19,7 +19,7 @@ import { readImageAs, readImages } from "../app/local-images.js";
 import { preparedNotes } from "./prepared-notes.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
-import { runtimeOf, type GlobalOptions } from "./globals.js";
+import { outputFlagOf, runtimeOf, type GlobalOptions } from "./globals.js";
 
 export interface RequestFlags {
   provider?: string;
@@ -260,7 +260,7 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const request = requestFromFlags(flags);
         // Everything local is checked before anything is queued or sent.
         const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
-        await checkOutputFolder(outDir, flags.out !== undefined ? "--out" : null);
+        await checkOutputFolder(outDir, outputFlagOf(options, flags.out));
         const ref = flags.ref === undefined ? newId("gen") : validateRef(flags.ref, "--ref");
         const prepared = await prepareFromFlags(runtime, "generate", ref, request);
         const json = Boolean(options.json);

@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import { LOG_LEVELS, type ConfigValues } from "../core/config.js";
-import { InputError } from "../core/errors.js";
+import { ConfigError, InputError } from "../core/errors.js";
 import { readUsd, USD_ALLOWED } from "../core/money.js";
 import { createRuntime, type Runtime } from "../app/runtime.js";
 
@@ -35,4 +35,30 @@ export function runtimeOf(options: GlobalOptions, extra: ConfigValues = {}, engi
     overrides.MEDIAGATE_LOG_LEVEL = options.logLevel;
   }
   return createRuntime({ overrides, ...(options.config ? { configFile: options.config } : {}), ...(engineOptions.clock ? { clock: engineOptions.clock } : {}) });
+}
+
+/** The settings a global flag overrides, by the variable its configuration error names. */
+const FLAG_OF_VARIABLE: Record<string, { flag: string; given: (options: GlobalOptions) => boolean }> = {
+  MEDIAGATE_STORE: { flag: "--store", given: (options) => Boolean(options.store) },
+  MEDIAGATE_OUTPUT_DIR: { flag: "--output-dir", given: (options) => Boolean(options.outputDir) },
+};
+
+/**
+ * A configuration error about a setting the command line gave is the command
+ * line's mistake: an InputError naming the flag (exit 2), not the
+ * configuration's (exit 3). Other errors are returned as they are.
+ */
+export function flagMistake(options: GlobalOptions, error: unknown): unknown {
+  if (!(error instanceof ConfigError)) return error;
+  const setting = FLAG_OF_VARIABLE[error.variable];
+  if (!setting?.given(options)) return error;
+  // The message names the variable (and the flag beside it): the flag alone is named now.
+  const reason = error.message.replace(`${error.variable} (or ${setting.flag}) `, "").replace(`${error.variable} `, "");
+  return new InputError(setting.flag, reason);
+}
+
+/** The flag that chose the output folder, if one did (a command's `--out` over the global `--output-dir`): a problem with the folder names it. */
+export function outputFlagOf(options: GlobalOptions, out: string | undefined): string | null {
+  if (out !== undefined) return "--out";
+  return options.outputDir ? "--output-dir" : null;
 }

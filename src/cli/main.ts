@@ -16,7 +16,7 @@ import { registerModels } from "./models.js";
 import { registerPlan } from "./plan.js";
 import { registerQuote } from "./quote.js";
 import { registerResubmit } from "./resubmit.js";
-import type { GlobalOptions } from "./globals.js";
+import { flagMistake, type GlobalOptions } from "./globals.js";
 import { registerSandbox } from "./sandbox.js";
 import { registerShow } from "./show.js";
 import { registerSpend } from "./spend.js";
@@ -80,7 +80,7 @@ async function main(argv: string[]): Promise<number> {
     } catch {
       // configuration itself may be what failed
     }
-    return reportError(error, Boolean(globalOptions.json), secrets);
+    return reportError(flagMistake(globalOptions, error), Boolean(globalOptions.json), secrets);
   }
   return exitCode;
 }
