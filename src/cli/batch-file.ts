@@ -36,6 +36,14 @@ export class BatchFileError extends InputError {
   constructor(readonly problems: string[]) {
     super("batch file", `${problems.length} problem(s):\n  ${problems.join("\n  ")}`);
   }
+
+  /** One entry per refused line, as the API's 422 for a batch lists them (`targets`): the line, and what is wrong with it. */
+  lineEntries(): Array<{ target: string; reasons: string[] }> {
+    return this.problems.map((problem) => {
+      const match = /^(line \d+): ([\s\S]*)$/.exec(problem);
+      return match ? { target: match[1]!, reasons: [match[2]!] } : { target: "batch file", reasons: [problem] };
+    });
+  }
 }
 
 /** Field names and messages may quote what the line holds: escaped, so printing a problem cannot act on the terminal. */

@@ -4,6 +4,7 @@ import { NoEligibleTargetError } from "../engine/route.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { redactSecrets } from "../core/redact.js";
 import { escapeLoneSurrogates } from "../core/well-formed.js";
+import { BatchFileError } from "./batch-file.js";
 import { EXIT } from "./exit-codes.js";
 
 /** Prints one clear sentence for an error (or a JSON error object, the API's shape: code, message, field?, targets?) and returns the exit code. */
@@ -24,6 +25,8 @@ export function reportError(error: unknown, json: boolean, secrets: string[] = [
       code = "no_eligible_target";
       targets = refusal.targets();
     }
+    // A batch's refused lines, one entry each, as the API's 422 lists them.
+    if (error instanceof BatchFileError) targets = error.lineEntries();
   } else if (error instanceof ConfigError) {
     exitCode = EXIT.notConfigured;
     code = error.code;

@@ -83,6 +83,25 @@ describe("common requests routed over providers (real sandbox over loopback)", (
     expect(world.sandbox.requests().filter((entry) => entry.provider !== null)).toHaveLength(0);
   });
 
+  it("routing (issue 36, finding 10): batch --json refusing a routed line and a bad one answers as the API's 422 does: one `targets` entry per refused line, nothing sent", async () => {
+    const { world } = await allProviders();
+    const file = `${world.folder}/refused.jsonl`;
+    const lines = [
+      { ref: "ok", provider: "d", model: "gen-2-pro", input: { prompt: "a fox", width: 512, height: 512 } },
+      { ref: "no-target", task: "image", prompt: "a fox", n: 3, route: ["c/v6", "d/gen-2-pro"] },
+      { ref: "bad", provider: "d", model: "gen-9", input: { prompt: "a fox" } },
+    ];
+    writeFileSync(file, `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`);
+    const result = await runCli(["batch", file, "--json"], { env: world.env });
+    expect(result.code, result.stderr).toBe(2);
+    const error = JSON.parse(result.stdout.trim()).error;
+    expect(error).toMatchObject({ code: "invalid_input", field: "batch file" });
+    expect(error.targets.map((entry: { target: string }) => entry.target)).toEqual(["line 2", "line 3"]);
+    expect(error.targets[0].reasons[0]).toMatch(/c\/v6: task: C makes videos, not images/);
+    expect(error.targets[1].reasons[0]).toMatch(/model/);
+    expect(world.sandbox.requests().filter((entry) => entry.provider !== null)).toHaveLength(0);
+  });
+
   it("routing: a target halted before the command is skipped at once: the job goes to the next one and D is never asked", async () => {
     const { emulators, world } = await allProviders({ f: { renderMs: { min: 200, max: 400 } } });
     const store = await openStore(world.env.MEDIAGATE_STORE!);
