@@ -17,6 +17,7 @@ import { registerPlan } from "./plan.js";
 import { registerQuote } from "./quote.js";
 import { registerResubmit } from "./resubmit.js";
 import { flagMistake, type GlobalOptions } from "./globals.js";
+import { registerWait } from "./wait.js";
 import { registerSandbox } from "./sandbox.js";
 import { registerShow } from "./show.js";
 import { registerSpend } from "./spend.js";
@@ -65,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
   registerToken(program, globals);
   registerBAccount(program, globals);
   registerSandbox(program, globals);
+  registerWait(program, globals, setExit);
   registerDemo(program, globals, setExit);
   try {
     await program.parseAsync(argv);

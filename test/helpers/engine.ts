@@ -17,7 +17,7 @@ export function engineFor(world: DWorld, store: Store, options: Partial<Pick<Eng
   return {
     engine,
     providers,
-    async enqueue(request: Omit<JobRequest, "provider"> & { provider?: "d" }, ref = `ref-${++counter}`, extra: { budgetId?: string; tenant?: string } = {}) {
+    async enqueue(request: Omit<JobRequest, "provider"> & { provider?: "d" }, ref = `ref-${++counter}`, extra: { budgetId?: string; tenant?: string; batchId?: string } = {}) {
       const validated = adapter.validate({ provider: "d", ...request });
       const estimate = await adapter.estimate(validated);
       const [result] = await store.insertJobs(
@@ -25,7 +25,7 @@ export function engineFor(world: DWorld, store: Store, options: Partial<Pick<Eng
           {
             id: `job_${ref}`,
             ref,
-            batchId: null,
+            batchId: extra.batchId ?? null,
             provider: "d",
             model: validated.model,
             operation: validated.operation,
