@@ -7,6 +7,7 @@ import { jobRouteOf, planRoute, type EligibleTarget, type RoutedRequest, type Ro
 import type { ProviderEntry } from "../providers/registry.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { outputFolderProblem, type OutputWriter } from "../outputs/local-folder.js";
+import { INPUT_FILES_FACT, inputFilesOf, type InputFile } from "./request-view.js";
 import type { Runtime } from "./runtime.js";
 import type { NewJob } from "../store/store.js";
 
@@ -19,6 +20,8 @@ export interface PreparedJob {
   estimate: Estimate;
   /** A common request's route: every eligible target in the order they are tried (the first is `validated`), and why the others are not. */
   route?: { order: EligibleTarget[]; verdicts: TargetVerdict[]; fallbackOnFailure: boolean };
+  /** The local files the request carried, by name, type, size and sha256: kept with the job to show what was asked. */
+  files?: InputFile[];
 }
 
 /** An input problem with where it came from ("line 3: width: must be a multiple of 16"). */
@@ -60,7 +63,7 @@ export async function prepareJob(runtime: Runtime, origin: string, ref: string, 
     if (error instanceof InputError) throw new PreparedInputError(origin, error);
     throw error;
   }
-  if ("common" in request) return prepareRouted(runtime, origin, ref, request, options);
+  if ("common" in request) return { ...(await prepareRouted(runtime, origin, ref, request, options)), files: inputFilesOf(request) };
   const entry = entryFor(runtime, request.provider);
   const { adapter } = entry;
   if (adapter.prefetch && entry.missing.length > 0) {
@@ -76,7 +79,7 @@ export async function prepareJob(runtime: Runtime, origin: string, ref: string, 
     throw error;
   }
   const estimate = await adapter.estimate(validated, context);
-  return { origin, ref, validated, estimate };
+  return { origin, ref, validated, estimate, files: inputFilesOf(request) };
 }
 
 /**
@@ -119,7 +122,11 @@ export interface NewJobPlace {
 }
 
 /** The row a prepared job is stored as (the CLI, the library and the API store the same thing). */
-export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate" | "route">, place: NewJobPlace): NewJob {
+export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate" | "route" | "files">, place: NewJobPlace): NewJob {
+  // The request's files are named in the facts of every target it may go to (a fall-over takes the next target's facts).
+  const files = item.files ?? [];
+  const withFiles = (facts: Record<string, unknown>) => (files.length > 0 ? { ...facts, [INPUT_FILES_FACT]: files } : facts);
+  const route = item.route ? jobRouteOf(item.route.order, item.route.fallbackOnFailure) : null;
   return {
     id: newId("job", place.now),
     ref: item.ref,
@@ -128,13 +135,13 @@ export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate
     model: item.validated.model,
     operation: item.validated.operation,
     body: item.validated.body,
-    facts: item.validated.facts,
+    facts: withFiles(item.validated.facts),
     warnings: item.validated.warnings,
     estimateMicroUsd: item.estimate.microUsd,
     estimateSource: item.estimate.source,
     outDir: place.outDir,
     budgetId: place.budgetId,
-    route: item.route ? jobRouteOf(item.route.order, item.route.fallbackOnFailure) : null,
+    route: route ? { ...route, next: route.next.map((step) => ({ ...step, facts: withFiles(step.facts) })) } : null,
     ...(place.tokenId !== undefined ? { tokenId: place.tokenId } : {}),
     ...(place.tenant !== undefined ? { tenant: place.tenant } : {}),
     ...(place.notifyUrl !== undefined ? { notifyUrl: place.notifyUrl } : {}),

@@ -6,6 +6,7 @@ import type { Job } from "../core/job.js";
 import { formatMicroUsd } from "../core/money.js";
 import { shownEvents } from "../app/notify-urls.js";
 import { jobJson } from "../app/job-view.js";
+import { requestLines, requestView } from "../app/request-view.js";
 import type { Runtime } from "../app/runtime.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 
@@ -22,6 +23,7 @@ export async function shownJob(runtime: Runtime, job: Job, json: boolean): Promi
       warnings: job.warnings,
       handles: job.handles,
       provider_status: job.providerStatus,
+      request: requestView(job),
       events: events.map((event) => ({ at: new Date(event.at).toISOString(), from: event.fromState, to: event.toState, reason: event.reason })),
     })}\n`;
   }
@@ -34,6 +36,7 @@ export async function shownJob(runtime: Runtime, job: Job, json: boolean): Promi
     `charge ${job.chargeMicroUsd === null ? chargeUnknownWords(job) : formatMicroUsd(job.chargeMicroUsd)}${job.chargeSource ? ` (${job.chargeSource})` : ""}`,
   ];
   if (job.error) lines.push(`error ${job.error.code}: ${job.error.message}`);
+  lines.push("request:", ...requestLines(requestView(job)));
   for (const warning of job.warnings) lines.push(`warning: ${warning}`);
   for (const output of outputs) lines.push(`output ${output.path}  ${output.contentType}  ${output.bytes} bytes  sha256 ${output.sha256}`);
   lines.push("events:");

@@ -127,6 +127,10 @@ describe.skipIf(!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !
     const image = page.locator('[data-part="outputs"] img');
     await expect.poll(() => image.evaluate((element: ImageElement) => element.complete && element.naturalWidth)).toBe(512);
     expect(await page.locator('[data-part="timeline"]').innerText()).toContain("succeeded");
+    // What was asked (issue 37, part 4): the target and each field sent.
+    const asked = page.getByRole("region", { name: "Request" });
+    expect(await asked.innerText()).toContain("d/gen-2-pro");
+    expect(await asked.innerText()).toContain("a lighthouse at dusk");
     await page.screenshot({ path: `${RESULTS}job.png`, fullPage: true });
   });
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -74,6 +75,18 @@ describe("mediagate generate on D (CLI against the sandbox over loopback)", () =
     expect(job!.body.input_image).toBe(reference.toString("base64"));
     expect(job!.body.input_image_2).toBe(url);
     expect(job!.referenceCount).toBe(2);
+    // What was asked, as show says it (issue 37, part 4): the file by name, type, size and sha256, never its bytes.
+    const id = (JSON.parse(result.stdout) as { id: string }).id;
+    const sha256 = createHash("sha256").update(reference).digest("hex");
+    const shownJson = await runCli(["show", id, "--json"], { env: world.env });
+    const request = (JSON.parse(shownJson.stdout) as { request: { input: Record<string, unknown>; files: unknown[] } }).request;
+    expect(request.files).toEqual([{ field: "images[0]", name: "reference.png", type: "image/png", bytes: reference.length, sha256 }]);
+    expect(request.input.input_image).toEqual({ file: { name: "reference.png", type: "image/png", bytes: reference.length, sha256 } });
+    expect(request.input.input_image_2).toBe(url);
+    expect(request.input.prompt).toBeDefined();
+    const shownText = await runCli(["show", id], { env: world.env });
+    expect(shownText.stdout).toContain(`  file images[0]: reference.png (image/png, ${reference.length} bytes, sha256 ${sha256})`);
+    expect(shownText.stdout + shownJson.stdout).not.toContain(reference.toString("base64").slice(0, 40));
   });
 
   it("--image with a missing file is refused naming the flag, before anything is sent", async () => {

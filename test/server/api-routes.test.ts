@@ -91,6 +91,10 @@ describe("without tokens in the store: the local user, from loopback only", () =
     const read = await call("GET", `/v1/jobs/${created.body.id}`);
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ id: created.body.id, ref: "local-1" });
+    // What was asked (issue 37, part 4): the fields sent, with no files and no route here.
+    expect(read.body.request).toEqual({ provider: "d", model: "gen-2-pro", operation: null, input: { prompt: "an image local-1", width: 512, height: 512 }, files: [], route: null });
+    // A listing's jobs do not carry it.
+    expect((await call("GET", "/v1/jobs")).body.jobs[0]).not.toHaveProperty("request");
     const events = await call("GET", `/v1/jobs/${created.body.id}/events`);
     expect(events.body.events[0]).toMatchObject({ from: null, to: "queued" });
     expect(events.body.events[0].at).toMatch(/Z$/);

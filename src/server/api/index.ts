@@ -4,6 +4,7 @@ import { callerOf, LOCAL_CALLER, type Caller } from "../../app/caller.js";
 import { ConflictError } from "../../app/errors.js";
 import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.js";
 import { apiEvent, apiJob } from "../../app/job-view.js";
+import { requestView } from "../../app/request-view.js";
 import { planBatch } from "../../app/plan.js";
 import { providerStates } from "../../app/provider-states.js";
 import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, spendView, visibleJob } from "../../app/queries.js";
@@ -108,11 +109,11 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "GET",
       path: "/v1/jobs/{id}",
-      summary: "One job: state, outputs, cost, attempts",
-      responses: { 200: "the job", 404: "not_found" },
+      summary: "One job: state, outputs, cost, attempts, and its request (what was asked: the fields sent, files by name, type, size and sha256, links without their query)",
+      responses: { 200: "the job, with its request", 404: "not_found" },
       handler: async (request) => {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
-        return apiJob(job, await jobOutputs(runtime, job), runtime.config.publicUrl);
+        return { ...apiJob(job, await jobOutputs(runtime, job), runtime.config.publicUrl), request: requestView(job) };
       },
     },
     {

@@ -4,6 +4,7 @@ import { Html, html, pathOf } from "./html.js";
 import { bytesOf, moneyOf, stateBadge, timeOf } from "./display.js";
 import type { Session } from "./session.js";
 import { chargeUnknownWords } from "../../app/job-view.js";
+import { requestView, type RequestView } from "../../app/request-view.js";
 
 /** How much of an event's detail a timeline shows (provider answers are kept whole in the store). */
 const DETAIL_CHARS = 2_000;
@@ -91,6 +92,26 @@ function actionsOf(job: Job, session: Session): Html {
 </form>`;
 }
 
+/** A field's value as the request panel shows it: text as it is, a file by its name, type, size and sha256, the rest as JSON. */
+function fieldValue(value: unknown): Html {
+  if (typeof value === "string") return html`${value}`;
+  const file = (value as { file?: { name: string | null; type: string | null; bytes: number; sha256: string } } | null)?.file;
+  if (value !== null && typeof value === "object" && file !== undefined && Object.keys(value).length === 1) {
+    return html`file ${file.name ?? "(unnamed)"} <span class="muted">(${file.type ?? "type not recognised"}, ${bytesOf(file.bytes)}, sha256 <code>${file.sha256.slice(0, 12)}…</code>)</span>`;
+  }
+  return html`<code>${JSON.stringify(value)}</code>`;
+}
+
+/** What was asked: the target, each field sent, the files given, a common request's route (issue 37, part 4). */
+export function requestPanel(view: RequestView): Html {
+  return html`<dl class="facts request">
+<dt>Target</dt><dd>${view.provider}/${view.model}${view.operation ? `/${view.operation}` : ""}</dd>
+${Object.entries(view.input).map(([field, value]) => html`<dt>${field}</dt><dd>${fieldValue(value)}</dd>`)}
+${view.files.map((file) => html`<dt>File ${file.field}</dt><dd>${file.name} <span class="muted">(${file.type ?? "type not recognised"}, ${bytesOf(file.bytes)}, sha256 <code>${file.sha256.slice(0, 12)}…</code>)</span></dd>`)}
+${view.route ? html`<dt>Route</dt><dd>${[...view.route.tried, view.route.current, ...view.route.next].join(" → ")}</dd>` : ""}
+</dl>`;
+}
+
 /** The parts of the job page that follow the job, each with the version the browser compares before replacing it. */
 export function jobParts(job: Job, outputs: readonly JobOutput[], events: readonly JobEvent[], session: Session): Record<JobPartName, JobPart> {
   return {
@@ -114,6 +135,7 @@ ${notice ? html`<div class="notice" role="status"><p>${notice}</p></div>` : ""}
   <div>
     <section class="panel" aria-labelledby="outputs-title"><h2 id="outputs-title">Outputs</h2>${part("outputs", parts.outputs)}</section>
     <section class="panel" aria-labelledby="summary-title"><h2 id="summary-title">Job</h2>${part("summary", parts.summary)}${part("actions", parts.actions)}</section>
+    <section class="panel" aria-labelledby="request-title"><h2 id="request-title">Request</h2>${requestPanel(requestView(job))}</section>
   </div>
   <section class="panel" aria-labelledby="timeline-title"><h2 id="timeline-title">Timeline</h2>${part("timeline", parts.timeline)}</section>
 </div>`;
