@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { readCancelAfterS } from "../core/deadline.js";
 import { BudgetError, InputError, UnsafeUrlError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import type { Job } from "../core/job.js";
@@ -176,6 +177,8 @@ export interface JobSubmission {
   ref: unknown;
   request: JobRequest | RoutedRequest;
   notifyUrl: unknown;
+  /** How long after its admission the job stays wanted (`cancel_after_s`, or the API's `Cancel-After`); null: for ever. */
+  cancelAfterS?: number | null;
 }
 
 /**
@@ -215,7 +218,7 @@ export async function submitJob(runtime: Runtime, caller: Caller, submission: Jo
   const budget = await budgetOf(runtime, caller);
   // A common request is routed within what the budget has left (a dearer target is not eligible).
   const routing = budget?.status ? { budgetLeftMicroUsd: budget.status.ceilingMicroUsd - budget.status.committedMicroUsd } : {};
-  const prepared = await prepareRequest(runtime, ref, submission.request, "request", routing);
+  const prepared = { ...(await prepareRequest(runtime, ref, submission.request, "request", routing)), cancelAfterS: submission.cancelAfterS ?? null };
   let outDir: string;
   try {
     outDir = await checkLocally(runtime, caller, [prepared], budget);
@@ -250,7 +253,7 @@ export interface PreparedLine {
  * Every line validated, estimated and judged before anything is queued; the
  * problems of all lines together (one per line, naming its field).
  */
-export async function prepareLines(runtime: Runtime, lines: readonly unknown[], readRequest: LineReader): Promise<PreparedLine[]> {
+export async function prepareLines(runtime: Runtime, lines: readonly unknown[], readRequest: LineReader, cancelAfterS: { header: number | null } = { header: null }): Promise<PreparedLine[]> {
   if (lines.length === 0) throw new InputError("body", "holds no requests");
   const problems: Array<{ origin: string; error: InputError }> = [];
   const prepared: PreparedLine[] = [];
@@ -267,7 +270,9 @@ export async function prepareLines(runtime: Runtime, lines: readonly unknown[], 
       if (first !== undefined) throw new InputError("ref", `"${body.ref}" repeats line ${first}; refs are unique`);
       refs.set(body.ref, line);
       const notifyUrl = await checkNotifyUrl(runtime, body.notify_url);
-      prepared.push({ prepared: await prepareRequest(runtime, body.ref, readRequest(body), `line ${line}`), notifyUrl });
+      const own = readCancelAfterS(body.cancel_after_s, "cancel_after_s");
+      if (own !== null && cancelAfterS.header !== null) throw new InputError("Cancel-After", "is given with the line's own cancel_after_s: send one of them", "Cancel-After for every line, or cancel_after_s on the lines");
+      prepared.push({ prepared: { ...(await prepareRequest(runtime, body.ref, readRequest(body), `line ${line}`)), cancelAfterS: own ?? cancelAfterS.header }, notifyUrl });
     } catch (error) {
       if (error instanceof InputError) problems.push({ origin: `line ${line}`, error });
       else throw error;
@@ -293,8 +298,15 @@ function batchIdOf(caller: Caller, lines: readonly PreparedLine[]): string {
  * jobs were stored before by one earlier batch is answered under that
  * batch's id, so the id answered always resolves.
  */
-export async function submitBatch(runtime: Runtime, caller: Caller, lines: readonly unknown[], readRequest: LineReader, idempotency: IdempotencyRequest | null = null): Promise<{ status: 200 | 201; batchId: string; jobs: Job[]; created: number }> {
-  const prepared = await prepareLines(runtime, lines, readRequest);
+export async function submitBatch(
+  runtime: Runtime,
+  caller: Caller,
+  lines: readonly unknown[],
+  readRequest: LineReader,
+  idempotency: IdempotencyRequest | null = null,
+  cancelAfterHeaderS: number | null = null,
+): Promise<{ status: 200 | 201; batchId: string; jobs: Job[]; created: number }> {
+  const prepared = await prepareLines(runtime, lines, readRequest, { header: cancelAfterHeaderS });
   const budget = await budgetOf(runtime, caller);
   const items = prepared.map((line) => line.prepared);
   let outDir: string;

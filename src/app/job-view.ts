@@ -120,6 +120,8 @@ export interface ApiJob extends Omit<JobJson, "outputs"> {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+  /** When it stops being wanted (`cancel_after_s`, `Cancel-After`): not sent by then, it is cancelled; null, never. */
+  deadline_at: string | null;
   outputs: ApiOutput[];
 }
 
@@ -143,6 +145,7 @@ export function apiJob(stored: Job, outputs: JobOutput[], publicUrl: string | nu
     created_at: new Date(job.createdAt).toISOString(),
     updated_at: new Date(job.updatedAt).toISOString(),
     finished_at: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
+    deadline_at: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
   };
 }
 

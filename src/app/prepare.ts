@@ -7,6 +7,7 @@ import { jobRouteOf, planRoute, type EligibleTarget, type RoutedRequest, type Ro
 import type { ProviderEntry } from "../providers/registry.js";
 import { defaultOutputs } from "../outputs/by-location.js";
 import { outputFolderProblem, type OutputWriter } from "../outputs/local-folder.js";
+import { deadlineOf } from "../core/deadline.js";
 import { INPUT_FILES_FACT, inputFilesOf, type InputFile } from "./request-view.js";
 import type { Runtime } from "./runtime.js";
 import type { NewJob } from "../store/store.js";
@@ -22,6 +23,8 @@ export interface PreparedJob {
   route?: { order: EligibleTarget[]; verdicts: TargetVerdict[]; fallbackOnFailure: boolean };
   /** The local files the request carried, by name, type, size and sha256: kept with the job to show what was asked. */
   files?: InputFile[];
+  /** How long after its admission the job stays wanted (`cancel_after_s`); absent or null: for ever. */
+  cancelAfterS?: number | null;
 }
 
 /** An input problem with where it came from ("line 3: width: must be a multiple of 16"). */
@@ -122,7 +125,7 @@ export interface NewJobPlace {
 }
 
 /** The row a prepared job is stored as (the CLI, the library and the API store the same thing). */
-export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate" | "route" | "files">, place: NewJobPlace): NewJob {
+export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate" | "route" | "files" | "cancelAfterS">, place: NewJobPlace): NewJob {
   // The request's files are named in the facts of every target it may go to (a fall-over takes the next target's facts).
   const files = item.files ?? [];
   const withFiles = (facts: Record<string, unknown>) => (files.length > 0 ? { ...facts, [INPUT_FILES_FACT]: files } : facts);
@@ -145,6 +148,7 @@ export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate
     ...(place.tokenId !== undefined ? { tokenId: place.tokenId } : {}),
     ...(place.tenant !== undefined ? { tenant: place.tenant } : {}),
     ...(place.notifyUrl !== undefined ? { notifyUrl: place.notifyUrl } : {}),
+    deadlineAt: deadlineOf(place.now, item.cancelAfterS),
   };
 }
 

@@ -1,6 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { readCancelAfterS } from "../core/deadline.js";
 import { InputError } from "../core/errors.js";
 import { checkJsonText } from "../core/json-text.js";
 import { escapeUnprintable } from "../core/printable.js";
@@ -21,12 +22,16 @@ const batchLineSchema = z
     operation: z.string().min(1).optional(),
     input: z.record(z.string(), z.unknown()),
     images: z.array(z.string().min(1)).optional(),
+    // Checked by readCancelAfterS, whose message names what it takes.
+    cancel_after_s: z.unknown().optional(),
   })
   .strict();
 
 export interface BatchLine {
   line: number;
   ref: string;
+  /** How long after it is queued the job stays wanted (`cancel_after_s`); null: for ever. */
+  cancelAfterS: number | null;
   /** Native (`provider`, `model`, `input`) or common (`task`, … with `model` or `route`). */
   request: JobRequest | RoutedRequest;
 }
@@ -107,7 +112,8 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
       }
       refs.set(ref as string, lineNumber);
       try {
-        lines.push({ line: lineNumber, ref: ref as string, request: routedRequestFrom(parsed, readImageAs) });
+        const cancelAfterS = readCancelAfterS(parsed.cancel_after_s, "cancel_after_s");
+        lines.push({ line: lineNumber, ref: ref as string, cancelAfterS, request: routedRequestFrom(parsed, readImageAs, ["ref", "cancel_after_s"]) });
       } catch (error) {
         if (error instanceof InputError) problems.push(`line ${lineNumber}: ${escapeUnprintable(error.message)}`);
         else throw error;
@@ -130,6 +136,7 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
       lines.push({
         line: lineNumber,
         ref: value.ref,
+        cancelAfterS: readCancelAfterS(value.cancel_after_s, "cancel_after_s"),
         request: {
           provider: value.provider as JobRequest["provider"],
           model: value.model,
@@ -139,7 +146,7 @@ export function parseBatchFile(path: string): { lines: BatchLine[]; problems: st
         },
       });
     } catch (error) {
-      if (error instanceof InputError) problems.push(`line ${lineNumber}: images: ${escapeUnprintable(error.reason)}`);
+      if (error instanceof InputError) problems.push(`line ${lineNumber}: ${error.field === "cancel_after_s" ? escapeUnprintable(error.message) : `images: ${escapeUnprintable(error.reason)}`}`);
       else throw error;
     }
   });

@@ -20,7 +20,7 @@ export async function prepareBatch(runtime: Runtime, file: string): Promise<Prep
   const prepared: PreparedJob[] = [];
   for (const line of lines) {
     try {
-      prepared.push(await prepareJob(runtime, `line ${line.line}`, line.ref, line.request));
+      prepared.push({ ...(await prepareJob(runtime, `line ${line.line}`, line.ref, line.request)), cancelAfterS: line.cancelAfterS });
     } catch (error) {
       if (error instanceof PreparedInputError || error instanceof InputError) problems.push(error.message);
       else throw error;

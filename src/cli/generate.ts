@@ -19,6 +19,7 @@ import { readImageAs, readImages } from "../app/local-images.js";
 import { preparedNotes } from "./prepared-notes.js";
 import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
+import { readCancelAfterS } from "../core/deadline.js";
 import { outputFlagOf, runtimeOf, type GlobalOptions } from "./globals.js";
 
 export interface RequestFlags {
@@ -251,9 +252,10 @@ export function addRequestFlags(command: Command): Command {
 export function registerGenerate(program: Command, globals: () => GlobalOptions, setExit: (code: number) => void): void {
   addRequestFlags(program.command("generate").description("submit one job, wait for it, save its outputs"))
     .option("--ref <ref>", "your unique reference for this job (re-running with the same ref resumes it)")
+    .option("--cancel-after <seconds>", "not sent within this many seconds of being queued (1 to 2592000), the job is cancelled and nothing is charged")
     .option("--out <dir>", "where to save the outputs: a folder or s3://bucket/prefix (default MEDIAGATE_OUTPUT_DIR)")
     .option("--allow-unpriced", "run even when the job has no price and a budget is set (its charge is counted once known; the budget is then no guarantee)")
-    .action(async (flags: RequestFlags & { ref?: string; out?: string; allowUnpriced?: boolean }) => {
+    .action(async (flags: RequestFlags & { ref?: string; out?: string; allowUnpriced?: boolean; cancelAfter?: string }) => {
       const options = globals();
       const runtime = runtimeOf(options);
       try {
@@ -262,7 +264,8 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
         const outDir = resolveOutputLocation(flags.out ?? runtime.config.outputDir);
         await checkOutputFolder(outDir, outputFlagOf(options, flags.out));
         const ref = flags.ref === undefined ? newId("gen") : validateRef(flags.ref, "--ref");
-        const prepared = await prepareFromFlags(runtime, "generate", ref, request);
+        const cancelAfterS = flags.cancelAfter === undefined ? null : readCancelAfterS(/^\d+$/.test(flags.cancelAfter) ? Number(flags.cancelAfter) : flags.cancelAfter, "--cancel-after");
+        const prepared = { ...(await prepareFromFlags(runtime, "generate", ref, request)), cancelAfterS };
         const json = Boolean(options.json);
         process.stderr.write(preparedNotes(prepared));
         const { jobIds } = await enqueue(runtime, [prepared], { batchId: null, outDir, allowUnpriced: Boolean(flags.allowUnpriced), budgetId: `generate:${ref}` });

@@ -41,7 +41,8 @@ export function isTerminal(state: JobState): boolean {
  */
 const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   queued: ["submitting", "cancelled", "failed"],
-  submitting: ["running", "failed", "unknown_submission", "queued"],
+  // submitting → cancelled: its deadline passed between its claim and its send (nothing was sent).
+  submitting: ["running", "failed", "unknown_submission", "queued", "cancelled"],
   // running → queued: a routed job with fallback_on_failure whose generation failed at no cost goes to its next target.
   running: ["capturing", "failed", "cancelled", "expired", "queued"],
   capturing: ["succeeded", "failed"],
@@ -136,6 +137,8 @@ export interface Job {
   tenant: string;
   /** Where to tell when it ends (`notify_url`); null: MEDIAGATE_NOTIFY_URL if set, else nobody. */
   notifyUrl: string | null;
+  /** When the job stops being wanted (`cancel_after_s`): not sent by then, it is cancelled (reason `deadline`); null, never. */
+  deadlineAt: number | null;
 }
 
 /** A target of a route not tried yet: exactly what it would be sent, validated and estimated before anything was sent. */

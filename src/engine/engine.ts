@@ -16,6 +16,7 @@ import { HaltedProviders } from "./halts.js";
 import { StepsInFlight } from "./in-flight.js";
 import { observingJobWrites } from "./job-writes.js";
 import { type EngineLogger, silentLogger } from "./logger.js";
+import { cancelPastDeadline } from "./deadlines.js";
 import { EngineLoop } from "./loop.js";
 import { Naps } from "./naps.js";
 import type { NotifierOptions } from "./notify.js";
@@ -213,7 +214,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
     this.deliveries = new Deliveries({ store, clock, log, notifications: options.notifications, allowPrivateUrls: options.allowPrivateUrls ?? false, signal, naps, scope });
     const settlements = new SettlementReads({ store, settles, context, steps, naps, scope, stopping });
     const orphans = new OrphanAdoption({ store, clock, owner, leaseMs, log, context, steps, scope, stopping, note: (job) => this.owned.note(job) });
-    this.loop = new EngineLoop({ store, clock, owner, leaseMs, log, naps, steps, owned: this.owned, claims: this.claims, fullPools, halts: this.halts, deliveries: this.deliveries, settlements, orphans, stopping });
+    const deadlines = (now: number) => cancelPastDeadline({ store, clock, log, scope, emit: (job) => this.emit("job", job) }, now);
+    this.loop = new EngineLoop({ store, clock, owner, leaseMs, log, naps, steps, owned: this.owned, claims: this.claims, fullPools, halts: this.halts, deliveries: this.deliveries, settlements, orphans, deadlines, stopping });
   }
 
   /** Passes of the loop so far (see `EngineLoop.iterations`). */

@@ -3,6 +3,7 @@ import type { Clock } from "../core/clock.js";
 import type { ProviderId } from "../providers/adapter.js";
 import type { Store } from "../store/store.js";
 import type { OrphanAdoption } from "./adoption.js";
+import { DEADLINE_LOOK_EVERY_MS } from "./deadlines.js";
 import type { Claims } from "./claims.js";
 import type { Deliveries } from "./deliveries.js";
 import type { HaltedProviders } from "./halts.js";
@@ -29,6 +30,8 @@ export interface LoopParts {
   deliveries: Deliveries;
   settlements: SettlementReads;
   orphans: OrphanAdoption;
+  /** Cancels queued jobs past their deadline (engine/deadlines.ts). */
+  deadlines: (now: number) => Promise<number>;
   stopping(): boolean;
 }
 
@@ -42,6 +45,7 @@ export class EngineLoop {
   iterations = 0;
   private lastRenewAt = 0;
   private lastRecoveryAt = 0;
+  private lastDeadlineLookAt = 0;
 
   constructor(private readonly parts: LoopParts) {}
 
@@ -112,6 +116,11 @@ export class EngineLoop {
     if (now - this.lastRecoveryAt >= 10_000) {
       this.lastRecoveryAt = now;
       await recoverSlots(store, now);
+    }
+    if (now - this.lastDeadlineLookAt >= DEADLINE_LOOK_EVERY_MS) {
+      this.lastDeadlineLookAt = now;
+      // Before the claims: a job past its deadline is not sent.
+      await this.parts.deadlines(now);
     }
     await claims.claimDue(skip, now);
     if (deliveries.readDue(now) && !this.parts.stopping()) await deliveries.claimDue(now);

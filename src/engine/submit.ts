@@ -5,6 +5,7 @@ import type { Job } from "../core/job.js";
 import type { ProviderLimits, Submitted } from "../providers/adapter.js";
 import { RequestNotSentError, TransportError } from "../providers/http.js";
 import { type EngineContext, limitsOf, validatedOf } from "./context.js";
+import { deadlineWords } from "./deadlines.js";
 import { fallOver } from "./fallover.js";
 
 /** Retryable submit failures (5xx, refused connections) give up after this many attempts. */
@@ -16,6 +17,18 @@ const MAX_SUBMIT_ATTEMPTS = 8;
  */
 export async function submitJob(context: EngineContext, claimed: Job): Promise<void> {
   const { store, clock, owner } = context;
+  if (claimed.deadlineAt !== null && clock.now() >= claimed.deadlineAt) {
+    // Claimed after its deadline passed (between two looks at the queue's deadlines): not sent.
+    const words = deadlineWords(claimed.deadlineAt, false);
+    const moved = await persist(context, claimed, `it was cancelled (${words})`, () =>
+      store.transition(claimed.id, { state: "submitting", leaseOwner: owner }, "cancelled", { reason: words, error: { code: "deadline", message: words }, leaseOwner: null, leaseExpiresAt: null }, words, clock.now(), {
+        deadline_at: new Date(claimed.deadlineAt!).toISOString(),
+      }),
+    );
+    if (moved) context.emit(moved);
+    context.wake();
+    return;
+  }
   const adapter = context.adapter(claimed.provider);
   const request = validatedOf(claimed);
   const limits = adapter.limits(request);

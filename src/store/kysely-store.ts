@@ -16,6 +16,7 @@ import { claimDueNotifications, keepNotificationBody, notificationsOf, notificat
 import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.js";
 import type { Database } from "./schema.js";
 import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
+import { queuedPastDeadline } from "./deadlines.js";
 import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import type {
   ApiToken,
@@ -115,6 +116,10 @@ export class KyselyStore implements Store {
 
   getJob(id: string): Promise<Job | null> {
     return getJob(this.context, id);
+  }
+
+  queuedPastDeadline(now: number, limit: number, scope: JobScope | null = null): Promise<Job[]> {
+    return queuedPastDeadline(this.context, now, limit, scope);
   }
 
   findJob(idOrRef: string, tenant?: string): Promise<Job | null> {

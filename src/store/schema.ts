@@ -37,6 +37,8 @@ export interface JobsTable {
   provider_done_at: number | null;
   finished_at: number | null;
   tracking_deadline_at: number | null;
+  /** When the job stops being wanted (migration 20): null, never. */
+  deadline_at: number | null;
   slots_held_json: string;
   last_pending_elapsed_ms: number | null;
   poll_failures: number;

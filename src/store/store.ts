@@ -68,6 +68,8 @@ export interface NewJob {
   /** Whose job it is (default LOCAL_TENANT): its ref is unique within its tenant. */
   tenant?: string;
   notifyUrl?: string | null;
+  /** When it stops being wanted (`cancel_after_s` from its admission): unsent then, it is cancelled. */
+  deadlineAt?: number | null;
 }
 
 /** Fields the engine may change on a job (with or without a state change). */
@@ -264,6 +266,8 @@ export interface Store {
   getJob(id: string): Promise<Job | null>;
   /** By id, or by ref in `tenant` (default LOCAL_TENANT) when no id matches. */
   findJob(idOrRef: string, tenant?: string): Promise<Job | null>;
+  /** Queued jobs whose deadline has passed, earliest first, at most `limit` (one range of an index, migration 20); only `scope`'s when given. */
+  queuedPastDeadline(now: number, limit: number, scope?: JobScope | null): Promise<Job[]>;
   listJobs(filter?: JobFilter): Promise<Job[]>;
   /** The job a provider knows by `providerJobId` (webhooks are matched by it). */
   jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null>;

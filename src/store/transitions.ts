@@ -49,7 +49,8 @@ type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" |
  */
 function budgetHeldAfter(current: LockedState, to: JobState, patch: JobPatch): number {
   const neverSent = current.state === "queued" && isTerminal(to);
-  const neverAccepted = current.state === "submitting" && to === "failed" && !current.providerJobId && !patch.providerJobId;
+  // Failed at its submit, or cancelled at its claim (its deadline passed): never accepted.
+  const neverAccepted = current.state === "submitting" && (to === "failed" || to === "cancelled") && !current.providerJobId && !patch.providerJobId;
   if (neverSent || neverAccepted) return 0;
   if (typeof patch.chargeMicroUsd === "number") return patch.chargeMicroUsd;
   return current.budgetHeldMicroUsd;

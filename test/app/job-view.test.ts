@@ -51,6 +51,7 @@ function savedJob(overrides: Partial<Job> = {}): Job {
     tokenId: null,
     tenant: "local",
     notifyUrl: null,
+    deadlineAt: null,
     ...overrides,
   };
 }

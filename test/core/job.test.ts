@@ -8,7 +8,8 @@ import { canTransition, isTerminal, JOB_STATES, type JobState, TERMINAL_STATES }
  */
 const ALLOWED: Record<JobState, JobState[]> = {
   queued: ["submitting", "cancelled", "failed"],
-  submitting: ["running", "failed", "unknown_submission", "queued"],
+  // Its deadline passed between its claim and its send: cancelled, nothing sent (issue 37, part 2).
+  submitting: ["running", "failed", "unknown_submission", "queued", "cancelled"],
   running: ["capturing", "failed", "cancelled", "expired", "queued"],
   capturing: ["succeeded", "failed"],
   succeeded: [],

@@ -114,6 +114,40 @@ describe("bodies and routes refused, in the one error shape", () => {
     expect(huge.body.error).toEqual({ code: "payload_too_large", message: "the body is larger than the API takes" });
   });
 
+  it("cancel_after_s or Cancel-After set the job's deadline; both at once, or a value it does not take, are 422 naming the field", async () => {
+    const before = Date.now();
+    const byBody = await call("POST", "/v1/jobs", { body: { ...image("deadline-body"), cancel_after_s: 90 } });
+    expect(byBody.status, JSON.stringify(byBody.body)).toBe(201);
+    expect(Date.parse(byBody.body.deadline_at) - before).toBeGreaterThanOrEqual(90_000);
+    expect(Date.parse(byBody.body.deadline_at) - Date.now()).toBeLessThanOrEqual(90_000);
+    const byHeader = await call("POST", "/v1/jobs", { body: image("deadline-header"), headers: { "cancel-after": "5m" } });
+    expect(byHeader.status).toBe(201);
+    expect(Date.parse(byHeader.body.deadline_at) - before).toBeGreaterThanOrEqual(300_000);
+    expect((await call("POST", "/v1/jobs", { body: image("no-deadline") })).body.deadline_at).toBeNull();
+    const both = await call("POST", "/v1/jobs", { body: { ...image("deadline-both"), cancel_after_s: 60 }, headers: { "cancel-after": "1h" } });
+    expect(both.status).toBe(422);
+    expect(both.body.error.field).toBe("Cancel-After");
+    for (const [header, value] of [["cancel-after", "soon"], ["cancel-after", "0s"], ["cancel-after", "31d"]] as const) {
+      const refused = await call("POST", "/v1/jobs", { body: image("deadline-bad"), headers: { [header]: value } });
+      expect(refused.status).toBe(422);
+      expect(refused.body.error.field).toBe("Cancel-After");
+    }
+    for (const value of [0, 1.5, "60", 2_592_001]) {
+      const refused = await call("POST", "/v1/jobs", { body: { ...image("deadline-bad"), cancel_after_s: value } });
+      expect(refused.status).toBe(422);
+      expect(refused.body.error.field).toBe("cancel_after_s");
+    }
+    // A batch: the header for the lines without their own; a line with its own beside the header is refused naming the header.
+    const batch = await call("POST", "/v1/batches", { body: [image("dl-1"), { ...image("dl-2") }], headers: { "cancel-after": "120" } });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(201);
+    expect(batch.body.jobs.every((job: { deadline_at: string }) => Date.parse(job.deadline_at) - before >= 120_000)).toBe(true);
+    const mixed = await call("POST", "/v1/batches", { body: [{ ...image("dl-3"), cancel_after_s: 30 }], headers: { "cancel-after": "120" } });
+    expect(mixed.status).toBe(422);
+    expect(mixed.body.error.targets[0].target).toBe("line 1");
+    const perLine = await call("POST", "/v1/batches", { body: [{ ...image("dl-4"), cancel_after_s: 30 }, image("dl-5")] });
+    expect(perLine.body.jobs.map((job: { deadline_at: string | null }) => job.deadline_at === null)).toEqual([false, true]);
+  });
+
   it("an unknown route is 404 naming the method and the path (at most 80 characters, without the query)", async () => {
     const unknown = await call("GET", "/v1/nope?x=1");
     expect(unknown.status).toBe(404);

@@ -93,6 +93,8 @@ async function fill(store: Store): Promise<void> {
 /** The hot calls: what an engine runs on every tick and every job step, and what a waiting command runs every second. */
 const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }> = [
   { name: "dueQueued, whole store", run: (store) => store.dueQueued(NOW, 128, [], null) },
+  { name: "queuedPastDeadline, whole store (the loop's look at deadlines)", run: (store) => store.queuedPastDeadline(NOW, 200) },
+  { name: "queuedPastDeadline, one batch", run: (store) => store.queuedPastDeadline(NOW, 200, { batchId: "batch_big" }) },
   { name: "dueQueued, one batch", run: (store) => store.dueQueued(NOW, 128, [], { batchId: "batch_big" }) },
   { name: "dueQueued, skipping a halted provider", run: (store) => store.dueQueued(NOW, 128, ["e"], null) },
   { name: "nextDueAt, whole store", run: (store) => store.nextDueAt(OWNER, [], NOW, null) },
@@ -264,7 +266,7 @@ describe("query plans of the hot path (SQLite)", () => {
     const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
     try {
       const indexes = database.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql LIKE '% WHERE %'").all() as Array<{ name: string; sql: string }>;
-      expect(indexes.map((index) => index.name).sort()).toEqual(["jobs_routed_queue", "notifications_batch_due", "notifications_due"]);
+      expect(indexes.map((index) => index.name).sort()).toEqual(["jobs_deadline", "jobs_routed_queue", "notifications_batch_due", "notifications_due"]);
       const comparing = indexes.filter(({ sql }) => !sql.replace(/^.*? WHERE /s, "").split(/\s+AND\s+/i).every((term) => /^"?\w+"?\s+IS\s+(NOT\s+)?NULL;?$/i.test(term.trim())));
       expect(comparing).toEqual([]);
     } finally {

@@ -68,5 +68,5 @@ export function batchLines(raw: Buffer, contentType: string | undefined): unknow
   return lines;
 }
 
-/** A batch line's request as the API reads it: its fields but `ref` and `notify_url`. */
-export const apiLineRequest: LineReader = (body) => requestOfBody(body, ["ref", "notify_url"]);
+/** A batch line's request as the API reads it: its fields but `ref`, `notify_url` and `cancel_after_s` (the line's own). */
+export const apiLineRequest: LineReader = (body) => requestOfBody(body, ["ref", "notify_url", "cancel_after_s"]);

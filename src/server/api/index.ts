@@ -10,6 +10,7 @@ import { providerStates } from "../../app/provider-states.js";
 import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, spendView, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
+import { InputError } from "../../core/errors.js";
 import { checkJsonText } from "../../core/json-text.js";
 import { checkWellFormed } from "../../core/well-formed.js";
 import type { JobOutput } from "../../core/job.js";
@@ -18,7 +19,7 @@ import { sendOutputFile } from "../output-file.js";
 import { isLoopbackHost } from "../dashboard/session.js";
 import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "./errors.js";
-import { encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, utf8Body } from "./requests.js";
+import { cancelAfterOfHeader, encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, utf8Body } from "./requests.js";
 import { openApiDocument, type ApiRoute } from "./openapi.js";
 import { methodNotAllowed, type RouteMethods } from "../route-methods.js";
 
@@ -65,7 +66,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "POST",
       path: "/v1/jobs",
-      summary: "Queue one job: a native request (provider, model, input) or a common one (task, prompt, …, model or route); optional ref (the same ref and request answer the job stored under it), notify_url and Idempotency-Key; its estimate is reserved in the token's budget as it is stored",
+      summary: "Queue one job: a native request (provider, model, input) or a common one (task, prompt, …, model or route); optional ref (the same ref and request answer the job stored under it), notify_url, cancel_after_s (or the Cancel-After header: 90s, 5m, 1h; not sent by then, it is cancelled) and Idempotency-Key; its estimate is reserved in the token's budget as it is stored",
       writes: true,
       responses: {
         200: "the job stored before under this ref or key, same request, as it is now",
@@ -76,7 +77,10 @@ function routes(deps: ApiDeps): ApiRoute[] {
       },
       handler: async (request, reply) => {
         const body = jsonBody(request);
-        const created = await submitJob(runtime, request.caller!, submissionOfBody(body), idempotencyOf(request.headers["idempotency-key"], "POST /v1/jobs", body));
+        const submission = submissionOfBody(body);
+        const header = cancelAfterOfHeader(request.headers["cancel-after"]);
+        if (header !== null && submission.cancelAfterS !== null) throw new InputError("Cancel-After", "is given with cancel_after_s in the body: send one of them", "Cancel-After, or cancel_after_s in the body");
+        const created = await submitJob(runtime, request.caller!, { ...submission, cancelAfterS: submission.cancelAfterS ?? header }, idempotencyOf(request.headers["idempotency-key"], "POST /v1/jobs", body));
         // A job still queued has no outputs: only one further on (found under its ref or key) is read for them.
         const outputs = created.job.state === "queued" ? [] : await jobOutputs(runtime, created.job);
         return reply.code(created.status).send(apiJob(created.job, outputs, runtime.config.publicUrl));
@@ -172,7 +176,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "POST",
       path: "/v1/batches",
-      summary: "Queue a batch (a JSON array or JSON lines, every line with a ref), validated whole before anything is queued, its estimates reserved in the token's budget as it is stored; optional Idempotency-Key",
+      summary: "Queue a batch (a JSON array or JSON lines, every line with a ref), validated whole before anything is queued, its estimates reserved in the token's budget as it is stored; optional Idempotency-Key, and Cancel-After for the lines without their own cancel_after_s",
       bodyLimit: BATCH_BODY_LIMIT,
       writes: true,
       responses: {
@@ -184,7 +188,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       },
       handler: async (request, reply) => {
         const lines = batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]);
-        const batch = await submitBatch(runtime, request.caller!, lines, apiLineRequest, idempotencyOf(request.headers["idempotency-key"], "POST /v1/batches", lines));
+        const batch = await submitBatch(runtime, request.caller!, lines, apiLineRequest, idempotencyOf(request.headers["idempotency-key"], "POST /v1/batches", lines), cancelAfterOfHeader(request.headers["cancel-after"]));
         // The outputs of jobs past the queue (stored before, found again) in one read, not one a job.
         const further = batch.jobs.filter((job) => job.state !== "queued").map((job) => job.id);
         const outputs = further.length === 0 ? new Map<string, JobOutput[]>() : await (await store()).outputsOfJobs(further);

@@ -1,4 +1,5 @@
 import type { ImageInput } from "../../core/common-request.js";
+import { readCancelAfterHeader, readCancelAfterS } from "../../core/deadline.js";
 import { InputError } from "../../core/errors.js";
 import { imageTypeOf, IMAGE_TYPES_ALLOWED } from "../../core/image-type.js";
 import { JOB_STATES, type Job, type JobState } from "../../core/job.js";
@@ -95,16 +96,30 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
   throw new InputError("cursor", "is not a cursor this API gave", "the next_cursor of a previous page");
 }
 
+/**
+ * The `Cancel-After` header (`90s`, `5m`, `1h`) in seconds, null when absent:
+ * it stands for `cancel_after_s`, so a body (or a batch line) giving that too is refused, naming the header.
+ */
+export function cancelAfterOfHeader(header: string | string[] | undefined): number | null {
+  if (header === undefined) return null;
+  return readCancelAfterHeader(Array.isArray(header) ? header.join(",") : header);
+}
+
 /** A job body of `POST /v1/jobs` (and the dashboard's form): its ref, where to notify, and the request itself. */
 export function submissionOfBody(body: unknown): JobSubmission {
   if (!isRecord(body)) throw new InputError("body", "must be a JSON object: a native request (provider, model, input) or a common one (task, …)");
-  return { ref: body.ref === undefined ? null : body.ref, notifyUrl: body.notify_url, request: requestOfBody(body, ["ref", "notify_url"]) };
+  return {
+    ref: body.ref === undefined ? null : body.ref,
+    notifyUrl: body.notify_url,
+    request: requestOfBody(body, ["ref", "notify_url", "cancel_after_s"]),
+    cancelAfterS: readCancelAfterS(body.cancel_after_s, "cancel_after_s"),
+  };
 }
 
 /** A request to quote: a job body, whose ref and notify_url are accepted and ignored. */
 export function quotedRequestOfBody(body: unknown): JobRequest | RoutedRequest {
   if (!isRecord(body)) throw new InputError("body", "must be a JSON object: one request");
-  return requestOfBody(body, ["ref", "notify_url"]);
+  return requestOfBody(body, ["ref", "notify_url", "cancel_after_s"]);
 }
 
 /**

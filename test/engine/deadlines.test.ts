@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
+import { startDWorld, type DWorld } from "../helpers/d-sandbox.js";
+import { engineFor } from "../helpers/engine.js";
+import { newDJob, storeFactories } from "../helpers/stores.js";
+import { untilJob } from "../helpers/until.js";
+
+/**
+ * Deadlines (issue 37, part 2): a job not sent when its deadline
+ * (`cancel_after_s`) passes ends `cancelled`, error `deadline`, and nothing
+ * is sent. The engine finds them by the index of deadlines, even at a
+ * provider that claims nothing (halted), on both stores.
+ */
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function open(kind: (typeof storeFactories)[number]): Promise<{ world: DWorld; store: Store }> {
+  const world = await startDWorld({ renderTimeMs: 100 });
+  cleanups.push(() => world.close());
+  const opened = await kind.open();
+  cleanups.push(opened.cleanup);
+  return { world, store: opened.store };
+}
+
+for (const kind of storeFactories) {
+  describe(`deadlines on ${kind.name} (real sandbox D)`, () => {
+    it("queued jobs past their deadline are cancelled unsent (error deadline, the reason saying when), at a halted provider too; one with time left stays queued", async () => {
+      const { world, store } = await open(kind);
+      const now = Date.now();
+      await store.haltProvider({ provider: "d", code: "out_of_credits", message: "D has no credits", jobId: null, at: now });
+      await store.insertJobs([newDJob("late-1", { deadlineAt: now - 1_000 }), newDJob("late-2", { deadlineAt: now - 1 }), newDJob("later", { deadlineAt: now + 3_600_000 }), newDJob("never")], now);
+      const worker = engineFor(world, store);
+      cleanups.push(() => worker.engine.stop());
+      worker.engine.start();
+      for (const ref of ["late-1", "late-2"]) {
+        const ended = await untilJob(worker.engine, store, `job_${ref}`, (job) => job.state === "cancelled");
+        expect(ended.error).toMatchObject({ code: "deadline" });
+        expect(ended.reason).toMatch(/^its deadline \(\d{4}-\d\d-\d\dT[\d:.]+Z\) passed before it was sent; nothing was sent or charged$/);
+        expect((await store.events(ended.id)).at(-1)).toMatchObject({ fromState: "queued", toState: "cancelled" });
+      }
+      expect((await store.getJob("job_later"))!.state).toBe("queued");
+      expect((await store.getJob("job_later"))!.deadlineAt).toBe(now + 3_600_000);
+      expect((await store.getJob("job_never"))!.deadlineAt).toBeNull();
+      expect(world.submits()).toBe(0);
+    });
+
+    it("a job with time left runs as any other; one queued past its deadline behind a busy provider is never sent", async () => {
+      const { world, store } = await open(kind);
+      const now = Date.now();
+      await store.insertJobs([newDJob("in-time", { deadlineAt: now + 600_000 }), newDJob("too-late", { deadlineAt: now - 1 })], now);
+      const worker = engineFor(world, store);
+      cleanups.push(() => worker.engine.stop());
+      worker.engine.start();
+      await untilJob(worker.engine, store, "job_in-time", (job) => job.state === "succeeded");
+      expect((await untilJob(worker.engine, store, "job_too-late", (job) => job.state === "cancelled")).error?.code).toBe("deadline");
+      expect(world.submits()).toBe(1);
+    });
+
+    it("the store reads past-deadline jobs as one range, earliest first, a page at a time, only queued ones, only a scope's when given", async () => {
+      const { store } = await open(kind);
+      const now = 1_000_000;
+      await store.insertJobs([newDJob("c", { deadlineAt: 300 }), newDJob("a", { deadlineAt: 100, batchId: "b1" }), newDJob("b", { deadlineAt: 200, batchId: "b1" }), newDJob("future", { deadlineAt: now + 1 })], 0);
+      expect((await store.queuedPastDeadline(now, 10)).map((job) => job.ref)).toEqual(["a", "b", "c"]);
+      expect((await store.queuedPastDeadline(now, 2)).map((job) => job.ref)).toEqual(["a", "b"]);
+      expect((await store.queuedPastDeadline(200, 10)).map((job) => job.ref)).toEqual(["a", "b"]);
+      expect((await store.queuedPastDeadline(now, 10, { batchId: "b1" })).map((job) => job.ref)).toEqual(["a", "b"]);
+      expect((await store.queuedPastDeadline(now, 10, { jobIds: ["job_c"] })).map((job) => job.ref)).toEqual(["c"]);
+      await store.transition("job_a", { state: "queued" }, "cancelled", {}, "cancelled", 1);
+      expect((await store.queuedPastDeadline(now, 10)).map((job) => job.ref)).toEqual(["b", "c"]);
+    });
+  });
+}
