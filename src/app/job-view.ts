@@ -122,6 +122,8 @@ export interface ApiJob extends Omit<JobJson, "outputs"> {
   finished_at: string | null;
   /** When it stops being wanted (`cancel_after_s`, `Cancel-After`): not sent by then, it is cancelled; null, never. */
   deadline_at: string | null;
+  /** Sent before its deadline and still running after it, or ended after it (a provider with no cancel): it is tracked to its end and saved. */
+  deadline_missed: boolean;
   outputs: ApiOutput[];
 }
 
@@ -146,7 +148,18 @@ export function apiJob(stored: Job, outputs: JobOutput[], publicUrl: string | nu
     updated_at: new Date(job.updatedAt).toISOString(),
     finished_at: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
     deadline_at: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
+    deadline_missed: deadlineMissed(job, Date.now()),
   };
+}
+
+/**
+ * Whether a job sent before its deadline ran past it: still unfinished after
+ * it, or finished after it (a provider with no cancel runs it to its end; it
+ * is paid and its result kept). One cancelled for its deadline did not miss it.
+ */
+export function deadlineMissed(job: Pick<Job, "deadlineAt" | "submittedAt" | "finishedAt" | "error">, now: number): boolean {
+  if (job.deadlineAt === null || job.submittedAt === null || job.error?.code === "deadline") return false;
+  return (job.finishedAt ?? now) > job.deadlineAt;
 }
 
 export function apiEvent(event: JobEvent) {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { chargeUnknownWords } from "../app/job-view.js";
+import { chargeUnknownWords, deadlineMissed } from "../app/job-view.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { InputError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
@@ -24,6 +24,7 @@ export async function shownJob(runtime: Runtime, job: Job, json: boolean): Promi
       handles: job.handles,
       provider_status: job.providerStatus,
       deadline_at: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
+      deadline_missed: deadlineMissed(job, Date.now()),
       request: requestView(job),
       events: events.map((event) => ({ at: new Date(event.at).toISOString(), from: event.fromState, to: event.toState, reason: event.reason })),
     })}\n`;
@@ -37,7 +38,7 @@ export async function shownJob(runtime: Runtime, job: Job, json: boolean): Promi
     `charge ${job.chargeMicroUsd === null ? chargeUnknownWords(job) : formatMicroUsd(job.chargeMicroUsd)}${job.chargeSource ? ` (${job.chargeSource})` : ""}`,
   ];
   if (job.error) lines.push(`error ${job.error.code}: ${job.error.message}`);
-  if (job.deadlineAt !== null) lines.push(`deadline ${new Date(job.deadlineAt).toISOString()} (not sent by then, it is cancelled)`);
+  if (job.deadlineAt !== null) lines.push(`deadline ${new Date(job.deadlineAt).toISOString()} (${deadlineMissed(job, Date.now()) ? "missed: sent before it, still tracked and saved" : "not sent by then, it is cancelled"})`);
   lines.push("request:", ...requestLines(requestView(job)));
   for (const warning of job.warnings) lines.push(`warning: ${warning}`);
   for (const output of outputs) lines.push(`output ${output.path}  ${output.contentType}  ${output.bytes} bytes  sha256 ${output.sha256}`);

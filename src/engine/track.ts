@@ -1,4 +1,5 @@
 import { fullJitterBackoffMs } from "../core/backoff.js";
+import { deadlineWords } from "./deadlines.js";
 import { ProviderError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
 import { redactDeep } from "../core/redact.js";
@@ -89,6 +90,34 @@ export function submittedOf(job: Job): Submitted {
 }
 
 /** One poll of a running job (or of a capturing job whose result links must be fetched again). */
+/**
+ * A running job past its deadline (`cancel_after_s`), at a provider that
+ * publishes a cancel (E): cancelled there, then here, so no more polls are
+ * spent on it. A cancel that fails leaves it tracked to its end (it may be
+ * paid; its result is kept), tried again at its next read. Where the
+ * provider publishes no cancel, the job runs to its end; its view says
+ * `deadline_missed`.
+ */
+async function cancelPastDeadline(context: EngineContext, job: Job, request: ReturnType<typeof validatedOf>): Promise<boolean> {
+  const { store, clock, owner } = context;
+  const provider = job.provider.toUpperCase();
+  const words = deadlineWords(job.deadlineAt!, true);
+  try {
+    const call = await context.callContext(job, request);
+    await context.adapter(job.provider).cancel!(submittedOf(job), call);
+  } catch (error) {
+    context.log.warn({ jobId: job.id, provider: job.provider, err: error instanceof Error ? error.message : String(error) }, `${words}; its cancel at ${provider} failed, so it is tracked on and tried again at its next read`);
+    return false;
+  }
+  const reason = `${words}: cancelled at ${provider}`;
+  const moved = await store.transition(job.id, { state: "running", leaseOwner: owner }, "cancelled", { error: { code: "deadline", message: reason }, reason, leaseOwner: null, leaseExpiresAt: null }, reason, clock.now(), {
+    deadline_at: new Date(job.deadlineAt!).toISOString(),
+  });
+  if (moved) context.emit(moved);
+  context.wake();
+  return true;
+}
+
 export async function trackJob(context: EngineContext, job: Job): Promise<void> {
   const { store, clock, owner } = context;
   const adapter = context.adapter(job.provider);
@@ -103,6 +132,10 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
     if (moved) context.emit(moved);
     context.wake();
     return;
+  }
+
+  if (job.state === "running" && job.deadlineAt !== null && now >= job.deadlineAt && adapter.cancel && job.providerJobId) {
+    if (await cancelPastDeadline(context, job, request)) return;
   }
 
   // A verified webhook's status stands in for one poll; otherwise ask the provider.

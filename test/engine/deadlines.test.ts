@@ -73,3 +73,32 @@ for (const kind of storeFactories) {
     });
   });
 }
+
+describe("a job accepted when its deadline passes (virtual time ×20)", () => {
+  it("E publishes a cancel: the job is cancelled there and here (error deadline); A publishes none: it runs to its end, is saved, and its view says deadline_missed", async () => {
+    const { createAllEmulators } = await import("../../src/sandbox/all.js");
+    const { startWorld, worldEngine } = await import("../helpers/world.js");
+    const { openStore } = await import("../../src/store/open.js");
+    const { apiJob } = await import("../../src/app/job-view.js");
+    const emulators = createAllEmulators({ e: { renderMs: 3_600_000 }, a: { queueMs: 0, renderMs: { min: 120_000, max: 120_000 } } });
+    const world = await startWorld(emulators.list, { timeScale: 20 });
+    cleanups.push(() => world.close());
+    const store = await openStore(world.env.MEDIAGATE_STORE!);
+    cleanups.push(() => store.close());
+    const { engine, enqueue } = worldEngine(world, store, { virtualTime: true });
+    cleanups.push(() => engine.stop());
+    const now = world.sandbox.clock.now();
+    const atE = await enqueue({ provider: "e", model: "v3", input: { prompt: "a slow harbour" } }, "e-deadline", { deadlineAt: now + 60_000 });
+    const atA = await enqueue({ provider: "a", model: "vidgen-2-0-250601", input: { prompt: "a slow field", duration: 5, resolution: "480p" } }, "a-deadline", { deadlineAt: now + 60_000 });
+    engine.start();
+    const cancelled = await untilJob(engine, store, atE.id, (job) => job.state === "cancelled", 60_000);
+    expect(cancelled.providerJobId).not.toBeNull();
+    expect(cancelled.error).toMatchObject({ code: "deadline" });
+    expect(cancelled.reason).toMatch(/passed while it ran at the provider: cancelled at E$/);
+    expect(emulators.e.jobs()[0]!.cancelledAt).toBeDefined();
+    const finished = await untilJob(engine, store, atA.id, (job) => job.state === "succeeded", 60_000);
+    expect(finished.finishedAt!).toBeGreaterThan(finished.deadlineAt!);
+    expect(apiJob(finished, [], null)).toMatchObject({ deadline_missed: true });
+    expect(apiJob(cancelled, [], null)).toMatchObject({ deadline_missed: false });
+  }, 120_000);
+});

@@ -83,7 +83,7 @@ export function worldEngine(
   return {
     engine,
     providers,
-    async enqueue(request: JobRequest, ref = `ref-${++counter}`, extra: { budgetId?: string; batchId?: string; notifyUrl?: string } = {}) {
+    async enqueue(request: JobRequest, ref = `ref-${++counter}`, extra: { budgetId?: string; batchId?: string; notifyUrl?: string; deadlineAt?: number } = {}) {
       const adapter = providers.get(request.provider)!.adapter!;
       // As the CLI prepares a job: the provider's context for the prefetch and for an estimate the provider gives (B's quote).
       const context = await engine.providerContext(request.provider);
@@ -108,6 +108,7 @@ export function worldEngine(
             outDir: join(world.folder, "out"),
             budgetId: extra.budgetId ?? null,
             notifyUrl: extra.notifyUrl ?? null,
+            deadlineAt: extra.deadlineAt ?? null,
           },
         ],
         now,
