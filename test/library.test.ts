@@ -92,6 +92,16 @@ for (const makeLocation of locations) {
       expect(world!.submits()).toBe(1);
     });
 
+    it("cancelAfterS sets the job's deadline (issue 37, part 2); a value it does not take is refused naming it, nothing stored", async () => {
+      const gate = await open({}, { runEngine: false });
+      const before = Date.now();
+      const job = await gate.submit(pro("in time"), { ref: "deadline", cancelAfterS: 120 });
+      expect(job.deadlineAt! - before).toBeGreaterThanOrEqual(120_000);
+      expect(job.deadlineAt! - Date.now()).toBeLessThanOrEqual(120_000);
+      await expect(gate.submit(pro("never"), { ref: "bad-deadline", cancelAfterS: 0 })).rejects.toMatchObject({ field: "cancelAfterS" });
+      expect(await gate.get("bad-deadline")).toBeNull();
+    });
+
     it("submitting the same ref again returns the stored job, and it is sent once", async () => {
       const gate = await open();
       const first = await gate.submit(pro("once"), { ref: "once" });

@@ -1,3 +1,4 @@
+import { readCancelAfterS } from "../core/deadline.js";
 import type { Clock } from "../core/clock.js";
 import { checkWellFormed } from "../core/well-formed.js";
 import type { CommonRequest, CommonTask } from "../core/common-request.js";
@@ -60,6 +61,8 @@ export interface SubmitOptions {
   ref?: string;
   /** Where outputs are saved: a folder or an `s3://bucket/prefix` (default MEDIAGATE_OUTPUT_DIR). */
   outDir?: string;
+  /** Not sent within this many seconds (1 to 2,592,000), the job is cancelled; accepted by then, it is cancelled at providers that publish a cancel (E). */
+  cancelAfterS?: number;
 }
 
 /**
@@ -119,6 +122,7 @@ export class Mediagate {
    */
   async submit(request: JobRequest | CommonSubmitRequest, options: SubmitOptions = {}): Promise<Job> {
     if (options.ref !== undefined) validateRef(options.ref, "ref");
+    const cancelAfterS = readCancelAfterS(options.cancelAfterS, "cancelAfterS");
     // A path is written in UTF-8: a lone surrogate would name another folder.
     if (options.outDir !== undefined) checkWellFormed(options.outDir, "outDir");
     const committed = this.budgetId !== null ? ((await this.store.budget(this.budgetId))?.committedMicroUsd ?? 0) : 0;
@@ -136,7 +140,7 @@ export class Mediagate {
     // Stored with its estimate reserved in this instance's budget, in one transaction: concurrent submits never pass it.
     const outcome = await admitted(this.runtime, {
       tenant: LOCAL_TENANT,
-      jobs: [newJobOf(prepared, { now, batchId: null, outDir, budgetId: this.budgetId })],
+      jobs: [newJobOf({ ...prepared, cancelAfterS }, { now, batchId: null, outDir, budgetId: this.budgetId })],
       budgetId: this.budgetId,
       differs: (stored) => !sameRequest(stored, prepared),
       idempotency: null,
