@@ -1,5 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { InvalidArgumentError, UnsupportedFunctionalityError } from "@ai-sdk/provider";
+import { join } from "node:path";
+import { InvalidArgumentError, UnsupportedFunctionalityError, type ImageModelV3CallOptions } from "@ai-sdk/provider";
 import { generateImage } from "ai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createMediagate, MediagateJobError } from "../../src/ai-sdk/index.js";
@@ -31,6 +32,11 @@ interface ImageMetadata {
 
 function imagesMetadata(providerMetadata: unknown): ImageMetadata[] {
   return (providerMetadata as { mediagate: { images: ImageMetadata[] } }).mediagate.images;
+}
+
+/** An image call as `generateImage` hands it to the model: one image, nothing else set but `fields`. */
+function imageCall(fields: Partial<ImageModelV3CallOptions>): ImageModelV3CallOptions {
+  return { prompt: "a red fox in snow", n: 1, size: "256x256", aspectRatio: undefined, seed: undefined, files: undefined, mask: undefined, providerOptions: {}, ...fields };
 }
 
 beforeAll(() => {
@@ -275,5 +281,107 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     expect(() => mediagate.image("gen-2-pro")).toThrow(/does not start with a provider/);
     expect(() => mediagate.image({ route: [] })).toThrow(/non-empty list of targets/);
     expect(() => mediagate.languageModel("d/gen-2-pro")).toThrow(/mediagate makes images and videos/);
+  });
+
+  it("AI SDK image: the model answers the saved file's bytes, the metadata of its job and file, and the target as the response's model id", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const before = Date.now();
+    const result = await model.doGenerate(imageCall({ providerOptions: { mediagate: { ref: "direct-fox" } } }));
+    const job = (await gate.get("direct-fox"))!;
+    const [output] = await gate.outputs(job.id);
+    expect(result.images).toEqual([new Uint8Array(readFileSync(output!.path))]);
+    expect(result.warnings).toEqual([]);
+    expect(result.response).toEqual({ timestamp: expect.any(Date), modelId: "d/gen-2-pro", headers: undefined });
+    expect(result.response.timestamp.getTime()).toBeGreaterThanOrEqual(before);
+    expect(result.providerMetadata).toEqual({
+      mediagate: {
+        images: [
+          {
+            jobId: job.id,
+            ref: "direct-fox",
+            target: "d/gen-2-pro",
+            provider: "d",
+            model: "gen-2-pro",
+            providerJobId: job.providerJobId,
+            estimateMicroUsd: job.estimateMicroUsd,
+            chargeMicroUsd: job.chargeMicroUsd,
+            chargeState: job.chargeState,
+            attempts: [{ target: "d/gen-2-pro", provider: "d", model: "gen-2-pro", providerJobId: job.providerJobId, outcome: "succeeded" }],
+            warnings: [],
+            path: output!.path,
+            contentType: "image/png",
+            bytes: output!.bytes,
+            sha256: output!.sha256,
+            metadata: output!.metadata,
+            media: output!.media,
+          },
+        ],
+      },
+    });
+    expect(job.providerJobId).toEqual(expect.any(String));
+    expect(output!.media).toMatchObject({ width: 256, height: 256 });
+  });
+
+  it("AI SDK image: seeds of n jobs are listed (7, 8 and 9) or spanned (7 to 11); a warning every job gets is said once; jobs without a ref are named by the library, one model id for one target", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const three = await generateImage({ model, prompt: "a red fox in snow", size: "1000x750", n: 3, seed: 7 });
+    expect(three.warnings).toEqual([
+      { type: "other", message: "n 3 with seed 7: each image has its own seed (7, 8 and 9), since one seed would make the same image 3 times, each paid for" },
+      { type: "other", message: expect.stringMatching(/^size 1000x750 sent as width 1008/) },
+    ]);
+    expect(three.responses.map((response) => response.modelId)).toEqual(["d/gen-2-pro"]);
+    const refs = imagesMetadata(three.providerMetadata).map((image) => image.ref);
+    expect(new Set(refs).size).toBe(3);
+    for (const ref of refs) expect(ref).not.toMatch(/#/);
+
+    const five = await generateImage({ model, prompt: "a red fox in snow", size: "256x256", n: 5, seed: 20 });
+    expect(five.warnings).toEqual([{ type: "other", message: "n 5 with seed 20: each image has its own seed (20 to 24), since one seed would make the same image 5 times, each paid for" }]);
+    expect(emulators.d.jobs.map((job) => job.seed)).toEqual([7, 8, 9, 20, 21, 22, 23, 24]);
+    expect(await gate.list()).toHaveLength(8);
+  });
+
+  it("AI SDK image: n that is not a whole number from 1 is refused before anything is stored (the AI SDK checks nothing of n)", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    for (const n of [0, 1.5, Number.NaN]) {
+      const error = await model.doGenerate(imageCall({ n })).then(
+        () => null,
+        (thrown: unknown) => thrown,
+      );
+      expect(InvalidArgumentError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ argument: "n", message: `n must be a whole number from 1, got ${JSON.stringify(n)}` });
+    }
+    expect(await gate.list()).toEqual([]);
+  });
+
+  it("AI SDK image: a call whose signal was aborted before it started stores and sends nothing, and rejects with the signal's reason", async () => {
+    const { world, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const reason = new Error("the user left");
+    await expect(mediagate.image("d/gen-2-pro").doGenerate(imageCall({ abortSignal: AbortSignal.abort(reason) }))).rejects.toBe(reason);
+    expect(await gate.list()).toEqual([]);
+    expect(world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
+  });
+
+  it("AI SDK image: a provider given outDir saves its calls' files there", async () => {
+    const { world, gate } = await sandboxed(["d"], FAST_D);
+    const outDir = join(world.folder, "foxes");
+    const result = await generateImage({ model: createMediagate({ gate, outDir }).image("d/gen-2-pro"), prompt: "a red fox in snow", size: "256x256" });
+    const [metadata] = imagesMetadata(result.providerMetadata);
+    expect(metadata!.path.startsWith(`${outDir}/`)).toBe(true);
+    expect(Buffer.from(result.image.uint8Array).equals(readFileSync(metadata!.path))).toBe(true);
+  });
+
+  it("AI SDK image: an empty list of files is no reference image; headers the caller set come back as a warning, first", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const result = await mediagate.image("d/gen-2-pro").doGenerate(imageCall({ files: [], size: "1000x750", headers: { "x-trace": "abc" } }));
+    expect(result.images).toHaveLength(1);
+    expect(result.warnings).toEqual([
+      { type: "unsupported", feature: "headers", details: expect.stringMatching(/^not sent: x-trace; /) },
+      { type: "other", message: expect.stringMatching(/^size 1000x750 sent as width 1008/) },
+    ]);
+    const [job] = await gate.list();
+    expect(Object.keys(job!.body).filter((key) => key.startsWith("input_image"))).toEqual([]);
   });
 });
