@@ -153,6 +153,7 @@ describe("AI SDK provider: videos through the sandbox (real HTTP over loopback)"
     const { world, mediagate } = await sandboxedA();
     const call = generateVideo({ model: mediagate.video(`a/${A_MODEL}`), prompt: "a lighthouse", fps: 60 });
     await expect(call).rejects.toSatisfy((error: unknown) => UnsupportedFunctionalityError.isInstance(error) && error.functionality === "fps");
+    await expect(call).rejects.toThrow(/^fps: a common request has no frame rate, and leaving it out would make another clip; give a provider's native field in providerOptions\.mediagate\.provider_options\.<provider>$/);
     expect(world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
   });
 
@@ -293,5 +294,18 @@ describe("AI SDK provider: videos through the sandbox (real HTTP over loopback)"
     expect(result.providerMetadata).toMatchObject({ mediagate: { videos: [{ jobId: job!.id, target: `a/${A_MODEL}`, path: output!.path, contentType: "video/mp4" }] } });
     expect(result.response).toEqual({ timestamp: expect.any(Date), modelId: `a/${A_MODEL}`, headers: undefined });
     expect(result.response.timestamp.getTime()).toBeGreaterThanOrEqual(before);
+  });
+
+  it("AI SDK video: an aspect ratio is sent as given (9:16, not A's default), and providerOptions.mediagate.provider_options reach A's body as native fields", async () => {
+    const { a, gate, mediagate } = await sandboxedA();
+    const result = await generateVideo({
+      model: mediagate.video(`a/${A_MODEL}`),
+      prompt: "a lighthouse, upright",
+      aspectRatio: "9:16",
+      providerOptions: { mediagate: { provider_options: { a: { camera_fixed: true } } } },
+    });
+    const job = (await gate.get(videosMetadata(result.providerMetadata)[0]!.jobId))!;
+    expect(job.body).toEqual({ model: A_MODEL, content: [{ type: "text", text: "a lighthouse, upright" }], ratio: "9:16", camera_fixed: true });
+    expect(a.tasks()).toMatchObject([{ kind: "text_to_video", requestedRatio: "9:16", status: "succeeded" }]);
   });
 });
