@@ -1,5 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { InvalidArgumentError, UnsupportedFunctionalityError } from "@ai-sdk/provider";
+import { join } from "node:path";
+import { InvalidArgumentError, UnsupportedFunctionalityError, type ImageModelV3CallOptions } from "@ai-sdk/provider";
 import { generateImage } from "ai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createMediagate, MediagateJobError } from "../../src/ai-sdk/index.js";
@@ -11,6 +12,8 @@ import { until } from "../helpers/until.js";
 import { startWorld, type World } from "../helpers/world.js";
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+/** The smallest PNG: the signature and an IHDR of 1x1. */
+const TINY_PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
 
 /** A PNG's size from its IHDR chunk, the first after the signature. */
 function pngSize(bytes: Uint8Array): { width: number; height: number } {
@@ -31,6 +34,11 @@ interface ImageMetadata {
 
 function imagesMetadata(providerMetadata: unknown): ImageMetadata[] {
   return (providerMetadata as { mediagate: { images: ImageMetadata[] } }).mediagate.images;
+}
+
+/** An image call as `generateImage` hands it to the model: one image, nothing else set but `fields`. */
+function imageCall(fields: Partial<ImageModelV3CallOptions>): ImageModelV3CallOptions {
+  return { prompt: "a red fox in snow", n: 1, size: "256x256", aspectRatio: undefined, seed: undefined, files: undefined, mask: undefined, providerOptions: {}, ...fields };
 }
 
 beforeAll(() => {
@@ -156,7 +164,7 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     const { world, gate, mediagate } = await sandboxed(["d", "f"], FAST_D);
     const model = mediagate.image({ route: ["d/gen-2-pro", "f/img-v2"] });
     const masked = generateImage({ model, prompt: { text: "a fox", images: ["https://images.example/fox.png"], mask: "https://images.example/mask.png" }, size: "1024x768" });
-    await expect(masked).rejects.toSatisfy((error: unknown) => UnsupportedFunctionalityError.isInstance(error) && /^mask: /.test(error.message));
+    await expect(masked).rejects.toSatisfy((error: unknown) => UnsupportedFunctionalityError.isInstance(error) && error.functionality === "mask" && /^mask: /.test(error.message));
 
     const foreign = generateImage({ model, prompt: "a fox", providerOptions: { blackForestLabs: { width: 512, height: 512 } } });
     await expect(foreign).rejects.toSatisfy((error: unknown) => InvalidArgumentError.isInstance(error) && error.argument === "providerOptions.blackForestLabs");
@@ -275,5 +283,146 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     expect(() => mediagate.image("gen-2-pro")).toThrow(/does not start with a provider/);
     expect(() => mediagate.image({ route: [] })).toThrow(/non-empty list of targets/);
     expect(() => mediagate.languageModel("d/gen-2-pro")).toThrow(/mediagate makes images and videos/);
+  });
+
+  it("AI SDK image: the model answers the saved file's bytes (one, with the seed as given), the metadata of its job and file, and the target as the response's model id", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const before = Date.now();
+    const result = await model.doGenerate(imageCall({ seed: 7, providerOptions: { mediagate: { ref: "direct-fox" } } }));
+    const job = (await gate.get("direct-fox"))!;
+    // One image with a seed: the seed as given, and nothing to warn about.
+    expect(job.body.seed).toBe(7);
+    const [output] = await gate.outputs(job.id);
+    expect(result.images).toEqual([new Uint8Array(readFileSync(output!.path))]);
+    expect(result.warnings).toEqual([]);
+    expect(result.response).toEqual({ timestamp: expect.any(Date), modelId: "d/gen-2-pro", headers: undefined });
+    expect(result.response.timestamp.getTime()).toBeGreaterThanOrEqual(before);
+    expect(result.providerMetadata).toEqual({
+      mediagate: {
+        images: [
+          {
+            jobId: job.id,
+            ref: "direct-fox",
+            target: "d/gen-2-pro",
+            provider: "d",
+            model: "gen-2-pro",
+            providerJobId: job.providerJobId,
+            estimateMicroUsd: job.estimateMicroUsd,
+            chargeMicroUsd: job.chargeMicroUsd,
+            chargeState: job.chargeState,
+            attempts: [{ target: "d/gen-2-pro", provider: "d", model: "gen-2-pro", providerJobId: job.providerJobId, outcome: "succeeded" }],
+            warnings: [],
+            path: output!.path,
+            contentType: "image/png",
+            bytes: output!.bytes,
+            sha256: output!.sha256,
+            metadata: output!.metadata,
+            media: output!.media,
+          },
+        ],
+      },
+    });
+    expect(job.providerJobId).toEqual(expect.any(String));
+    expect(output!.media).toMatchObject({ width: 256, height: 256 });
+  });
+
+  it("AI SDK image: seeds of up to four jobs are listed (7, 8, 9 and 10), of more spanned (20 to 24); a warning every job gets is said once; jobs without a ref are named by the library, one model id for one target", async () => {
+    const { emulators, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const four = await generateImage({ model, prompt: "a red fox in snow", size: "1000x750", n: 4, seed: 7 });
+    expect(four.warnings).toEqual([
+      { type: "other", message: "n 4 with seed 7: each image has its own seed (7, 8, 9 and 10), since one seed would make the same image 4 times, each paid for" },
+      { type: "other", message: expect.stringMatching(/^size 1000x750 sent as width 1008/) },
+    ]);
+    expect(four.responses.map((response) => response.modelId)).toEqual(["d/gen-2-pro"]);
+    const refs = imagesMetadata(four.providerMetadata).map((image) => image.ref);
+    expect(new Set(refs).size).toBe(4);
+    for (const ref of refs) expect(ref).not.toMatch(/#/);
+
+    const five = await generateImage({ model, prompt: "a red fox in snow", size: "256x256", n: 5, seed: 20 });
+    expect(five.warnings).toEqual([{ type: "other", message: "n 5 with seed 20: each image has its own seed (20 to 24), since one seed would make the same image 5 times, each paid for" }]);
+    expect(emulators.d.jobs.map((job) => job.seed)).toEqual([7, 8, 9, 10, 20, 21, 22, 23, 24]);
+    expect(await gate.list()).toHaveLength(9);
+  });
+
+  it("AI SDK image: seed 2^53 - 2 with n 2 takes the two largest exact seeds; a seed that is not a whole number is left to submit, which names it (no seeds are made from it)", async () => {
+    const { emulators, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const largest = await generateImage({ model, prompt: "a red fox in snow", size: "256x256", n: 2, seed: Number.MAX_SAFE_INTEGER - 1 });
+    expect(largest.images).toHaveLength(2);
+    expect(emulators.d.jobs.map((job) => job.seed)).toEqual([Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER]);
+    for (const seed of [2 ** 60, 1.5]) {
+      const refused = generateImage({ model, prompt: "a red fox in snow", size: "256x256", n: 2, seed });
+      await expect(refused).rejects.toMatchObject({ field: "seed", message: `seed: must be a whole number from 0, got ${JSON.stringify(seed)}` });
+    }
+    expect(emulators.d.submitCount).toBe(2);
+  });
+
+  it("AI SDK image: n that is not a whole number from 1 is refused before anything is stored (the AI SDK checks nothing of n)", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    for (const n of [0, 1.5, Number.NaN]) {
+      const error = await model.doGenerate(imageCall({ n })).then(
+        () => null,
+        (thrown: unknown) => thrown,
+      );
+      expect(InvalidArgumentError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ argument: "n", message: `n must be a whole number from 1, got ${JSON.stringify(n)}` });
+    }
+    expect(await gate.list()).toEqual([]);
+  });
+
+  it("AI SDK image: a call whose signal was aborted before it started stores and sends nothing, and rejects with the signal's reason", async () => {
+    const { world, gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const reason = new Error("the user left");
+    await expect(mediagate.image("d/gen-2-pro").doGenerate(imageCall({ abortSignal: AbortSignal.abort(reason) }))).rejects.toBe(reason);
+    expect(await gate.list()).toEqual([]);
+    expect(world.sandbox.requests().filter((request) => request.provider !== null)).toHaveLength(0);
+  });
+
+  it("AI SDK image: a provider given outDir saves its calls' files there", async () => {
+    const { world, gate } = await sandboxed(["d"], FAST_D);
+    const outDir = join(world.folder, "foxes");
+    const result = await generateImage({ model: createMediagate({ gate, outDir }).image("d/gen-2-pro"), prompt: "a red fox in snow", size: "256x256" });
+    const [metadata] = imagesMetadata(result.providerMetadata);
+    expect(metadata!.path.startsWith(`${outDir}/`)).toBe(true);
+    expect(Buffer.from(result.image.uint8Array).equals(readFileSync(metadata!.path))).toBe(true);
+  });
+
+  it("AI SDK image: an empty list of files is no reference image; headers the caller set come back as a warning, first", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const result = await mediagate.image("d/gen-2-pro").doGenerate(imageCall({ files: [], size: "1000x750", headers: { "x-trace": "abc" } }));
+    expect(result.images).toHaveLength(1);
+    expect(result.warnings).toEqual([
+      { type: "unsupported", feature: "headers", details: expect.stringMatching(/^not sent: x-trace; /) },
+      { type: "other", message: expect.stringMatching(/^size 1000x750 sent as width 1008/) },
+    ]);
+    const [job] = await gate.list();
+    expect(Object.keys(job!.body).filter((key) => key.startsWith("input_image"))).toEqual([]);
+  });
+
+  it("AI SDK image: each file is named in refusals by its place (files[1]) and reaches the library as image-1, image-2 … by its order", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const model = mediagate.image("d/gen-2-pro");
+    const link = await model.doGenerate(imageCall({ files: [{ type: "file", mediaType: "image/png", data: TINY_PNG }, { type: "url", url: "file:///etc/passwd" }] })).then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(link).toMatchObject({ argument: "files[1]", message: expect.stringMatching(/^files\[1\]: "file:\/\/\/etc\/passwd" is not an http\(s\) link/) });
+    // Bytes that are no image are refused by the library, naming the file as the model named it.
+    const junk = model.doGenerate(imageCall({ files: [{ type: "file", mediaType: "image/png", data: TINY_PNG }, { type: "file", mediaType: "image/png", data: Buffer.from("no picture") }] }));
+    await expect(junk).rejects.toMatchObject({ field: "images[1]", message: expect.stringMatching(/^images\[1\]: file image-2\.png is not /) });
+    expect(await gate.list()).toEqual([]);
+  });
+
+  it("AI SDK image: a call whose jobs end on two targets of its route (D's credits pay for one) names both as the response's model id", async () => {
+    // One 256x256 image at D costs 30,000 micro-USD: the balance pays for one, the other job is refused (402) and handed to F.
+    const { emulators, mediagate } = await sandboxed(["d", "f"], { d: { renderTimeMs: 200, balanceMicroUsd: 30_000 }, f: { renderMs: { min: 200, max: 400 } } });
+    const result = await generateImage({ model: mediagate.image({ route: ["d/gen-2-pro", "f/img-v2"] }), prompt: "a red fox in snow", size: "256x256", n: 2 });
+    const targets = imagesMetadata(result.providerMetadata).map((image) => image.target);
+    expect([...targets].sort()).toEqual(["d/gen-2-pro", "f/img-v2"]);
+    expect(result.responses.map((response) => response.modelId)).toEqual([targets.join(",")]);
+    expect(emulators.d.jobs).toHaveLength(1);
   });
 });
