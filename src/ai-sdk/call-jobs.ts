@@ -29,6 +29,8 @@ export interface CallJobsRequest {
   count: number;
   ref: string | undefined;
   outDir: string | undefined;
+  /** `providerOptions.mediagate.cancel_after_s`, checked by `submit`. */
+  cancelAfterS?: number | undefined;
   signal: AbortSignal | undefined;
   /** The media type family the call returns (`image/`, `video/`); outputs of another kind stay saved and listed, not returned. */
   mediaPrefix: "image/" | "video/";
@@ -93,7 +95,7 @@ export async function runCallJobs(call: CallJobsRequest): Promise<CallJobsResult
   for (const [index, ref] of refsOf(call.ref, call.count).entries()) {
     // Aborted between two submits: the jobs queued so far go on; no more are queued.
     if (call.signal?.aborted) throw new MediagateWaitAbortedError(jobs, call.signal.reason);
-    jobs.push(await call.gate.submit(requests[index]!, { ...(ref !== undefined ? { ref } : {}), ...(call.outDir !== undefined ? { outDir: call.outDir } : {}) }));
+    jobs.push(await call.gate.submit(requests[index]!, { ...(ref !== undefined ? { ref } : {}), ...(call.outDir !== undefined ? { outDir: call.outDir } : {}), ...(call.cancelAfterS !== undefined ? { cancelAfterS: call.cancelAfterS } : {}) }));
   }
   const waited = await Promise.all(jobs.map((job) => call.gate.wait(job.id, call.signal ? { signal: call.signal } : {})));
   const unfinished = waited.filter((job) => !isTerminal(job.state));

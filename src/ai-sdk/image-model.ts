@@ -67,7 +67,7 @@ export class MediagateImageModel implements ImageModelV3 {
       ...routingOf(this.target, call),
     };
     const gate = await this.settings.gate();
-    const result = await runCallJobs({ gate, request, count: options.n, ref: call.ref, outDir: this.settings.outDir, signal: options.abortSignal, mediaPrefix: "image/" });
+    const result = await runCallJobs({ gate, request, count: options.n, ref: call.ref, outDir: this.settings.outDir, cancelAfterS: call.cancel_after_s, signal: options.abortSignal, mediaPrefix: "image/" });
     return {
       images: result.outputs.map((output) => output.bytes),
       warnings: [...warnings, ...result.warnings],

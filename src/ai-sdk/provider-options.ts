@@ -1,4 +1,6 @@
 import { InvalidArgumentError, type SharedV3ProviderOptions } from "@ai-sdk/provider";
+import { readCancelAfterS } from "../core/deadline.js";
+import { InputError } from "../core/errors.js";
 import { WELL_FORMED_ALLOWED, wellFormedProblem } from "../core/well-formed.js";
 import type { RouteBy } from "../engine/route.js";
 
@@ -20,15 +22,19 @@ export const MEDIAGATE_NAMESPACE = "mediagate";
  * - `route_by`: `"order"` or `"price"`, over the model's own.
  * - `fallback_on_failure`: after a provider accepted the job and its
  *   generation failed, try the route's next target; over the model's own.
+ * - `cancel_after_s`: not sent within this many seconds, each job of the
+ *   call is cancelled (the call then rejects); accepted by then, it is
+ *   cancelled at providers that publish a cancel (E).
  */
 export interface MediagateCallOptions {
   ref?: string;
   provider_options?: Record<string, Record<string, unknown>>;
   route_by?: RouteBy;
   fallback_on_failure?: boolean;
+  cancel_after_s?: number;
 }
 
-const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(["ref", "provider_options", "route_by", "fallback_on_failure"]);
+const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(["ref", "provider_options", "route_by", "fallback_on_failure", "cancel_after_s"]);
 
 /**
  * `providerOptions.mediagate` of a call. Options for other providers
@@ -57,6 +63,13 @@ export function mediagateCallOptions(providerOptions: SharedV3ProviderOptions | 
         message: `providerOptions.${MEDIAGATE_NAMESPACE}.${key} is not an option of mediagate (allowed: ${[...CALL_OPTION_KEYS].join(", ")})`,
       });
     }
+  }
+  const argument = `providerOptions.${MEDIAGATE_NAMESPACE}.cancel_after_s`;
+  try {
+    readCancelAfterS(options.cancel_after_s, argument);
+  } catch (error) {
+    if (error instanceof InputError) throw new InvalidArgumentError({ argument, message: error.message });
+    throw error;
   }
   return options as MediagateCallOptions;
 }

@@ -106,7 +106,7 @@ export class MediagateVideoModel implements VideoModelV3 {
       ...routingOf(this.target, call),
     };
     const gate = await this.settings.gate();
-    const result = await runCallJobs({ gate, request, count: options.n, ref: call.ref, outDir: this.settings.outDir, signal: options.abortSignal, mediaPrefix: "video/" });
+    const result = await runCallJobs({ gate, request, count: options.n, ref: call.ref, outDir: this.settings.outDir, cancelAfterS: call.cancel_after_s, signal: options.abortSignal, mediaPrefix: "video/" });
     return {
       videos: result.outputs.map(({ bytes, output }) => ({ type: "binary", data: bytes, mediaType: output.contentType })),
       warnings: [...warnings, ...result.warnings],

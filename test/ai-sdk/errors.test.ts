@@ -49,6 +49,7 @@ function jobWith(fields: Partial<Job>): Job {
     tokenId: null,
     tenant: "local",
     notifyUrl: null,
+    deadlineAt: null,
     ...fields,
   };
 }

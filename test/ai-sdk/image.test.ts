@@ -128,6 +128,17 @@ describe("AI SDK provider: images through the sandbox (real HTTP over loopback)"
     expect(emulators.d.submitCount).toBe(2);
   });
 
+  it("AI SDK image (issue 37, part 2): providerOptions.mediagate.cancel_after_s sets each job's deadline; a value it does not take is refused naming it", async () => {
+    const { gate, mediagate } = await sandboxed(["d"], FAST_D);
+    const before = Date.now();
+    const result = await generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a fox in time", size: "512x512", providerOptions: { mediagate: { ref: "in-time", cancel_after_s: 600 } } });
+    expect(result.images).toHaveLength(1);
+    const job = (await gate.get("in-time"))!;
+    expect(job.deadlineAt! - before).toBeGreaterThanOrEqual(600_000);
+    await expect(generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "never", size: "512x512", providerOptions: { mediagate: { ref: "bad", cancel_after_s: -1 } } })).rejects.toThrow("providerOptions.mediagate.cancel_after_s: -1 is not a number of seconds it takes");
+    expect(await gate.get("bad")).toBeNull();
+  });
+
   it("AI SDK image: n 2 with a seed makes two images with seeds seed and seed + 1 (one seed would pay twice for one picture), and a warning says so; the same call again takes up the same two jobs", async () => {
     const { emulators, gate, mediagate } = await sandboxed(["d"], FAST_D);
     const call = () => generateImage({ model: mediagate.image("d/gen-2-pro"), prompt: "a red fox in snow", size: "256x256", n: 2, seed: 7, providerOptions: { mediagate: { ref: "seeded" } } });

@@ -36,7 +36,7 @@ describe("AI SDK provider: what a call says through providerOptions.mediagate", 
     expect(InvalidArgumentError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({
       argument: "providerOptions.mediagate.seed",
-      message: "providerOptions.mediagate.seed is not an option of mediagate (allowed: ref, provider_options, route_by, fallback_on_failure)",
+      message: "providerOptions.mediagate.seed is not an option of mediagate (allowed: ref, provider_options, route_by, fallback_on_failure, cancel_after_s)",
     });
   });
 
