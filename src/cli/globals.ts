@@ -49,7 +49,9 @@ const FLAG_OF_VARIABLE: Record<string, { flag: string; given: (options: GlobalOp
  * configuration's (exit 3). Other errors are returned as they are.
  */
 export function flagMistake(options: GlobalOptions, error: unknown): unknown {
-  if (!(error instanceof ConfigError)) return error;
+  // Only a value refused as written (a malformed address): one that is well-formed but cannot be reached or opened
+  // (store_unreachable) is the environment's state, not the command line's mistake, and stays exit 3.
+  if (!(error instanceof ConfigError) || error.code !== "not_configured") return error;
   const setting = FLAG_OF_VARIABLE[error.variable];
   if (!setting?.given(options)) return error;
   // The message names the variable (and the flag beside it): the flag alone is named now.

@@ -46,10 +46,15 @@ describe("finding 8: a store that cannot be opened is a configuration error (exi
     const bare = await runCli(["jobs"], { env: { MEDIAGATE_STORE: "notaport" } });
     expect(bare.code).toBe(3);
     expect(bare.stderr).toBe('mediagate: MEDIAGATE_STORE (or --store) must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE, got "notaport"\n');
-    const badPort = await runCli(["worker", "--store", `postgres://postgres:${PASSWORD}@127.0.0.1:notaport/x`], { env: {} });
+    const badPort = await runCli(["worker"], { env: { MEDIAGATE_STORE: `postgres://postgres:${PASSWORD}@127.0.0.1:notaport/x` } });
     expect(badPort.code).toBe(3);
     expect(badPort.stderr).toMatch(/^mediagate: MEDIAGATE_STORE \(or --store\) postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:notaport\/x is not a valid PostgreSQL address: .*numeric port/);
     expect(badPort.stderr).not.toContain(PASSWORD);
+    // Given by --store, the same address is the command line's mistake: exit 2 naming the flag (issue 36, finding 10's class).
+    const byFlag = await runCli(["worker", "--store", `postgres://postgres:${PASSWORD}@127.0.0.1:notaport/x`], { env: {} });
+    expect(byFlag.code).toBe(2);
+    expect(byFlag.stderr).toMatch(/^mediagate: invalid input: --store: postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:notaport\/x is not a valid PostgreSQL address: .*numeric port/);
+    expect(byFlag.stderr).not.toContain(PASSWORD);
   });
 
   it("SQLite under a missing folder exits 3 naming the folder, and creates nothing", async () => {

@@ -95,8 +95,12 @@ describe("API requests: a native request", () => {
       ref: "fox",
       notifyUrl: "https://hooks.example/x",
       request: { provider: "d", model: "gen-2-pro", input: { prompt: "a fox" } },
+      cancelAfterS: null,
     });
     expect(submissionOfBody(base).ref).toBeNull();
+    // Its deadline too (issue 37, part 2), refused naming the field when it is not whole seconds.
+    expect(submissionOfBody({ ...base, cancel_after_s: 90 }).cancelAfterS).toBe(90);
+    expect(refusal(() => submissionOfBody({ ...base, cancel_after_s: "90" })).field).toBe("cancel_after_s");
     expect(quotedRequestOfBody({ ...base, ref: "fox", notify_url: "x" })).toEqual({ provider: "d", model: "gen-2-pro", input: { prompt: "a fox" } });
     for (const body of [[base], "text", null, 3]) {
       expect(refusal(() => submissionOfBody(body)).field).toBe("body");
