@@ -270,6 +270,24 @@ for (const factory of storeFactories) {
       expect(engine.emitted).toEqual([]);
     });
 
+    it("a queued job another engine moved on meanwhile is not moved back from a stale copy (two engines rerouting the same halted provider): false, the job stays on the target it reached", async () => {
+      const job = await queued([F_STEP, G_STEP]);
+      const first = engineOn(store);
+      expect(await fallOver(first.context, job, "queued", "D is halted")).toBe(true);
+      // F is halted too: the first engine moves the job on again, to A.
+      expect(await fallOver(first.context, (await store.getJob(job.id))!, "queued", "F is halted")).toBe(true);
+      const atA = (await store.getJob(job.id))!;
+      const eventsAtA = await store.events(job.id);
+      // The second engine read its page of D's routed jobs before the first moved this one.
+      const second = engineOn(store, OTHER_OWNER);
+      expect(await fallOver(second.context, job, "queued", "D is halted")).toBe(false);
+      expect(await store.getJob(job.id)).toEqual(atA);
+      expect(atA.route).toMatchObject({ current: "a/pix-1", next: [] });
+      expect(atA.route!.tried.map((attempt) => attempt.name)).toEqual(["d/gen-2-pro", "f/img-v2"]);
+      expect(await store.events(job.id)).toEqual(eventsAtA);
+      expect(second.emitted).toEqual([]);
+    });
+
     it("a job moved on already is not moved again from the same snapshot (a second target never skipped): the second call answers false", async () => {
       const job = await claimed(await queued([F_STEP, G_STEP]));
       const engine = engineOn(store);
