@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { findOutput, outputsByLocation, readOutput } from "../../src/outputs/by-location.js";
+import { OutputReadError } from "../../src/outputs/read-error.js";
 import { tempDir } from "../helpers/stores.js";
 
 // The local half of the default writer and of reading saved outputs back (the bucket half is in s3.test.ts, against
@@ -57,5 +58,14 @@ describe("outputs by location: a local path", () => {
 
   it("reading a local file that is not there fails with the system's error", async () => {
     await expect(readOutput(join(root.path, "never-saved.png"))).rejects.toMatchObject({ code: "ENOENT" });
+  });
+});
+
+describe("OutputReadError", () => {
+  it("is output_unreadable unless told it is output_changed, and keeps the path, the code and the cause", () => {
+    const cause = new Error("refused");
+    expect(new OutputReadError("s3://outputs/fox.png", "AccessDenied", "cannot read it")).toMatchObject({ code: "output_unreadable", path: "s3://outputs/fox.png", errno: "AccessDenied", message: "cannot read it" });
+    expect(new OutputReadError("s3://outputs/fox.png", "AccessDenied", "cannot read it", { cause }).cause).toBe(cause);
+    expect(new OutputReadError("s3://outputs/fox.png", "ObjectChanged", "replaced", { code: "output_changed" }).code).toBe("output_changed");
   });
 });

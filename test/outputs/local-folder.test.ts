@@ -72,7 +72,14 @@ describe("the output folder: prepare", () => {
     const folder = join(root, "out");
     mkdirSync(folder);
     const probes = [".mediagate-write-check-0123abcd", ".mediagate-write-check-89abcdef"];
-    const kept = [".mediagate-write-check-0123abc", ".mediagate-write-check-0123abcdd", ".mediagate-write-check-0123ABCD", "x.mediagate-write-check-0123abcd", "fox.png"];
+    const kept = [
+      ".mediagate-write-check-0123abc",
+      ".mediagate-write-check-0123abcdd",
+      ".mediagate-write-check-0123ABCD",
+      "x.mediagate-write-check-0123abcd",
+      ".mediagate-write-check-0123abcd.tmp-89abcdef",
+      "fox.png",
+    ];
     for (const name of [...probes, ...kept]) writeFileSync(join(folder, name), "x");
     await localFolderOutputs.prepare(folder);
     expect(filesIn(folder)).toEqual([...kept].sort());

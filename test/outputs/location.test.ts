@@ -24,6 +24,8 @@ describe("output locations: a local folder or an s3://bucket/prefix", () => {
     expect(outputFolderOf("s3://outputs/run/fox.png")).toBe("s3://outputs/run");
     expect(outputFolderOf("/tmp/out/fox.png")).toBe("/tmp/out");
     expect(outputFolderOf("s3://outputs/fox.png")).toBe("s3://outputs");
+    expect(outputFolderOf("fox.png")).toBe(".");
+    expect(outputFolderOf("/fox.png")).toBe("/");
     expect(outputFolderOf("s3://outputs/a/b/fox.png")).toBe("s3://outputs/a/b");
   });
 
@@ -74,6 +76,7 @@ describe("output locations: a local folder or an s3://bucket/prefix", () => {
     ["s3://outputs/x#top", "it must not have a query (?) or fragment (#)"],
     ["s3://outputs#top", "it must not have a query (?) or fragment (#)"],
     ["/tmp/outputs", "it must start with s3://"],
+    ["backup/s3://someone@outputs/x", "it must start with s3://"],
     ["https://outputs.s3.amazonaws.com/x", "it must start with s3://"],
     ["s3://outputs/../x", '"." and ".." are not allowed in the prefix'],
   ])("%s is refused as InvalidLocation: %s", (location, why) => {

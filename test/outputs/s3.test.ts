@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { createServer, request as forward, type IncomingHttpHeaders, type OutgoingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -169,7 +169,7 @@ interface HopRequest {
 }
 
 /** What a hop does with a request: answers it with an S3 error of its own, cuts the connection, or passes it on. */
-type HopAnswer = { status: number; code?: string } | "reset" | "forward";
+type HopAnswer = { status: number; code?: string; headers?: OutgoingHttpHeaders } | "reset" | "forward";
 
 /**
  * An HTTP hop in front of s3rver that answers each request as `script` says,
@@ -197,7 +197,7 @@ async function startHop(
       }
       if (answer !== "forward") {
         // A HEAD answer has no body (S3's refusals of HEAD carry only the status).
-        outgoing.writeHead(answer.status, { "content-type": "application/xml" });
+        outgoing.writeHead(answer.status, { "content-type": "application/xml", ...answer.headers });
         outgoing.end(request.method === "HEAD" ? undefined : `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${answer.code}</Code><Message>said by the test's hop</Message></Error>`);
         return;
       }
@@ -235,6 +235,8 @@ async function throughHop<T>(hop: Awaited<ReturnType<typeof startHop>>, action: 
 }
 
 const isProbe = (request: HopRequest) => request.url.includes(".mediagate-write-check-");
+/** The region a request was signed for (its SigV4 credential scope). */
+const signedRegion = (request: HopRequest) => /Credential=[^/]+\/\d{8}\/([^/]+)\/s3\/aws4_request/.exec(String(request.headers.authorization))?.[1];
 const sha256Base64 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("base64");
 
 describe("outputs in an S3-compatible bucket (s3rver over loopback)", () => {
@@ -395,8 +397,63 @@ describe("S3: which bucket and settings a location uses (s3rver over loopback)",
         await s3Outputs().write(`s3://${BUCKET}/regions/fox.png`, Buffer.from("fox"));
       }
     });
-    const scopes = hop.requests.filter((request) => request.method === "PUT").map((request) => /Credential=S3RVER\/\d{8}\/([^/]+)\/s3\/aws4_request/.exec(String(request.headers.authorization))?.[1]);
+    const scopes = hop.requests.filter((request) => request.method === "PUT").map(signedRegion);
     expect(scopes).toEqual(["eu-west-3", "ap-south-1", "ap-south-1", "us-east-1"]);
+  });
+
+  it("S3: an https endpoint is taken as given (here a server that speaks plain HTTP: the TLS handshake fails with the system's code)", async () => {
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", endpoint.replace("http://", "https://"));
+    const error = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/tls`))) as OutputSaveError;
+    expect(error.errno).toBe("EPROTO");
+    // OpenSSL's words end in a line break.
+    expect(error.message).toMatch(new RegExp(`^cannot write in the output bucket s3://${BUCKET}/tls: .+ \\(EPROTO\\)$`, "s"));
+  });
+
+  it("S3: without an endpoint variable, or with AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true (any case), the bucket is AWS's, whose endpoint needs a real region (refused here before anything is sent)", async () => {
+    vi.stubEnv("AWS_REGION", "not a region");
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", undefined);
+    const withoutEndpoint = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/aws`))) as OutputSaveError;
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", "not a url");
+    vi.stubEnv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "TRUE");
+    const endpointIgnored = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/aws`))) as OutputSaveError;
+    for (const error of [withoutEndpoint, endpointIgnored]) {
+      // An error raised on this side has no service code: its name stands for one, and its own words are given.
+      expect(error.errno).toBe("Error");
+      expect(error.message).toMatch(new RegExp(`^cannot write in the output bucket s3://${BUCKET}/aws: .*region="not a region".* \\(Error\\)$`));
+    }
+  });
+
+  it("S3: a server of one's own is addressed by path (endpoint/bucket/key): its buckets have no DNS names", async () => {
+    const hop = await startHop(endpoint, () => "forward");
+    await throughHop(hop, async () => {
+      vi.stubEnv("AWS_ENDPOINT_URL_S3", hop.url.replace("127.0.0.1", "localhost"));
+      await s3Outputs().write(`s3://${BUCKET}/by-path/fox.png`, Buffer.from("fox"));
+    });
+    expect(hop.requests[0]!.url).toMatch(new RegExp(`^/${BUCKET}/by-path/fox\\.png(\\?|$)`));
+    expect(hop.requests[0]!.headers.host).toMatch(/^localhost:\d+$/);
+  });
+
+  it("S3: a bucket in another region is followed (S3's 301 PermanentRedirect naming the bucket's region): the request is signed again for it", async () => {
+    const hop = await startHop(endpoint, (request) =>
+      request.method === "PUT" && signedRegion(request) !== "eu-west-3" ? { status: 301, code: "PermanentRedirect", headers: { "x-amz-bucket-region": "eu-west-3" } } : "forward",
+    );
+    await throughHop(hop, () => s3Outputs().write(`s3://${BUCKET}/elsewhere/fox.png`, Buffer.from("fox")));
+    expect(hop.requests.filter((request) => request.method === "PUT").map(signedRegion)).toEqual(["us-east-1", "eu-west-3"]);
+    expect((await objectBytes("elsewhere/fox.png")).toString()).toBe("fox");
+  });
+
+  it("S3: each AWS profile has its own client, so its own credentials", async () => {
+    const credentials = join(s3rverFolder.path, "aws-credentials");
+    writeFileSync(credentials, `[known]\naws_access_key_id = ${ACCESS_KEY_ID}\naws_secret_access_key = ${SECRET_ACCESS_KEY}\n[unknown]\naws_access_key_id = NOT-A-KNOWN-KEY\naws_secret_access_key = x\n`);
+    vi.stubEnv("AWS_ACCESS_KEY_ID", undefined);
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", undefined);
+    vi.stubEnv("AWS_SHARED_CREDENTIALS_FILE", credentials);
+    vi.stubEnv("AWS_CONFIG_FILE", join(s3rverFolder.path, "no-such-aws-config"));
+    vi.stubEnv("AWS_PROFILE", "known");
+    await s3Outputs().prepare(`s3://${BUCKET}/profiles`);
+    vi.stubEnv("AWS_PROFILE", "unknown");
+    const error = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/profiles`))) as OutputSaveError;
+    expect(error.errno).toBe("InvalidAccessKeyId");
   });
 
   it("S3: with no credentials anywhere, the bucket is refused as NoCredentials, naming the variables to set", async () => {
@@ -450,6 +507,7 @@ describe("S3: what each refusal is called (a hop in front of s3rver answering as
     [400, "TokenRefreshRequired", "the credentials were refused: the session token must be refreshed (AWS_SESSION_TOKEN)"],
     [403, "AccessDenied", `access denied: these credentials may not do this in bucket "${BUCKET}"`],
     [403, "AllAccessDisabled", `access denied: these credentials may not do this in bucket "${BUCKET}"`],
+    [400, "AccessDenied", `access denied: these credentials may not do this in bucket "${BUCKET}"`],
   ])("S3: the folder check's probe answered %i %s is refused as: %s", async (status, code, why) => {
     const hop = await startHop(endpoint, (request) => (request.method === "PUT" ? { status, code } : "forward"));
     const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/refusals`)))) as OutputSaveError;
@@ -463,6 +521,8 @@ describe("S3: what each refusal is called (a hop in front of s3rver answering as
     const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/refusals`)))) as OutputSaveError;
     expect(error.errno).toBe("OperationAborted");
     expect(error.message).toBe(`cannot write in the output bucket s3://${BUCKET}/refusals: ${hop.url} answered OperationAborted (HTTP 409) (OperationAborted)`);
+    expect(error.message).not.toContain("said by the test's hop");
+    expect((error.cause as Error).name).toBe("OperationAborted");
   });
 
   it("S3: a connection cut at every try is refused as unreachable (ECONNRESET), naming the endpoint", async () => {
@@ -529,6 +589,7 @@ describe("S3: what each refusal is called (a hop in front of s3rver answering as
     expect(error.errno).toBe("NoSuchKey");
     expect(error.path).toBe(path);
     expect(error.message).toBe(`cannot read ${path}: ${endpoint} answered NoSuchKey (HTTP 404) (NoSuchKey)`);
+    expect((error.cause as Error).name).toBe("NoSuchKey");
     expect(await findOutput(path)).toBeNull();
   });
 
@@ -561,6 +622,24 @@ describe("S3: what each refusal is called (a hop in front of s3rver answering as
     expect(gets[0]!.headers["if-match"]).toMatch(/^"[0-9a-f]{32}"$/);
     expect(gets[0]!.headers.range).toBeUndefined();
     expect(gets[1]!.headers.range).toBe("bytes=0-1");
+  });
+});
+
+describe("S3: reading from a server that tells no ETag", () => {
+  it("S3: an object whose HEAD tells no ETag is streamed as it is, without If-Match (nothing to compare it with)", async () => {
+    const path = `s3://${BUCKET}/no-etag/fox.png`;
+    await s3Outputs().write(path, Buffer.from("a fox"));
+    const hop = await startHop(endpoint, () => "forward", {
+      answerHeaders: (request, _body, headers) => (request.method === "HEAD" ? Object.fromEntries(Object.entries(headers).filter(([name]) => name !== "etag")) : headers),
+    });
+    const streamed = await throughHop(hop, async () => {
+      const saved = await findOutput(path);
+      const chunks: Buffer[] = [];
+      for await (const chunk of await saved!.stream()) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString();
+    });
+    expect(streamed).toBe("a fox");
+    expect(hop.requests.find((request) => request.method === "GET")!.headers["if-match"]).toBeUndefined();
   });
 });
 
