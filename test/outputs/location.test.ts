@@ -21,6 +21,7 @@ describe("output locations: a local folder or an s3://bucket/prefix", () => {
     expect(outputPath("s3://outputs", "fox.png")).toBe("s3://outputs/fox.png");
     expect(outputPath("s3://outputs/run///", "fox.png")).toBe("s3://outputs/run/fox.png");
     expect(outputPath("/tmp/out", "fox.png")).toBe(join("/tmp/out", "fox.png"));
+    expect(outputPath("out/../run/", "fox.png")).toBe(join("run", "fox.png"));
     expect(outputFolderOf("s3://outputs/run/fox.png")).toBe("s3://outputs/run");
     expect(outputFolderOf("/tmp/out/fox.png")).toBe("/tmp/out");
     expect(outputFolderOf("s3://outputs/fox.png")).toBe("s3://outputs");
