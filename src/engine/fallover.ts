@@ -29,7 +29,9 @@ export async function fallOver(context: EngineContext, job: Job, from: "queued" 
   const reason = `handed from ${route.current} to ${next.name}: ${why}`;
   const updated = await context.store.transition(
     job.id,
-    from === "queued" ? { state: "queued", leaseOwner: null } : { state: from, leaseOwner: context.owner },
+    // A queued job has no lease that tells another engine moved it meanwhile (two engines rerouting one halted
+    // provider's page): the target it is still on does, so a stale copy never moves it back.
+    { ...(from === "queued" ? { state: "queued", leaseOwner: null } : { state: from, leaseOwner: context.owner }), target: { provider: job.provider, model: job.model } },
     "queued",
     {
       provider: next.provider,

@@ -116,6 +116,11 @@ export interface JobExpectation {
   state: JobState | readonly JobState[];
   /** The lease owner the job must have (null: must have none); undefined: not checked. */
   leaseOwner?: string | null;
+  /**
+   * The target the job must still be on (its provider and model); undefined: not checked. A queued job has no lease
+   * to tell that another engine moved it to the next target of its route meanwhile: its target does.
+   */
+  target?: { provider: ProviderId; model: string };
 }
 
 export interface TransitionExtras {

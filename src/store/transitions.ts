@@ -24,6 +24,11 @@ function states(expect: JobExpectation): readonly JobState[] {
   return typeof expect.state === "string" ? [expect.state] : expect.state;
 }
 
+/** The statements' key part for an expectation's target: checked or not. */
+function targetKind(expect: JobExpectation | null): "target" | "" {
+  return expect?.target ? "target" : "";
+}
+
 /** What an expectation asks of the job's lease, as the statements that check it differ. */
 function leaseKind(expect: JobExpectation | null): "any" | "none" | "owner" {
   return expect?.leaseOwner === undefined ? "any" : expect.leaseOwner === null ? "none" : "owner";
@@ -36,7 +41,7 @@ function endsAndUnblocks(row: Partial<JobsTable>, to: JobState, patch: JobPatch,
 }
 
 /** What a transition reads of the job it locks. */
-type LockedState = Pick<Job, "state" | "leaseOwner" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
+type LockedState = Pick<Job, "state" | "leaseOwner" | "provider" | "model" | "slotsHeld" | "budgetId" | "budgetHeldMicroUsd" | "providerJobId">;
 
 /**
  * What a job holds in its budget after a move. From its admission it holds
@@ -180,7 +185,7 @@ async function transitionInOneStatement(
   const outputs = extras.outputs ?? [];
   // The notification this move may owe (the state it leaves is read in the statement).
   const notifyType = owedNotificationType(context.notificationPolicy, null, to);
-  const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}:${notifyType ? "notify" : ""}`;
+  const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${targetKind(expect)}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}:${notifyType ? "notify" : ""}`;
   const outputValues = Object.fromEntries(
     outputs.flatMap((output, index) => [
       [`o${index}_idx`, output.index],
@@ -194,17 +199,18 @@ async function transitionInOneStatement(
     ]),
   );
   const event = eventRow(jobId, now, null, to, reason, detail);
-  const [result] = await context.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_slots: string; cur_budget: string | null; updated_id: string | null }>(
+  const [result] = await context.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_provider: string; cur_model: string; cur_slots: string; cur_budget: string | null; updated_id: string | null }>(
     context.db,
     key,
     (slot) => {
       const assignments = sql.join(names.map((name) => sql`${sql.ref(name)} = ${set(slot)[name]}`));
       const leaseCheck = lease === "none" ? sql` and cur.lease_owner is null` : lease === "owner" ? sql` and cur.lease_owner = ${slot<string>("owner")}` : sql``;
+      const targetCheck = expect.target ? sql` and cur.provider = ${slot<string>("target_provider")} and cur.model = ${slot<string>("target_model")}` : sql``;
       const text = (name: string) => sql`cast(${slot(name)} as text)`;
       const bigint = (name: string) => sql`cast(${slot(name)} as bigint)`;
       const parts = [
-        sql`cur as (select id, state, lease_owner, slots_held_json, budget_id from jobs where id = ${slot<string>("id")} for update)`,
-        sql`updated as (update jobs set ${assignments} from cur where jobs.id = cur.id and cur.state in (${sql.join(wanted.map((_, index) => slot(`state${index}`)))})${leaseCheck} and cur.budget_id is null returning jobs.*, cur.state as from_state)`,
+        sql`cur as (select id, state, lease_owner, provider, model, slots_held_json, budget_id from jobs where id = ${slot<string>("id")} for update)`,
+        sql`updated as (update jobs set ${assignments} from cur where jobs.id = cur.id and cur.state in (${sql.join(wanted.map((_, index) => slot(`state${index}`)))})${leaseCheck}${targetCheck} and cur.budget_id is null returning jobs.*, cur.state as from_state)`,
         sql`event as (insert into job_events (job_id, at, from_state, to_state, reason, detail_json) select id, ${bigint("at")}, from_state, ${text("to_state")}, ${text("reason")}, ${text("detail_json")} from updated)`,
       ];
       if (releasing) parts.push(sql`released as (delete from slot_holds where job_id in (select id from updated))`);
@@ -225,12 +231,14 @@ async function transitionInOneStatement(
       if (extras.ledger) {
         parts.push(sql`charged as (insert into ledger (job_id, provider, model, micro_usd, source, at) select id, provider, model, ${bigint("ledger_micro_usd")}, ${text("ledger_source")}, ${bigint("at")} from updated on conflict (job_id) do nothing)`);
       }
-      const statement = sql`with ${sql.join(parts)} select updated.*, updated.id as updated_id, cur.state as cur_state, cur.lease_owner as cur_lease_owner, cur.slots_held_json as cur_slots, cur.budget_id as cur_budget from cur left join updated on true`;
+      const statement = sql`with ${sql.join(parts)} select updated.*, updated.id as updated_id, cur.state as cur_state, cur.lease_owner as cur_lease_owner, cur.provider as cur_provider, cur.model as cur_model, cur.slots_held_json as cur_slots, cur.budget_id as cur_budget from cur left join updated on true`;
       return { compile: () => statement.compile(context.db) } as Compilable<never>;
     },
     {
       id: jobId,
       owner: expect.leaseOwner,
+      target_provider: expect.target?.provider,
+      target_model: expect.target?.model,
       ...Object.fromEntries(wanted.map((state, index) => [`state${index}`, state])),
       ...values,
       ...outputValues,
@@ -245,7 +253,7 @@ async function transitionInOneStatement(
   );
   if (!result) return null;
   if (result.updated_id === null) {
-    const current = { state: result.cur_state as JobState, leaseOwner: result.cur_lease_owner };
+    const current = { state: result.cur_state as JobState, leaseOwner: result.cur_lease_owner, provider: result.cur_provider as Job["provider"], model: result.cur_model };
     return result.cur_budget !== null && matches(current, expect) ? "budget" : null;
   }
   if (releasing && (JSON.parse(result.cur_slots) as string[]).length > 0) context.slotReleases++;
@@ -283,7 +291,7 @@ async function updatedRow(context: StoreContext, executor: Db, jobId: string, co
   const { names, set, values } = columnSlots(columns);
   const wanted = expect ? states(expect) : null;
   const lease = leaseKind(expect);
-  const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}`;
+  const key = `updateJob:${names.join(",")}:${wanted?.join(",") ?? "*"}:${lease}:${targetKind(expect)}`;
   const [row] = await context.reusable(executor, key, (slot) => {
     let query = executor
       .updateTable("jobs")
@@ -292,13 +300,15 @@ async function updatedRow(context: StoreContext, executor: Db, jobId: string, co
     if (wanted) query = query.where("state", "in", [...wanted]);
     if (lease === "none") query = query.where("lease_owner", "is", null);
     else if (lease === "owner") query = query.where("lease_owner", "=", slot<string>("owner"));
+    if (expect?.target) query = query.where("provider", "=", slot<string>("target_provider")).where("model", "=", slot<string>("target_model"));
     return query.returningAll();
-  }, { id: jobId, owner: expect?.leaseOwner, ...values });
+  }, { id: jobId, owner: expect?.leaseOwner, target_provider: expect?.target?.provider, target_model: expect?.target?.model, ...values });
   return row;
 }
 
-function matches(job: Pick<Job, "state" | "leaseOwner">, expect: JobExpectation): boolean {
+function matches(job: Pick<Job, "state" | "leaseOwner" | "provider" | "model">, expect: JobExpectation): boolean {
   if (!states(expect).includes(job.state)) return false;
+  if (expect.target && (job.provider !== expect.target.provider || job.model !== expect.target.model)) return false;
   if (expect.leaseOwner === undefined) return true;
   return job.leaseOwner === expect.leaseOwner;
 }
@@ -398,7 +408,7 @@ async function lockJobState(context: StoreContext, trx: Db, jobId: string): Prom
       context.locked(
         trx
           .selectFrom("jobs")
-          .select(["state", "lease_owner", "slots_held_json", "budget_id", "budget_held_micro_usd", "provider_job_id"])
+          .select(["state", "lease_owner", "provider", "model", "slots_held_json", "budget_id", "budget_held_micro_usd", "provider_job_id"])
           .where("id", "=", slot<string>("id")),
       ),
     { id: jobId },
@@ -407,6 +417,8 @@ async function lockJobState(context: StoreContext, trx: Db, jobId: string): Prom
   return {
     state: row.state as JobState,
     leaseOwner: row.lease_owner,
+    provider: row.provider as Job["provider"],
+    model: row.model,
     slotsHeld: JSON.parse(row.slots_held_json) as string[],
     budgetId: row.budget_id,
     budgetHeldMicroUsd: toNumber(row.budget_held_micro_usd),

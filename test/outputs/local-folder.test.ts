@@ -43,6 +43,12 @@ describe("the output folder: prepare", () => {
     expect(error.message).toBe(`cannot create the output folder ${folder}: part of the path is a file, not a folder (ENOTDIR)`);
   });
 
+  it("two checks making the same new folder at once both succeed (a level made by the other meanwhile is no error)", async () => {
+    const folder = join(root, "a", "b", "c");
+    await Promise.all([localFolderOutputs.prepare(folder), localFolderOutputs.prepare(folder)]);
+    expect(filesIn(folder)).toEqual([]);
+  });
+
   it("a folder whose name is taken by a regular file is refused as EEXIST: a file of that name is in the way", async () => {
     const folder = join(root, "taken");
     writeFileSync(folder, "x");
@@ -72,7 +78,14 @@ describe("the output folder: prepare", () => {
     const folder = join(root, "out");
     mkdirSync(folder);
     const probes = [".mediagate-write-check-0123abcd", ".mediagate-write-check-89abcdef"];
-    const kept = [".mediagate-write-check-0123abc", ".mediagate-write-check-0123abcdd", ".mediagate-write-check-0123ABCD", "x.mediagate-write-check-0123abcd", "fox.png"];
+    const kept = [
+      ".mediagate-write-check-0123abc",
+      ".mediagate-write-check-0123abcdd",
+      ".mediagate-write-check-0123ABCD",
+      "x.mediagate-write-check-0123abcd",
+      ".mediagate-write-check-0123abcd.tmp-89abcdef",
+      "fox.png",
+    ];
     for (const name of [...probes, ...kept]) writeFileSync(join(folder, name), "x");
     await localFolderOutputs.prepare(folder);
     expect(filesIn(folder)).toEqual([...kept].sort());

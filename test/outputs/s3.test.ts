@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { createServer, request as forward, type Server } from "node:http";
+import { existsSync, writeFileSync } from "node:fs";
+import { createServer, request as forward, type IncomingHttpHeaders, type OutgoingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { checkOutputFolder } from "../../src/app/prepare.js";
@@ -12,7 +12,7 @@ import { loadConfig } from "../../src/core/config.js";
 import { ConfigError, InputError } from "../../src/core/errors.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { Mediagate } from "../../src/index.js";
-import { findOutput, readOutput } from "../../src/outputs/by-location.js";
+import { findOutput, outputsByLocation, readOutput } from "../../src/outputs/by-location.js";
 import { OutputSaveError } from "../../src/outputs/local-folder.js";
 import { OutputReadError } from "../../src/outputs/read-error.js";
 import { outputPath } from "../../src/outputs/location.js";
@@ -160,6 +160,85 @@ async function startRefusingHop(target: string, how: "503" | "reset"): Promise<{
   return hop;
 }
 
+/** What a hop in front of s3rver saw of a request. */
+interface HopRequest {
+  method: string;
+  /** The path and query, `/bucket/key?…` (path-style). */
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** What a hop does with a request: answers it with an S3 error of its own, cuts the connection, or passes it on. */
+type HopAnswer = { status: number; code?: string; headers?: OutgoingHttpHeaders } | "reset" | "forward";
+
+/**
+ * An HTTP hop in front of s3rver that answers each request as `script` says,
+ * keeping every request it saw. A request passed on may have its body changed
+ * on the way up (`body`) and s3rver's answer headers on the way back
+ * (`answerHeaders`): a server that stores other bytes, or that tells a checksum.
+ */
+async function startHop(
+  target: string,
+  script: (request: HopRequest) => HopAnswer,
+  change: { body?: (request: HopRequest, body: Buffer) => Buffer; answerHeaders?: (request: HopRequest, body: Buffer, headers: OutgoingHttpHeaders) => OutgoingHttpHeaders } = {},
+): Promise<{ url: string; requests: HopRequest[]; close(): Promise<void> }> {
+  const upstream = new URL(target);
+  const requests: HopRequest[] = [];
+  const server: Server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = [];
+    incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+    incoming.on("end", () => {
+      const request: HopRequest = { method: incoming.method!, url: incoming.url!, headers: incoming.headers };
+      requests.push(request);
+      const answer = script(request);
+      if (answer === "reset") {
+        outgoing.socket?.destroy();
+        return;
+      }
+      if (answer !== "forward") {
+        // A HEAD answer has no body (S3's refusals of HEAD carry only the status).
+        outgoing.writeHead(answer.status, { "content-type": "application/xml", ...answer.headers });
+        outgoing.end(request.method === "HEAD" ? undefined : `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${answer.code}</Code><Message>said by the test's hop</Message></Error>`);
+        return;
+      }
+      const body = change.body ? change.body(request, Buffer.concat(chunks)) : Buffer.concat(chunks);
+      const headers = { ...incoming.headers, ...(incoming.headers["content-length"] !== undefined ? { "content-length": String(body.length) } : {}) };
+      const onward = forward({ host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers }, (answered) => {
+        outgoing.writeHead(answered.statusCode ?? 502, change.answerHeaders ? change.answerHeaders(request, body, answered.headers) : answered.headers);
+        answered.pipe(outgoing);
+      });
+      onward.on("error", () => outgoing.destroy());
+      onward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Runs `action` with AWS pointed at a hop in front of s3rver (closed afterwards). */
+async function throughHop<T>(hop: Awaited<ReturnType<typeof startHop>>, action: () => Promise<T>): Promise<T> {
+  pointAwsAt(hop.url);
+  try {
+    return await action();
+  } finally {
+    await hop.close();
+  }
+}
+
+const isProbe = (request: HopRequest) => request.url.includes(".mediagate-write-check-");
+/** The region a request was signed for (its SigV4 credential scope). */
+const signedRegion = (request: HopRequest) => /Credential=[^/]+\/\d{8}\/([^/]+)\/s3\/aws4_request/.exec(String(request.headers.authorization))?.[1];
+const sha256Base64 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("base64");
+
 describe("outputs in an S3-compatible bucket (s3rver over loopback)", () => {
   it("S3: an output is written whole under prefix/name and reads back byte-identical (whole, and by byte range), its sha256 unchanged", async () => {
     const writer = s3Outputs();
@@ -262,6 +341,305 @@ describe("outputs in an S3-compatible bucket (s3rver over loopback)", () => {
     } finally {
       await hop.close();
     }
+  });
+});
+
+describe("S3: which bucket and settings a location uses (s3rver over loopback)", () => {
+  it("S3: AWS_ENDPOINT_URL is used when AWS_ENDPOINT_URL_S3 is not set, and AWS_ENDPOINT_URL_S3 wins when both are", async () => {
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", undefined);
+    vi.stubEnv("AWS_ENDPOINT_URL", endpoint);
+    await s3Outputs().write(`s3://${BUCKET}/general-endpoint/fox.png`, Buffer.from("fox"));
+    expect(await keysUnder("general-endpoint/")).toEqual(["general-endpoint/fox.png"]);
+
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    vi.stubEnv("AWS_ENDPOINT_URL", `http://127.0.0.1:${port}`);
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", endpoint);
+    await s3Outputs().write(`s3://${BUCKET}/s3-endpoint/fox.png`, Buffer.from("fox"));
+    expect(await keysUnder("s3-endpoint/")).toEqual(["s3-endpoint/fox.png"]);
+  });
+
+  it.each([
+    ["not a url", "AWS_ENDPOINT_URL_S3 must be an http(s) URL such as http://127.0.0.1:9000; its value is not a URL"],
+    ["ftp://127.0.0.1:21", "AWS_ENDPOINT_URL_S3 must be an http(s) URL such as http://127.0.0.1:9000, got one starting ftp://"],
+    ["http://someone@127.0.0.1:9000", "AWS_ENDPOINT_URL_S3 must not carry a user or password (credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or AWS_PROFILE)"],
+    ["http://:hunter2@127.0.0.1:9000", "AWS_ENDPOINT_URL_S3 must not carry a user or password (credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or AWS_PROFILE)"],
+  ])("S3: an endpoint of %s is refused as InvalidEndpoint before anything is sent, saying why", async (value, why) => {
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", value);
+    const error = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/x`))) as OutputSaveError;
+    expect(error).toBeInstanceOf(OutputSaveError);
+    expect(error.errno).toBe("InvalidEndpoint");
+    expect(error.folder).toBe(`s3://${BUCKET}/x`);
+    expect(error.message).toBe(`cannot use s3://${BUCKET}/x: ${why}`);
+  });
+
+  it("S3: AWS_ENDPOINT_URL is checked the same way, and named", async () => {
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", undefined);
+    vi.stubEnv("AWS_ENDPOINT_URL", "ftp://127.0.0.1:21");
+    const error = (await thrownBy(() => readOutput(`s3://${BUCKET}/x/fox.png`))) as OutputSaveError;
+    expect(error.message).toBe(`cannot use s3://${BUCKET}/x/fox.png: AWS_ENDPOINT_URL must be an http(s) URL such as http://127.0.0.1:9000, got one starting ftp://`);
+  });
+
+  it("S3: requests are signed for AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1", async () => {
+    const hop = await startHop(endpoint, () => "forward");
+    await throughHop(hop, async () => {
+      const regions: Array<[string | undefined, string | undefined]> = [
+        ["eu-west-3", "ap-south-1"],
+        [undefined, "ap-south-1"],
+        ["", "ap-south-1"],
+        [undefined, undefined],
+      ];
+      for (const [region, defaultRegion] of regions) {
+        vi.stubEnv("AWS_REGION", region);
+        vi.stubEnv("AWS_DEFAULT_REGION", defaultRegion);
+        await s3Outputs().write(`s3://${BUCKET}/regions/fox.png`, Buffer.from("fox"));
+      }
+    });
+    const scopes = hop.requests.filter((request) => request.method === "PUT").map(signedRegion);
+    expect(scopes).toEqual(["eu-west-3", "ap-south-1", "ap-south-1", "us-east-1"]);
+  });
+
+  it("S3: an https endpoint is taken as given (here a server that speaks plain HTTP: the TLS handshake fails with the system's code)", async () => {
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", endpoint.replace("http://", "https://"));
+    const error = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/tls`))) as OutputSaveError;
+    expect(error.errno).toBe("EPROTO");
+    // Not a network code: the system's own words are given (OpenSSL's, ending in a line break), not "cannot reach".
+    expect(error.message).toMatch(new RegExp(`^cannot write in the output bucket s3://${BUCKET}/tls: .*wrong version number.* \\(EPROTO\\)$`, "s"));
+  });
+
+  it("S3: without an endpoint variable, or with AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true (any case), the bucket is AWS's, whose endpoint needs a real region (refused here before anything is sent)", async () => {
+    vi.stubEnv("AWS_REGION", "not a region");
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", undefined);
+    const withoutEndpoint = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/aws`))) as OutputSaveError;
+    vi.stubEnv("AWS_ENDPOINT_URL_S3", "not a url");
+    vi.stubEnv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "TRUE");
+    const endpointIgnored = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/aws`))) as OutputSaveError;
+    for (const error of [withoutEndpoint, endpointIgnored]) {
+      // An error raised on this side has no service code: its name stands for one, and its own words are given.
+      expect(error.errno).toBe("Error");
+      expect(error.message).toMatch(new RegExp(`^cannot write in the output bucket s3://${BUCKET}/aws: .*region="not a region".* \\(Error\\)$`));
+    }
+  });
+
+  it("S3: a server of one's own is addressed by path (endpoint/bucket/key): its buckets have no DNS names", async () => {
+    const hop = await startHop(endpoint, () => "forward");
+    await throughHop(hop, async () => {
+      vi.stubEnv("AWS_ENDPOINT_URL_S3", hop.url.replace("127.0.0.1", "localhost"));
+      await s3Outputs().write(`s3://${BUCKET}/by-path/fox.png`, Buffer.from("fox"));
+    });
+    expect(hop.requests[0]!.url).toMatch(new RegExp(`^/${BUCKET}/by-path/fox\\.png(\\?|$)`));
+    expect(hop.requests[0]!.headers.host).toMatch(/^localhost:\d+$/);
+  });
+
+  it("S3: a bucket in another region is followed (S3's 301 PermanentRedirect naming the bucket's region): the request is signed again for it", async () => {
+    const hop = await startHop(endpoint, (request) =>
+      request.method === "PUT" && signedRegion(request) !== "eu-west-3" ? { status: 301, code: "PermanentRedirect", headers: { "x-amz-bucket-region": "eu-west-3" } } : "forward",
+    );
+    await throughHop(hop, () => s3Outputs().write(`s3://${BUCKET}/elsewhere/fox.png`, Buffer.from("fox")));
+    expect(hop.requests.filter((request) => request.method === "PUT").map(signedRegion)).toEqual(["us-east-1", "eu-west-3"]);
+    expect((await objectBytes("elsewhere/fox.png")).toString()).toBe("fox");
+  });
+
+  it("S3: each AWS profile has its own client, so its own credentials", async () => {
+    const credentials = join(s3rverFolder.path, "aws-credentials");
+    writeFileSync(credentials, `[known]\naws_access_key_id = ${ACCESS_KEY_ID}\naws_secret_access_key = ${SECRET_ACCESS_KEY}\n[unknown]\naws_access_key_id = NOT-A-KNOWN-KEY\naws_secret_access_key = x\n`);
+    vi.stubEnv("AWS_ACCESS_KEY_ID", undefined);
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", undefined);
+    vi.stubEnv("AWS_SHARED_CREDENTIALS_FILE", credentials);
+    vi.stubEnv("AWS_CONFIG_FILE", join(s3rverFolder.path, "no-such-aws-config"));
+    vi.stubEnv("AWS_PROFILE", "known");
+    await s3Outputs().prepare(`s3://${BUCKET}/profiles`);
+    vi.stubEnv("AWS_PROFILE", "unknown");
+    const error = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/profiles`))) as OutputSaveError;
+    expect(error.errno).toBe("InvalidAccessKeyId");
+  });
+
+  it("S3: with no credentials anywhere, the bucket is refused as NoCredentials, naming the variables to set", async () => {
+    const nowhere = join(s3rverFolder.path, "no-such-aws-file");
+    for (const name of ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"]) vi.stubEnv(name, undefined);
+    vi.stubEnv("AWS_SHARED_CREDENTIALS_FILE", nowhere);
+    vi.stubEnv("AWS_CONFIG_FILE", nowhere);
+    const error = (await thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/anonymous`))) as OutputSaveError;
+    expect(error.errno).toBe("NoCredentials");
+    expect(error.message).toBe(
+      `cannot write in the output bucket s3://${BUCKET}/anonymous: no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (NoCredentials)`,
+    );
+  });
+
+  it("S3: the default writer sends a bucket location to the bucket, with one bucket writer per process (a location's leftover probes are looked for once)", async () => {
+    const writer = outputsByLocation();
+    await writer.prepare(`s3://${BUCKET}/by-location`);
+    await writer.write(`s3://${BUCKET}/by-location/fox.png`, Buffer.from("fox"));
+    await writer.removeStale(`s3://${BUCKET}/by-location`, "fox");
+    await inspector.send(new PutObjectCommand({ Bucket: BUCKET, Key: "by-location/.mediagate-write-check-0123abcd", Body: "x" }));
+    await writer.prepare(`s3://${BUCKET}/by-location`);
+    expect(await keysUnder("by-location/")).toEqual(["by-location/.mediagate-write-check-0123abcd", "by-location/fox.png"]);
+    // Another process (a writer of its own) clears it at its first check.
+    await outputsByLocation().prepare(`s3://${BUCKET}/by-location`);
+    expect(await keysUnder("by-location/")).toEqual(["by-location/fox.png"]);
+  });
+
+  it("S3: a whole bucket (no prefix) takes its probe and outputs at the top, and its leftover probes there are cleared (not a longer name)", async () => {
+    await inspector.send(new PutObjectCommand({ Bucket: BUCKET, Key: ".mediagate-write-check-89abcdef", Body: "x" }));
+    await inspector.send(new PutObjectCommand({ Bucket: BUCKET, Key: ".mediagate-write-check-89abcdef.bak", Body: "x" }));
+    const hop = await startHop(endpoint, () => "forward");
+    await throughHop(hop, () => s3Outputs().prepare(`s3://${BUCKET}`));
+    const probe = hop.requests.find((request) => request.method === "PUT")!;
+    expect(probe.url).toMatch(new RegExp(`^/${BUCKET}/\\.mediagate-write-check-[0-9a-f]{8}(\\?|$)`));
+    expect(await keysUnder(".mediagate-write-check-")).toEqual([".mediagate-write-check-89abcdef.bak"]);
+    await inspector.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: ".mediagate-write-check-89abcdef.bak" }));
+  });
+
+  it("S3: the folder check is proved by the probe's write alone: a refused removal or listing of probes does not fail it", async () => {
+    const hop = await startHop(endpoint, (request) => (request.method === "DELETE" || request.method === "GET" ? { status: 403, code: "AccessDenied" } : "forward"));
+    await throughHop(hop, () => s3Outputs().prepare(`s3://${BUCKET}/write-only`));
+    expect(hop.requests.map((request) => request.method)).toEqual(["PUT", "DELETE", "GET"]);
+  });
+});
+
+describe("S3: what each refusal is called (a hop in front of s3rver answering as a bucket would)", () => {
+  it.each([
+    [403, "SignatureDoesNotMatch", "the credentials were refused: the secret key does not match the access key (AWS_SECRET_ACCESS_KEY)"],
+    [400, "ExpiredToken", "the credentials were refused: the session token has expired (AWS_SESSION_TOKEN)"],
+    [400, "InvalidToken", "the credentials were refused: the session token is not valid (AWS_SESSION_TOKEN)"],
+    [400, "TokenRefreshRequired", "the credentials were refused: the session token must be refreshed (AWS_SESSION_TOKEN)"],
+    [403, "AccessDenied", `access denied: these credentials may not do this in bucket "${BUCKET}"`],
+    [403, "AllAccessDisabled", `access denied: these credentials may not do this in bucket "${BUCKET}"`],
+    [400, "AccessDenied", `access denied: these credentials may not do this in bucket "${BUCKET}"`],
+  ])("S3: the folder check's probe answered %i %s is refused as: %s", async (status, code, why) => {
+    const hop = await startHop(endpoint, (request) => (request.method === "PUT" ? { status, code } : "forward"));
+    const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/refusals`)))) as OutputSaveError;
+    expect(error).toBeInstanceOf(OutputSaveError);
+    expect(error.errno).toBe(code);
+    expect(error.message).toBe(`cannot write in the output bucket s3://${BUCKET}/refusals: ${why} (${code})`);
+  });
+
+  it("S3: any other answer names the endpoint, the service's code and the HTTP status, never the service's own message", async () => {
+    const hop = await startHop(endpoint, (request) => (request.method === "PUT" ? { status: 409, code: "OperationAborted" } : "forward"));
+    const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/refusals`)))) as OutputSaveError;
+    expect(error.errno).toBe("OperationAborted");
+    expect(error.message).toBe(`cannot write in the output bucket s3://${BUCKET}/refusals: ${hop.url} answered OperationAborted (HTTP 409) (OperationAborted)`);
+    expect(error.message).not.toContain("said by the test's hop");
+    expect((error.cause as Error).name).toBe("OperationAborted");
+  });
+
+  it("S3: a connection cut at every try is refused as unreachable (ECONNRESET), naming the endpoint", async () => {
+    const hop = await startHop(endpoint, (request) => (request.method === "PUT" ? "reset" : "forward"));
+    const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().prepare(`s3://${BUCKET}/cut`)))) as OutputSaveError;
+    expect(error.errno).toBe("ECONNRESET");
+    expect(error.message).toBe(`cannot write in the output bucket s3://${BUCKET}/cut: cannot reach ${hop.url} (ECONNRESET)`);
+  });
+
+  it.each(["BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch"])("S3: an output refused as %s is refused for bytes that did not match their sha256", async (code) => {
+    const hop = await startHop(endpoint, (request) => (request.method === "PUT" ? { status: 400, code } : "forward"));
+    const path = `s3://${BUCKET}/digest/fox.png`;
+    const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().write(path, Buffer.from("fox"))))) as OutputSaveError;
+    expect(error.errno).toBe(code);
+    expect(error.message).toBe(`cannot write ${path}: the bytes that arrived did not match their sha256, so the bucket refused them (${code})`);
+  });
+
+  it("S3: the output's sha256 is sent with it (ChecksumSHA256), and a server that answers with the checksum it stored is believed: nothing is read back", async () => {
+    const bytes = randomBytes(5_000);
+    const hop = await startHop(endpoint, () => "forward", {
+      answerHeaders: (request, body, headers) => (request.method === "PUT" ? { ...headers, "x-amz-checksum-sha256": sha256Base64(body) } : headers),
+    });
+    await throughHop(hop, () => s3Outputs().write(`s3://${BUCKET}/told/fox.png`, bytes));
+    expect(hop.requests.map((request) => request.method)).toEqual(["PUT"]);
+    expect(hop.requests[0]!.headers["x-amz-checksum-sha256"]).toBe(sha256Base64(bytes));
+    expect((await objectBytes("told/fox.png")).equals(bytes)).toBe(true);
+  });
+
+  it("S3: a server whose stored checksum differs from the one sent has the object removed, without reading it back", async () => {
+    const hop = await startHop(endpoint, () => "forward", {
+      body: (request, body) => (request.method === "PUT" && body.length > 0 ? Buffer.concat([body, Buffer.from("!")]) : body),
+      answerHeaders: (request, body, headers) => (request.method === "PUT" ? { ...headers, "x-amz-checksum-sha256": sha256Base64(body) } : headers),
+    });
+    const path = `s3://${BUCKET}/told-other/fox.png`;
+    const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().write(path, randomBytes(5_000))))) as OutputSaveError;
+    expect(error.errno).toBe("ChecksumMismatch");
+    expect(hop.requests.map((request) => request.method)).toEqual(["PUT", "DELETE"]);
+    expect(await keysUnder("told-other/")).toEqual([]);
+  });
+
+  it("S3: bytes changed on the way whose removal is refused too are reported as such", async () => {
+    const hop = await startHop(endpoint, (request) => (request.method === "DELETE" ? { status: 403, code: "AccessDenied" } : "forward"), {
+      body: (request, body) => (request.method === "PUT" && body.length > 0 ? Buffer.concat([body, Buffer.from("!")]) : body),
+    });
+    const path = `s3://${BUCKET}/kept-corrupt/fox.png`;
+    const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().write(path, randomBytes(5_000))))) as OutputSaveError;
+    expect(error.message).toBe(`cannot write ${path}: the bucket stored bytes whose sha256 differs from what was sent (removing the object failed too) (ChecksumMismatch)`);
+    await inspector.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: "kept-corrupt/fox.png" }));
+  });
+
+  it("S3: an output that cannot be read back for its check is refused as unchecked, saying why", async () => {
+    const hop = await startHop(endpoint, (request) => (request.method === "GET" ? { status: 403, code: "AccessDenied" } : "forward"));
+    const path = `s3://${BUCKET}/unchecked/fox.png`;
+    const error = (await throughHop(hop, () => thrownBy(() => s3Outputs().write(path, Buffer.from("fox"))))) as OutputSaveError;
+    expect(error.errno).toBe("AccessDenied");
+    expect(error.message).toBe(`cannot check what was written to ${path}: access denied: these credentials may not do this in bucket "${BUCKET}" (AccessDenied)`);
+  });
+
+  it("S3: reading an object that is not there is an OutputReadError naming the service's code; finding it is null", async () => {
+    const path = `s3://${BUCKET}/never-written/fox.png`;
+    const error = (await thrownBy(() => readOutput(path))) as OutputReadError;
+    expect(error).toBeInstanceOf(OutputReadError);
+    expect(error.code).toBe("output_unreadable");
+    expect(error.errno).toBe("NoSuchKey");
+    expect(error.path).toBe(path);
+    expect(error.message).toBe(`cannot read ${path}: ${endpoint} answered NoSuchKey (HTTP 404) (NoSuchKey)`);
+    expect((error.cause as Error).name).toBe("NoSuchKey");
+    expect(await findOutput(path)).toBeNull();
+  });
+
+  it("S3: an object whose HEAD is refused is an OutputReadError, not 'not there'", async () => {
+    const path = `s3://${BUCKET}/head-refused/fox.png`;
+    const hop = await startHop(endpoint, (request) => (request.method === "HEAD" ? { status: 403 } : "forward"));
+    const error = (await throughHop(hop, () => thrownBy(() => findOutput(path)))) as OutputReadError;
+    expect(error).toBeInstanceOf(OutputReadError);
+    expect(error.message).toMatch(new RegExp(`^cannot read ${path}: access denied: these credentials may not do this in bucket "${BUCKET}" \\(\\w+\\)$`));
+  });
+
+  it("S3: a stream refused by the bucket is an OutputReadError; one answered 412 (a server that honours If-Match: the object was replaced) is output_changed", async () => {
+    const path = `s3://${BUCKET}/stream-refused/fox.png`;
+    await s3Outputs().write(path, Buffer.from("fox"));
+    let refusal: HopAnswer = { status: 403, code: "AccessDenied" };
+    const hop = await startHop(endpoint, (request) => (request.method === "GET" ? refusal : "forward"));
+    await throughHop(hop, async () => {
+      const saved = await findOutput(path);
+      expect(saved!.size).toBe(3);
+      const refused = (await thrownBy(() => saved!.stream())) as OutputReadError;
+      expect(refused.code).toBe("output_unreadable");
+      expect(refused.message).toBe(`cannot read ${path}: access denied: these credentials may not do this in bucket "${BUCKET}" (AccessDenied)`);
+      refusal = { status: 412, code: "PreconditionFailed" };
+      const changed = (await thrownBy(() => saved!.stream({ start: 0, end: 1 }))) as OutputReadError;
+      expect(changed.code).toBe("output_changed");
+      expect(changed.errno).toBe("ObjectChanged");
+    });
+    // The stream asked for the object as it was sized (its ETag), and for the range given.
+    const gets = hop.requests.filter((request) => request.method === "GET");
+    expect(gets[0]!.headers["if-match"]).toMatch(/^"[0-9a-f]{32}"$/);
+    expect(gets[0]!.headers.range).toBeUndefined();
+    expect(gets[1]!.headers.range).toBe("bytes=0-1");
+  });
+});
+
+describe("S3: reading from a server that tells no ETag", () => {
+  it("S3: an object whose HEAD tells no ETag is streamed as it is, without If-Match (nothing to compare it with)", async () => {
+    const path = `s3://${BUCKET}/no-etag/fox.png`;
+    await s3Outputs().write(path, Buffer.from("a fox"));
+    const hop = await startHop(endpoint, () => "forward", {
+      answerHeaders: (request, _body, headers) => (request.method === "HEAD" ? Object.fromEntries(Object.entries(headers).filter(([name]) => name !== "etag")) : headers),
+    });
+    const streamed = await throughHop(hop, async () => {
+      const saved = await findOutput(path);
+      const chunks: Buffer[] = [];
+      for await (const chunk of await saved!.stream()) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString();
+    });
+    expect(streamed).toBe("a fox");
+    expect(hop.requests.find((request) => request.method === "GET")!.headers["if-match"]).toBeUndefined();
   });
 });
 
