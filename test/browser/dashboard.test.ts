@@ -134,6 +134,41 @@ describe.skipIf(!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !
     await page.screenshot({ path: `${RESULTS}job.png`, fullPage: true });
   });
 
+  it("Browser (issue 37, part 4): a job's page runs its request again, quoted before anything is sent, and gives it as a curl command that works as copied", async () => {
+    const { served, secret, page } = await start();
+    const first = await queueByApi(served.url, secret, { ref: "original", provider: "d", model: "gen-2-pro", input: { prompt: "a harbour at 'dawn'", width: 512, height: 512 } });
+    await logIn(page, served.url, secret);
+    await page.goto(`${served.url}/jobs/${first}`);
+    const asked = page.getByRole("region", { name: "Request" });
+    // Copy as curl: the clipboard, or (headless, no permission) the text selected; said either way.
+    await asked.getByRole("button", { name: "Copy as curl" }).click();
+    await expect.poll(() => asked.locator(".copied").innerText()).toMatch(/^(Copied\.|Selected: copy it with your keyboard\.)$/);
+    const curl = await asked.getByLabel("As curl (your token in MEDIAGATE_TOKEN)").inputValue();
+    expect(curl).not.toContain(secret);
+    // The command as copied, run by a shell with the token in the environment: a new job with the same request.
+    // Run apart from this process's event loop, which serves the API it calls.
+    const { execFile } = await import("node:child_process");
+    const { promisify } = await import("node:util");
+    const { stdout } = await promisify(execFile)("sh", ["-c", curl], { env: { PATH: process.env.PATH, MEDIAGATE_TOKEN: secret }, encoding: "utf8" });
+    const answer = JSON.parse(stdout) as { id: string; provider: string; model: string };
+    expect(answer.id).not.toBe(first);
+    expect(answer).toMatchObject({ provider: "d", model: "gen-2-pro" });
+    const store = await served.runtime.store();
+    expect((await store.getJob(answer.id))!.body).toEqual((await store.getJob(first))!.body);
+
+    // Run again: the form's page with the request filled in and quoted; nothing is queued until Send.
+    const before = (await store.listJobs({})).length;
+    await asked.getByRole("button", { name: "Run again" }).click();
+    await page.waitForURL(`${served.url}/new`);
+    const quoted = page.getByRole("region", { name: "Native request" });
+    await expect.poll(() => quoted.locator(".quote").innerText()).toContain("$0.0300");
+    expect(JSON.parse(await quoted.getByLabel("Input (JSON: the provider's own fields)").inputValue())).toMatchObject({ prompt: "a harbour at 'dawn'" });
+    expect((await store.listJobs({})).length).toBe(before);
+    await quoted.getByRole("button", { name: /^Send/ }).click();
+    await page.waitForURL(/\/\?created=/);
+    expect((await store.listJobs({})).length).toBe(before + 1);
+  });
+
   it("Browser: right after a quote the 'Changed since the quote' hint is not shown; changing the request shows it and disables Send", async () => {
     const { served, secret, page } = await start();
     await logIn(page, served.url, secret);

@@ -192,6 +192,26 @@ const JS = `
     })(quoted[index]);
   }
 
+  // "Copy": the text of the element the button names, to the clipboard; said beside the button either way.
+  var copiers = document.querySelectorAll("button[data-copy]");
+  for (var copier = 0; copier < copiers.length; copier++) {
+    (function (button) {
+      button.addEventListener("click", function () {
+        var source = document.getElementById(button.getAttribute("data-copy"));
+        var said = button.parentNode.querySelector(".copied");
+        if (!source) return;
+        var text = source.value !== undefined ? source.value : source.textContent;
+        function tell(words) { if (said) { said.textContent = words; said.hidden = false; } }
+        if (navigator.clipboard && navigator.clipboard.writeText) {
+          navigator.clipboard.writeText(text).then(function () { tell("Copied."); }, function () { source.select && source.select(); tell("Selected: copy it with your keyboard."); });
+        } else {
+          if (source.select) source.select();
+          tell("Selected: copy it with your keyboard.");
+        }
+      });
+    })(copiers[copier]);
+  }
+
   var url = main && main.getAttribute("data-events");
   if (url) follow(url);
 })();

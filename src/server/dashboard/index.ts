@@ -22,7 +22,7 @@ import { ASSETS } from "./assets.js";
 import { EventStreams } from "./events.js";
 import { JobFeed } from "./feed.js";
 import { html, pathOf, queryOf, type Html } from "./html.js";
-import { jobPageBody, jobParts } from "./job-view.js";
+import { againPanel, jobPageBody, jobParts } from "./job-view.js";
 import { jobListQueryOf, jobRow, jobsSection, matchesFilter, type JobListQuery } from "./jobs-view.js";
 import { pageOf, type PageOptions } from "./layout.js";
 import { errorPageBody, localPath, loginPageBody } from "./login-view.js";
@@ -261,7 +261,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         session,
         section: "job",
         events: `/events${queryOf({ job: job.id, since: String(readAt) })}`,
-        body: jobPageBody(remoteJob(job), jobParts(remoteJob(job), outputs, events, session), null),
+        body: jobPageBody(remoteJob(job), jobParts(remoteJob(job), outputs, events, session), null, againPanel(job, session, runtime.config.publicUrl ?? `${request.protocol}://${request.headers.host ?? "127.0.0.1"}`)),
       });
     });
 

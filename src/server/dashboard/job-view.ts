@@ -127,7 +127,57 @@ function part(name: JobPartName, value: JobPart): Html {
   return html`<div data-part="${name}" data-version="${value.version}">${new Html(value.html)}</div>`;
 }
 
-export function jobPageBody(job: Job, parts: Record<JobPartName, JobPart>, notice: string | null): Html {
+/** A native request's body as `POST /v1/jobs` takes it: what the job sends, on the target it is on. */
+function nativeBodyOf(job: Job): Record<string, unknown> {
+  return { provider: job.provider, model: job.model, ...(job.operation ? { operation: job.operation } : {}), input: job.body };
+}
+
+/** Text in single quotes for a POSIX shell: a quote inside closes, escapes and reopens. */
+function shellQuoted(text: string): string {
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/** The `curl` command that sends this job's request again to the API at `apiBase`, the token read from MEDIAGATE_TOKEN (never written here). */
+export function curlOf(job: Job, apiBase: string): string {
+  return [
+    `curl -sS -X POST ${shellQuoted(`${apiBase.replace(/\/+$/, "")}/v1/jobs`)}`,
+    `  -H "Authorization: Bearer $MEDIAGATE_TOKEN"`,
+    `  -H 'Content-Type: application/json'`,
+    `  --data ${shellQuoted(JSON.stringify(nativeBodyOf(job)))}`,
+  ].join(" \\\n");
+}
+
+/**
+ * "Run again" (a new job with the same request, quoted first on the form's
+ * page) and "copy as curl", for a job whose request is all in its body. A job
+ * that carried local files keeps their names, not their bytes everywhere
+ * (some providers get them as uploads): it says so instead.
+ */
+export function againPanel(job: Job, session: Session, apiBase: string): Html {
+  if (requestView(job).files.length > 0) {
+    return html`<p class="muted">This request carried local files; send it again from the CLI or the API with the same files.</p>`;
+  }
+  const curl = curlOf(job, apiBase);
+  const body = nativeBodyOf(job);
+  const runAgain = session.caller.readOnly
+    ? ""
+    : html`<form method="post" action="/new" class="actions">
+<input type="hidden" name="form_token" value="${session.formToken}">
+<input type="hidden" name="kind" value="native">
+<input type="hidden" name="provider" value="${job.provider}">
+<input type="hidden" name="model" value="${job.model}">
+<input type="hidden" name="operation" value="${job.operation ?? ""}">
+<input type="hidden" name="input" value="${JSON.stringify(body.input)}">
+<button type="submit">Run again</button>
+<span class="hint">A new job with this request on ${job.provider}/${job.model}, quoted before anything is sent.</span>
+</form>`;
+  return html`${runAgain}
+<label for="curl">As curl (your token in MEDIAGATE_TOKEN)</label>
+<textarea id="curl" readonly rows="6">${curl}</textarea>
+<p><button type="button" data-copy="curl">Copy as curl</button> <span class="copied muted" role="status" hidden></span></p>`;
+}
+
+export function jobPageBody(job: Job, parts: Record<JobPartName, JobPart>, notice: string | null, again: Html | null = null): Html {
   return html`<p><a href="/">← All jobs</a></p>
 <h1>${job.ref}</h1>
 ${notice ? html`<div class="notice" role="status"><p>${notice}</p></div>` : ""}
@@ -135,7 +185,7 @@ ${notice ? html`<div class="notice" role="status"><p>${notice}</p></div>` : ""}
   <div>
     <section class="panel" aria-labelledby="outputs-title"><h2 id="outputs-title">Outputs</h2>${part("outputs", parts.outputs)}</section>
     <section class="panel" aria-labelledby="summary-title"><h2 id="summary-title">Job</h2>${part("summary", parts.summary)}${part("actions", parts.actions)}</section>
-    <section class="panel" aria-labelledby="request-title"><h2 id="request-title">Request</h2>${requestPanel(requestView(job))}</section>
+    <section class="panel" aria-labelledby="request-title"><h2 id="request-title">Request</h2>${requestPanel(requestView(job))}${again ?? ""}</section>
   </div>
   <section class="panel" aria-labelledby="timeline-title"><h2 id="timeline-title">Timeline</h2>${part("timeline", parts.timeline)}</section>
 </div>`;
