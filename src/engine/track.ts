@@ -98,7 +98,7 @@ export function submittedOf(job: Job): Submitted {
  * provider publishes no cancel, the job runs to its end; its view says
  * `deadline_missed`.
  */
-async function cancelPastDeadline(context: EngineContext, job: Job, request: ReturnType<typeof validatedOf>): Promise<boolean> {
+async function cancelAtProviderPastDeadline(context: EngineContext, job: Job, request: ReturnType<typeof validatedOf>): Promise<boolean> {
   const { store, clock, owner } = context;
   const provider = job.provider.toUpperCase();
   const words = deadlineWords(job.deadlineAt!, true);
@@ -135,7 +135,7 @@ export async function trackJob(context: EngineContext, job: Job): Promise<void> 
   }
 
   if (job.state === "running" && job.deadlineAt !== null && now >= job.deadlineAt && adapter.cancel && job.providerJobId) {
-    if (await cancelPastDeadline(context, job, request)) return;
+    if (await cancelAtProviderPastDeadline(context, job, request)) return;
   }
 
   // A verified webhook's status stands in for one poll; otherwise ask the provider.
