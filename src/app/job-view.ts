@@ -2,6 +2,7 @@ import { isTerminal, type Job, type JobEvent, type JobOutput } from "../core/job
 import { formatMicroUsd } from "../core/money.js";
 import { displayUrl, redactDeep } from "../core/redact.js";
 import { shownNotifyUrl } from "./notify-urls.js";
+import { NO_TIMING, type JobTiming } from "./eta.js";
 
 /** The `--json` shape of a job (a contract for scripts; see the README). */
 export interface JobJson {
@@ -124,7 +125,18 @@ export interface ApiJob extends Omit<JobJson, "outputs"> {
   deadline_at: string | null;
   /** Sent before its deadline and still running after it, or ended after it (a provider with no cancel): it is tracked to its end and saved. */
   deadline_missed: boolean;
+  /** 1-based among the jobs waiting for the same provider (fair share counted); null when not waiting. */
+  queue_position: number | null;
+  /** When it is (or was) expected to be sent, from the engine's line and learned pace; null while unknown. */
+  expected_start_at: string | null;
+  /** When its results are expected to be saved; null while unknown (and once it has ended). */
+  expected_finish_at: string | null;
   outputs: ApiOutput[];
+}
+
+/** A time as the API gives times (RFC 3339, UTC), or null. */
+export function isoOrNull(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
 }
 
 /** An output's address on the API: absolute when MEDIAGATE_PUBLIC_URL says where the API is reachable, else a path on it. */
@@ -133,7 +145,7 @@ export function outputHref(job: Pick<Job, "id">, output: Pick<JobOutput, "index"
   return publicUrl === null ? path : `${publicUrl.replace(/\/+$/, "")}${path}`;
 }
 
-export function apiJob(stored: Job, outputs: JobOutput[], publicUrl: string | null): ApiJob {
+export function apiJob(stored: Job, outputs: JobOutput[], publicUrl: string | null, timing: JobTiming = NO_TIMING): ApiJob {
   const job = remoteJob(stored);
   const { outputs: shown, ...json } = jobJson(job, outputs);
   return {
@@ -146,9 +158,12 @@ export function apiJob(stored: Job, outputs: JobOutput[], publicUrl: string | nu
     notify_url: shownNotifyUrl(job),
     created_at: new Date(job.createdAt).toISOString(),
     updated_at: new Date(job.updatedAt).toISOString(),
-    finished_at: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
-    deadline_at: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
+    finished_at: isoOrNull(job.finishedAt),
+    deadline_at: isoOrNull(job.deadlineAt),
     deadline_missed: deadlineMissed(job, Date.now()),
+    queue_position: timing.queuePosition,
+    expected_start_at: isoOrNull(timing.expectedStartAt),
+    expected_finish_at: isoOrNull(timing.expectedFinishAt),
   };
 }
 

@@ -139,6 +139,12 @@ export interface Job {
   notifyUrl: string | null;
   /** When the job stops being wanted (`cancel_after_s`): not sent by then, it is cancelled (reason `deadline`); null, never. */
   deadlineAt: number | null;
+  /**
+   * Its place in line among its tenant's jobs queued at its provider, given
+   * when it was queued (one more than the last then); null for jobs queued
+   * before ranks were kept. Only differences of ranks mean anything.
+   */
+  queueRank: number | null;
 }
 
 /** A target of a route not tried yet: exactly what it would be sent, validated and estimated before anything was sent. */

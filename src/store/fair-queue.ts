@@ -40,7 +40,7 @@ interface TenantQueue {
 }
 
 /** The tenants with queued jobs at each of `providers`: a skip scan of jobs_tenant_queue per provider, in one statement. */
-async function queuedTenants(context: StoreContext, providers: readonly ProviderId[]): Promise<Array<{ provider: ProviderId; tenant: string }>> {
+export async function queuedTenants(context: StoreContext, providers: readonly ProviderId[]): Promise<Array<{ provider: ProviderId; tenant: string }>> {
   const rows = await context.reusable<{ provider: ProviderId; tenant: string }>(
     context.db,
     `queuedTenants:${providers.join("")}`,
@@ -64,7 +64,7 @@ async function queuedTenants(context: StoreContext, providers: readonly Provider
 }
 
 /** How many jobs of each of these tenants are in flight at each provider: the in-flight jobs counted, not the waiting ones. */
-async function inFlight(context: StoreContext, providers: readonly ProviderId[]): Promise<Map<string, number>> {
+export async function inFlight(context: StoreContext, providers: readonly ProviderId[]): Promise<Map<string, number>> {
   // The states written into the statement: a plan made for any bound states (PostgreSQL's generic plan) would not know
   // that these two are the few jobs in flight, and read another index.
   const rows = await context.db
@@ -78,7 +78,7 @@ async function inFlight(context: StoreContext, providers: readonly ProviderId[])
 }
 
 /** Each tenant's weight: its token's (default 1); the local operator's 1. */
-async function weights(context: StoreContext, tenants: readonly string[]): Promise<Map<string, number>> {
+export async function weights(context: StoreContext, tenants: readonly string[]): Promise<Map<string, number>> {
   const rows = await context.db.selectFrom("api_tokens").select(["id", "weight"]).where("id", "in", [...tenants]).execute();
   return new Map(rows.map((row) => [row.id, Math.max(1, Number(row.weight))]));
 }

@@ -34,6 +34,7 @@ const INTEGER_JOB_COLUMNS: ReadonlySet<string> = new Set([
   "finished_at",
   "tracking_deadline_at",
   "deadline_at",
+  "queue_rank",
   "last_pending_elapsed_ms",
   "poll_failures",
   "budget_held_micro_usd",
@@ -107,6 +108,7 @@ function newJobRow(job: NewJob, now: number, reserved: boolean) {
     finished_at: null,
     tracking_deadline_at: null,
     deadline_at: job.deadlineAt ?? null,
+    queue_rank: null as number | null,
     slots_held_json: "[]",
     last_pending_elapsed_ms: null,
     poll_failures: 0,
@@ -118,6 +120,37 @@ function newJobRow(job: NewJob, now: number, reserved: boolean) {
     notify_url: job.notifyUrl ?? null,
     tenant: job.tenant ?? LOCAL_TENANT,
   };
+}
+
+/**
+ * Each new job's queue rank (migration 21): one more than the last rank
+ * queued for its tenant at its provider (one seek of jobs_queue_rank per
+ * pair), then in the order given.
+ */
+async function queueRanksFor(trx: Db, jobs: readonly NewJob[]): Promise<number[]> {
+  const next = new Map<string, number>();
+  const ranks: number[] = [];
+  for (const job of jobs) {
+    const tenant = job.tenant ?? LOCAL_TENANT;
+    const key = `${job.provider}\u0000${tenant}`;
+    let rank = next.get(key);
+    if (rank === undefined) {
+      const last = await trx
+        .selectFrom("jobs")
+        .select("queue_rank")
+        .where("state", "=", "queued")
+        .where("provider", "=", job.provider)
+        .where("tenant", "=", tenant)
+        .where("queue_rank", "is not", null)
+        .orderBy("queue_rank", "desc")
+        .limit(1)
+        .executeTakeFirst();
+      rank = Number(last?.queue_rank ?? 0) + 1;
+    }
+    ranks.push(rank);
+    next.set(key, rank + 1);
+  }
+  return ranks;
 }
 
 /** A ref as its tenant knows it: refs are unique per tenant (migration 17), so a lookup key holds both. */
@@ -160,7 +193,8 @@ export async function insertJobsIn(context: StoreContext, trx: Db, jobs: readonl
     if (fresh.length > 0) {
       // Every column is set here, so the rows as written are the rows as stored: not read back (a 20,000-line
       // batch would otherwise send 70 MB back from PostgreSQL to be parsed).
-      const rows = fresh.map((job) => newJobRow(job, now, reserved));
+      const ranks = await queueRanksFor(trx, fresh);
+      const rows = fresh.map((job, index) => ({ ...newJobRow(job, now, reserved), queue_rank: ranks[index]! }));
       const events = fresh.map((job) =>
         eventRow(job.id, now, null, "queued", "validated, estimated and queued", { estimateMicroUsd: job.estimateMicroUsd, estimateSource: job.estimateSource }),
       );
@@ -317,7 +351,7 @@ export async function outputsOfJobs(context: StoreContext, jobIds: readonly stri
 export async function recentRenderSamples(context: StoreContext, provider: string, model: string, limit: number): Promise<RenderSample[]> {
   const rows = await context.db
     .selectFrom("jobs")
-    .select(["submitted_at", "provider_done_at", "last_pending_elapsed_ms"])
+    .select(["submitted_at", "provider_done_at", "last_pending_elapsed_ms", "finished_at"])
     .where("provider", "=", provider)
     .where("model", "=", model)
     .where("provider_done_at", "is not", null)
@@ -328,5 +362,6 @@ export async function recentRenderSamples(context: StoreContext, provider: strin
   return rows.map((row) => ({
     doneElapsedMs: Number(row.provider_done_at) - Number(row.submitted_at),
     pendingElapsedMs: row.last_pending_elapsed_ms === null ? null : Number(row.last_pending_elapsed_ms),
+    finishedElapsedMs: row.finished_at === null ? null : Number(row.finished_at) - Number(row.submitted_at),
   }));
 }

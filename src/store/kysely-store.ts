@@ -17,6 +17,7 @@ import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.
 import type { Database } from "./schema.js";
 import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
 import { queuedPastDeadline } from "./deadlines.js";
+import { queueShapes } from "./queue-shape.js";
 import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import type {
   ApiToken,
@@ -24,6 +25,7 @@ import type {
   BudgetStatus,
   ClaimInstead,
   ClaimResult,
+  QueueShape,
   DailySpend,
   JobBrief,
   JobCount,
@@ -293,6 +295,10 @@ export class KyselyStore implements Store {
 
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
     return recentRenderSamples(this.context, provider, model, limit);
+  }
+
+  queueShapes(providers: readonly ProviderId[]): Promise<QueueShape[]> {
+    return queueShapes(this.context, providers);
   }
 
   ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number> {

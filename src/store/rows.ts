@@ -63,6 +63,7 @@ export function rowWithRequestToJob(row: JobsTable, request: Pick<Job, "body" | 
     finishedAt: toNumberOrNull(row.finished_at),
     trackingDeadlineAt: toNumberOrNull(row.tracking_deadline_at),
     deadlineAt: toNumberOrNull(row.deadline_at ?? null),
+    queueRank: toNumberOrNull(row.queue_rank ?? null),
     slotsHeld: JSON.parse(row.slots_held_json) as string[],
     lastPendingElapsedMs: toNumberOrNull(row.last_pending_elapsed_ms),
     pollFailures: toNumber(row.poll_failures),

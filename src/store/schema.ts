@@ -39,6 +39,8 @@ export interface JobsTable {
   tracking_deadline_at: number | null;
   /** When the job stops being wanted (migration 20): null, never. */
   deadline_at: number | null;
+  /** Its place in its tenant's queue at its provider when it was queued (migration 21): a queue position is a difference of two. */
+  queue_rank: number | null;
   slots_held_json: string;
   last_pending_elapsed_ms: number | null;
   poll_failures: number;

@@ -236,6 +236,24 @@ export interface RenderSample {
   doneElapsedMs: number;
   /** Elapsed ms of the last poll that saw it pending (a lower bound), when there was one. */
   pendingElapsedMs: number | null;
+  /** Elapsed ms from submit to the job's end, its results saved; null while it had not ended. */
+  finishedElapsedMs?: number | null;
+}
+
+/** One tenant's line at a provider: the ranks at its head and tail (migration 21), what it has in flight there, its weight. */
+export interface TenantLine {
+  tenant: string;
+  headRank: number;
+  tailRank: number;
+  inFlight: number;
+  weight: number;
+}
+
+/** Who waits at a provider (each tenant's line, at most QUEUE_SHAPE_TENANTS) and how many of its jobs are in flight. */
+export interface QueueShape {
+  provider: ProviderId;
+  lines: TenantLine[];
+  inFlight: number;
 }
 
 /**
@@ -404,6 +422,8 @@ export interface Store {
   hasActiveTokens(): Promise<boolean>;
 
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]>;
+  /** Each provider's queue as lines of tenants (queue positions, issue 37): a few seeks per tenant waiting, never a read of the jobs in line. */
+  queueShapes(providers: readonly ProviderId[]): Promise<QueueShape[]>;
   ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number>;
 
   /** Appends an event that changes no state (an erase at the provider, a note), to the job's log. */

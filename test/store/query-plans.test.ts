@@ -126,6 +126,9 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
     run: (store) => store.transition("job_q00002", { state: "running", leaseOwner: OWNER }, "capturing", {}, "done", NOW),
   },
   { name: "getJob", run: (store) => store.getJob("job_q00003") },
+  // Every job read through the API or the dashboard estimates its start (issue 37): the tenants' lines, never the queue.
+  { name: "queueShapes (queue positions)", run: (store) => store.queueShapes(["d", "e"]) },
+  { name: "recentRenderSamples (a model's pace)", run: (store) => store.recentRenderSamples("d", "gen-2-pro", 50) },
   { name: "jobByProviderJobId (a webhook)", run: (store) => store.jobByProviderJobId("d", "p4") },
   { name: "renewLeases", run: (store) => store.renewLeases(OWNER, NOW + 600_000) },
   { name: "changedBriefs, one batch", run: (store) => store.changedBriefs({ batchId: "batch_big" }, NOW - 5_000, 1_000) },

@@ -3,6 +3,7 @@ import { cancelJob } from "../../app/cancel.js";
 import { callerOf, LOCAL_CALLER, type Caller } from "../../app/caller.js";
 import { ConflictError } from "../../app/errors.js";
 import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.js";
+import { deadlineWarning, NO_TIMING, timingsOf, type JobTiming } from "../../app/eta.js";
 import { apiEvent, apiJob } from "../../app/job-view.js";
 import { requestView } from "../../app/request-view.js";
 import { planBatch } from "../../app/plan.js";
@@ -13,7 +14,7 @@ import { tokenOfSecret } from "../../app/tokens.js";
 import { InputError } from "../../core/errors.js";
 import { checkJsonText } from "../../core/json-text.js";
 import { checkWellFormed } from "../../core/well-formed.js";
-import type { JobOutput } from "../../core/job.js";
+import type { Job, JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
 import { isLoopbackHost } from "../dashboard/session.js";
@@ -62,6 +63,12 @@ function query(request: FastifyRequest): Record<string, string | undefined> {
 function routes(deps: ApiDeps): ApiRoute[] {
   const { runtime } = deps;
   const store = () => runtime.store();
+  // A job as admission answers it: with a warning when it is expected to finish after its deadline.
+  const admittedJob = (job: Job, outputs: JobOutput[], timing: JobTiming = NO_TIMING) => {
+    const shown = apiJob(job, outputs, runtime.config.publicUrl, timing);
+    const warning = deadlineWarning(job, timing);
+    return warning === null ? shown : { ...shown, warnings: [...shown.warnings, warning] };
+  };
   return [
     {
       method: "POST",
@@ -83,7 +90,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
         const created = await submitJob(runtime, request.caller!, { ...submission, cancelAfterS: submission.cancelAfterS ?? header }, idempotencyOf(request.headers["idempotency-key"], "POST /v1/jobs", body));
         // A job still queued has no outputs: only one further on (found under its ref or key) is read for them.
         const outputs = created.job.state === "queued" ? [] : await jobOutputs(runtime, created.job);
-        return reply.code(created.status).send(apiJob(created.job, outputs, runtime.config.publicUrl));
+        return reply.code(created.status).send(admittedJob(created.job, outputs, (await timingsOf(runtime, [created.job])).get(created.job.id)));
       },
     },
     {
@@ -106,8 +113,8 @@ function routes(deps: ApiDeps): ApiRoute[] {
         const { filter, limit } = jobListQuery(query(request));
         const page = await listJobs(runtime, request.caller!, filter, limit);
         // The page's outputs in one read, not one a job.
-        const outputs = await (await store()).outputsOfJobs(page.jobs.map((job) => job.id));
-        return { jobs: page.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [], runtime.config.publicUrl)), next_cursor: page.next ? encodeCursor(page.next) : null };
+        const [outputs, timings] = await Promise.all([(await store()).outputsOfJobs(page.jobs.map((job) => job.id)), timingsOf(runtime, page.jobs)]);
+        return { jobs: page.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [], runtime.config.publicUrl, timings.get(job.id))), next_cursor: page.next ? encodeCursor(page.next) : null };
       },
     },
     {
@@ -117,7 +124,8 @@ function routes(deps: ApiDeps): ApiRoute[] {
       responses: { 200: "the job, with its request", 404: "not_found" },
       handler: async (request) => {
         const job = await visibleJob(runtime, request.caller!, (request.params as { id: string }).id);
-        return { ...apiJob(job, await jobOutputs(runtime, job), runtime.config.publicUrl), request: requestView(job) };
+        const [outputs, timings] = await Promise.all([jobOutputs(runtime, job), timingsOf(runtime, [job])]);
+        return { ...apiJob(job, outputs, runtime.config.publicUrl, timings.get(job.id)), request: requestView(job) };
       },
     },
     {
@@ -192,7 +200,8 @@ function routes(deps: ApiDeps): ApiRoute[] {
         // The outputs of jobs past the queue (stored before, found again) in one read, not one a job.
         const further = batch.jobs.filter((job) => job.state !== "queued").map((job) => job.id);
         const outputs = further.length === 0 ? new Map<string, JobOutput[]>() : await (await store()).outputsOfJobs(further);
-        return reply.code(batch.status).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => apiJob(job, outputs.get(job.id) ?? [], runtime.config.publicUrl)) });
+        const timings = await timingsOf(runtime, batch.jobs);
+        return reply.code(batch.status).send({ batch_id: batch.batchId, created: batch.created, jobs: batch.jobs.map((job) => admittedJob(job, outputs.get(job.id) ?? [], timings.get(job.id))) });
       },
     },
     {
