@@ -10,6 +10,7 @@ import { runDPeer } from "./d-peer.js";
 import { runDScale } from "./d-scale.js";
 import { runDWorkers, runDWorkersRaised } from "./d-workers.js";
 import { runEQuota } from "./e-quota.js";
+import { runEta } from "./eta.js";
 import { runFairShare } from "./fair-share.js";
 import { runIntake } from "./intake.js";
 import { watchStealTime } from "./harness.js";
@@ -24,6 +25,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   "c-makespan": runCMakespan,
   "a-rate": runARate,
   "e-quota": runEQuota,
+  eta: runEta,
   "api-load": runApiLoad,
   intake: runIntake,
   "fair-share": runFairShare,

@@ -52,7 +52,7 @@ export const NO_TIMING: JobTiming = { queuePosition: null, expectedStartAt: null
 
 /** What a model's finished jobs say of its pace. */
 interface Pace {
-  /** Mean ms from submit to done at the provider: a slot's hold, of which the line's pace is made. */
+  /** Mean ms from the submit's send to done at the provider: a slot's hold, of which the line's pace is made. */
   holdMs: number;
   /** Median ms from submit to the results saved. */
   totalMs: number;
@@ -91,7 +91,9 @@ export function paceOf(samples: readonly RenderSample[]): Pace | null {
     .map((sample) => sample.finishedElapsedMs ?? null)
     .filter((ms): ms is number => ms !== null && ms >= 0)
     .sort((a, b) => a - b);
-  const holdMs = renders.reduce((sum, ms) => sum + ms, 0) / renders.length;
+  // A slot is held from before the submit is sent: its hold counts from the send where it is known.
+  const holds = samples.map((sample) => sample.sentToDoneMs ?? sample.doneElapsedMs).filter((ms) => ms >= 0);
+  const holdMs = holds.reduce((sum, ms) => sum + ms, 0) / Math.max(1, holds.length);
   const renderMs = median(renders);
   return { holdMs, totalMs: totals.length > 0 ? Math.max(renderMs, median(totals)) : renderMs, totals: totals.length > 0 ? totals : renders };
 }

@@ -351,7 +351,7 @@ export async function outputsOfJobs(context: StoreContext, jobIds: readonly stri
 export async function recentRenderSamples(context: StoreContext, provider: string, model: string, limit: number): Promise<RenderSample[]> {
   const rows = await context.db
     .selectFrom("jobs")
-    .select(["submitted_at", "provider_done_at", "last_pending_elapsed_ms", "finished_at"])
+    .select(["submitted_at", "submit_sent_at", "provider_done_at", "last_pending_elapsed_ms", "finished_at"])
     .where("provider", "=", provider)
     .where("model", "=", model)
     .where("provider_done_at", "is not", null)
@@ -363,5 +363,6 @@ export async function recentRenderSamples(context: StoreContext, provider: strin
     doneElapsedMs: Number(row.provider_done_at) - Number(row.submitted_at),
     pendingElapsedMs: row.last_pending_elapsed_ms === null ? null : Number(row.last_pending_elapsed_ms),
     finishedElapsedMs: row.finished_at === null ? null : Number(row.finished_at) - Number(row.submitted_at),
+    sentToDoneMs: row.submit_sent_at === null ? null : Number(row.provider_done_at) - Number(row.submit_sent_at),
   }));
 }

@@ -238,6 +238,8 @@ export interface RenderSample {
   pendingElapsedMs: number | null;
   /** Elapsed ms from submit to the job's end, its results saved; null while it had not ended. */
   finishedElapsedMs?: number | null;
+  /** Ms from the submit's send (its slot already held) to the poll that saw it done: the slot's hold, the submit's own time included. */
+  sentToDoneMs?: number | null;
 }
 
 /** One tenant's line at a provider: the ranks at its head and tail (migration 21), what it has in flight there, its weight. */
