@@ -5,6 +5,7 @@
  */
 export { Mediagate, type CommonSubmitRequest, type MediagateOptions, type SubmitOptions } from "./app/mediagate.js";
 export type { Job, JobOutput, JobState, JobEvent } from "./core/job.js";
+export type { JobTiming } from "./app/eta.js";
 export type { JobRequest, Estimate, ProviderId } from "./providers/adapter.js";
 export type { CommonRequest, CommonTask, ImageInput } from "./core/common-request.js";
 export { NoEligibleTargetError, type TargetVerdict } from "./engine/route.js";

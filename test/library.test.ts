@@ -102,6 +102,26 @@ for (const makeLocation of locations) {
       expect(await gate.get("bad-deadline")).toBeNull();
     });
 
+    it("timing gives a queued job's position and, once a job of its model has finished, its expected start and finish (issue 37, part 1)", async () => {
+      const runner = await open();
+      await runner.wait((await runner.submit(pro("pace"), { ref: "pace" })).id);
+      // Its engine stops: nothing takes the jobs queued next.
+      gates.splice(gates.indexOf(runner), 1);
+      await runner.close();
+      const gate = await open({}, { runEngine: false });
+      const first = await gate.submit(pro("first"), { ref: "first" });
+      const second = await gate.submit(pro("second"), { ref: "second" });
+      const before = Date.now();
+      const timing = await gate.timing(second.id);
+      expect(timing.queuePosition).toBe(2);
+      // D's 24 slots are free: it starts now, and is done after the one job's time.
+      expect(timing.expectedStartAt).toBeGreaterThanOrEqual(before);
+      expect(timing.expectedFinishAt! - timing.expectedStartAt!).toBeGreaterThanOrEqual(400);
+      expect((await gate.timing(first.id)).queuePosition).toBe(1);
+      expect(await gate.timing("pace")).toEqual({ queuePosition: null, expectedStartAt: null, expectedFinishAt: null });
+      expect(await gate.timing("no-such-job")).toEqual({ queuePosition: null, expectedStartAt: null, expectedFinishAt: null });
+    });
+
     it("submitting the same ref again returns the stored job, and it is sent once", async () => {
       const gate = await open();
       const first = await gate.submit(pro("once"), { ref: "once" });

@@ -185,6 +185,19 @@ export class Timings {
     return timings;
   }
 
+  /**
+   * When the last job queued in `like`'s tenant line at its provider (of its
+   * model) is expected to finish: a batch's expected end, its jobs being the
+   * tail of its tenant's line. Null when nothing of that tenant waits there.
+   */
+  async lineEnd(like: Job, now: number): Promise<number | null> {
+    const shape = (await this.shapes([like.provider], now)).get(like.provider);
+    const line = shape?.lines.find((each) => each.tenant === like.tenant);
+    if (!line) return null;
+    const last: Job = { ...like, state: "queued", queueRank: line.tailRank, blockedCode: null, nextAttemptAt: 0 };
+    return (await this.of([last], now)).get(last.id)?.expectedFinishAt ?? null;
+  }
+
   /** One job's timing. */
   async one(job: Job, now: number): Promise<JobTiming> {
     return (await this.of([job], now)).get(job.id) ?? NO_TIMING;
@@ -281,4 +294,23 @@ export function deadlineWarning(job: Pick<Job, "deadlineAt">, timing: JobTiming)
   const expected = new Date(timing.expectedFinishAt).toISOString();
   const deadline = new Date(job.deadlineAt).toISOString();
   return `expected to finish at ${expected}, after its deadline ${deadline} (cancel_after_s): not sent by then it is cancelled, and sent it may run past it`;
+}
+
+/** A time of day as the CLI prints it (UTC, to the second). */
+function clockTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(11, 19)}Z`;
+}
+
+/**
+ * A job's timing in words, for the CLI: "queue position 12 · starts ~14:02:10Z
+ * · done ~14:02:31Z" (`short`, for the progress line: "#12 · …"); null when
+ * nothing is known (an ended job).
+ */
+export function timingWords(timing: JobTiming, now = Date.now(), short = false): string | null {
+  const parts: string[] = [];
+  if (timing.queuePosition !== null) parts.push(short ? `#${timing.queuePosition}` : `queue position ${timing.queuePosition}`);
+  if (timing.queuePosition !== null && timing.expectedStartAt !== null && timing.expectedStartAt > now) parts.push(`starts ~${clockTime(timing.expectedStartAt)}`);
+  if (timing.expectedFinishAt !== null) parts.push(`done ~${clockTime(timing.expectedFinishAt)}`);
+  else if (timing.queuePosition !== null) parts.push(short ? "finish not known yet" : "finish not known yet (no job of its model has finished)");
+  return parts.length === 0 ? null : parts.join(" · ");
 }

@@ -23,6 +23,7 @@ import { readImageAs } from "./local-images.js";
 import { newJobOf, requireConfigured, sameRequest } from "./prepare.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { DEFAULT_STOP_TIMEOUT_S, stopWithin } from "./stop.js";
+import { NO_TIMING, Timings, type JobTiming } from "./eta.js";
 
 /** How the library's budget is named when it refuses. */
 const LIBRARY_BUDGET: BudgetWording = {
@@ -179,6 +180,17 @@ export class Mediagate {
 
   outputs(jobId: string): Promise<JobOutput[]> {
     return this.store.outputs(jobId);
+  }
+
+  /**
+   * When a job is expected to start and finish (ms since the epoch), and its
+   * position among the jobs waiting for its provider: each null while
+   * unknown or not waiting (see the README's "When will it finish").
+   */
+  async timing(jobId: string): Promise<JobTiming> {
+    const job = await this.store.findJob(jobId);
+    if (!job) return NO_TIMING;
+    return new Timings(this.runtime, this.store).one(job, Date.now());
   }
 
   /** Cancels a queued job locally. Returns false when it was already sent (or finished). */

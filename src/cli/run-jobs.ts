@@ -5,12 +5,15 @@ import { escapeUnprintable } from "../core/printable.js";
 import { chargeUnsettled, outcomesInPages, type WaitCounts, waitForFirstNotifications, waitForJobs, waitForSettlement } from "../engine/wait.js";
 import type { JobOutcome, JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
+import { NO_TIMING, Timings, timingWords, type JobTiming } from "../app/eta.js";
 import { costText, jobJson } from "../app/job-view.js";
 import type { Runtime } from "../app/runtime.js";
 import { onStopSignals, tellUser } from "./signals.js";
 
 /** How long a command waits after its jobs end for charges the provider settles later (B). */
 const SETTLEMENT_WAIT_MS = 180_000;
+/** How often the progress line's queue position and expected times are read again. */
+const ESTIMATE_EVERY_MS = 1_000;
 /** The longest a command waits at its end for its jobs' notifications to be tried once. */
 const NOTIFY_WAIT_MS = 15_000;
 
@@ -57,9 +60,11 @@ function fit(line: string): string {
  * The one-job line: state, time since submit against the render time learned
  * for this model, and why it waits or what the provider says.
  */
-export function jobLine(job: Job, now: number, expectedRenderMs: number | null): string {
+export function jobLine(job: Job, now: number, expectedRenderMs: number | null, timing: JobTiming = NO_TIMING): string {
   const detail = job.reason ?? (job.providerStatus ? `provider: ${job.providerStatus}` : "");
   if (isTerminal(job.state)) return fit(` ${bar(1)} ${job.state}${detail ? ` · ${detail}` : ""}`);
+  const expected = timingWords(timing, now, true);
+  if (job.state === "queued" && expected) return fit(` ${bar(0)} queued ${expected}${detail ? ` · ${detail}` : ""}`);
   if (job.state === "running" && job.submittedAt !== null) {
     const elapsed = now - job.submittedAt;
     const fraction = expectedRenderMs ? Math.min(0.95, elapsed / expectedRenderMs) : 0.5;
@@ -71,9 +76,11 @@ export function jobLine(job: Job, now: number, expectedRenderMs: number | null):
 }
 
 /** The batch line: done of total, then what runs, waits and failed. */
-export function batchLine(counts: { done: number; total: number; running: number; queued: number; failed: number }, elapsedMs: number): string {
+export function batchLine(counts: { done: number; total: number; running: number; queued: number; failed: number }, elapsedMs: number, expectedEndAt: number | null = null): string {
   const { done, total, running, queued, failed } = counts;
-  return fit(` ${bar(total ? done / total : 1)} ${done}/${total} done · ${running} running · ${queued} queued · ${failed} failed · ${clockText(elapsedMs)}`);
+  // Early in the line, so that a narrow terminal still shows it.
+  const end = expectedEndAt !== null && done < total ? ` (all ~${new Date(expectedEndAt).toISOString().slice(11, 19)}Z)` : "";
+  return fit(` ${bar(total ? done / total : 1)} ${done}/${total} done${end} · ${running} running · ${queued} queued · ${failed} failed · ${clockText(elapsedMs)}`);
 }
 
 /**
@@ -119,8 +126,8 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     progress = new cliProgress.SingleBar(
       {
         format: () => {
-          if (options.progress === "overall") return batchLine(counts, Date.now() - startedAt);
-          return shown ? jobLine(shown, Date.now(), expectedFor(shown)) : "";
+          if (options.progress === "overall") return batchLine(counts, Date.now() - startedAt, expectedEnd);
+          return shown ? jobLine(shown, Date.now(), expectedFor(shown), shownTiming) : "";
         },
         hideCursor: true,
         clearOnComplete: false,
@@ -131,9 +138,44 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
     );
     progress.start(total, 0);
   }
+  // Queue position and expected times (issue 37), read again each second while the line is drawn: the job's, or for a
+  // batch when the last of its jobs in line at each provider is expected to finish.
+  let shownTiming: JobTiming = NO_TIMING;
+  let expectedEnd: number | null = null;
+  const seenAt = new Map<string, Job>();
+  const timings = interactive ? new Timings(runtime, store) : null;
+  let estimating = false;
+  const estimate = async () => {
+    if (!timings || estimating) return;
+    estimating = true;
+    try {
+      const now = Date.now();
+      if (options.progress === "job") shownTiming = shown ? await timings.one(shown, now) : NO_TIMING;
+      else {
+        const ends = await Promise.all([...seenAt.values()].map((like) => timings.lineEnd(like, now)));
+        const known = ends.filter((end): end is number => end !== null);
+        expectedEnd = known.length > 0 ? Math.max(...known) : null;
+      }
+    } catch {
+      // An estimate is only shown: a store that does not answer now is said by the waiting, not here.
+    } finally {
+      estimating = false;
+    }
+  };
+  if (interactive) {
+    // The first and last of the command's jobs stand for its lines until their changes tell of others.
+    for (const id of new Set([jobIds[0], jobIds.at(-1)])) {
+      const job = id === undefined ? null : await store.getJob(id);
+      if (job && !isTerminal(job.state)) seenAt.set(`${job.provider}\u0000${job.model}`, job);
+    }
+    void estimate();
+  }
+  const estimateTimer = interactive ? setInterval(() => void estimate(), ESTIMATE_EVERY_MS) : null;
+  estimateTimer?.unref();
   const refresh = (job: Job, latest: WaitCounts) => {
     counts = latest;
     if (options.progress === "job") shown = job;
+    if (!isTerminal(job.state)) seenAt.set(`${job.provider}\u0000${job.model}`, job);
     progress?.update(counts.done);
   };
 
@@ -218,6 +260,7 @@ export async function runJobs(runtime: Runtime, jobIds: string[], options: RunOp
       }
     }
   } finally {
+    if (estimateTimer) clearInterval(estimateTimer);
     progress?.stop();
     await engine.stop();
     stopListening();

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { chargeUnknownWords, deadlineMissed } from "../app/job-view.js";
+import { NO_TIMING, timingsOf, timingWords } from "../app/eta.js";
+import { chargeUnknownWords, deadlineMissed, isoOrNull } from "../app/job-view.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { InputError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
@@ -16,6 +17,7 @@ export async function shownJob(runtime: Runtime, job: Job, json: boolean): Promi
   const outputs = await store.outputs(job.id);
   // A notify URL's token never shows, in events recorded before it was redacted there too.
   const events = await shownEvents(store, job, runtime.config.notifyUrl);
+  const timing = (await timingsOf(runtime, [job])).get(job.id) ?? NO_TIMING;
   if (json) {
     return `${JSON.stringify({
       ...jobJson(job, outputs),
@@ -23,8 +25,11 @@ export async function shownJob(runtime: Runtime, job: Job, json: boolean): Promi
       warnings: job.warnings,
       handles: job.handles,
       provider_status: job.providerStatus,
-      deadline_at: job.deadlineAt === null ? null : new Date(job.deadlineAt).toISOString(),
+      deadline_at: isoOrNull(job.deadlineAt),
       deadline_missed: deadlineMissed(job, Date.now()),
+      queue_position: timing.queuePosition,
+      expected_start_at: isoOrNull(timing.expectedStartAt),
+      expected_finish_at: isoOrNull(timing.expectedFinishAt),
       request: requestView(job),
       events: events.map((event) => ({ at: new Date(event.at).toISOString(), from: event.fromState, to: event.toState, reason: event.reason })),
     })}\n`;
@@ -37,6 +42,8 @@ export async function shownJob(runtime: Runtime, job: Job, json: boolean): Promi
     `estimate ${job.estimateMicroUsd === null ? "unpriced" : formatMicroUsd(job.estimateMicroUsd)} (${job.estimateSource})`,
     `charge ${job.chargeMicroUsd === null ? chargeUnknownWords(job) : formatMicroUsd(job.chargeMicroUsd)}${job.chargeSource ? ` (${job.chargeSource})` : ""}`,
   ];
+  const expected = timingWords(timing);
+  if (expected) lines.push(expected);
   if (job.error) lines.push(`error ${job.error.code}: ${job.error.message}`);
   if (job.deadlineAt !== null) lines.push(`deadline ${new Date(job.deadlineAt).toISOString()} (${deadlineMissed(job, Date.now()) ? "missed: sent before it, still tracked and saved" : "not sent by then, it is cancelled"})`);
   lines.push("request:", ...requestLines(requestView(job)));
