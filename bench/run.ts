@@ -11,6 +11,7 @@ import { runDScale } from "./d-scale.js";
 import { runDWorkers, runDWorkersRaised } from "./d-workers.js";
 import { runEQuota } from "./e-quota.js";
 import { runEta } from "./eta.js";
+import { runRouteTime } from "./route-time.js";
 import { runFairShare } from "./fair-share.js";
 import { runIntake } from "./intake.js";
 import { watchStealTime } from "./harness.js";
@@ -26,6 +27,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   "a-rate": runARate,
   "e-quota": runEQuota,
   eta: runEta,
+  "route-time": runRouteTime,
   "api-load": runApiLoad,
   intake: runIntake,
   "fair-share": runFairShare,

@@ -1,7 +1,6 @@
 import type { Job } from "../core/job.js";
 import type { ProviderId } from "../core/provider-id.js";
-import { validatedOf } from "../engine/context.js";
-import type { ProviderLimits } from "../providers/adapter.js";
+import type { ProviderLimits, ValidatedRequest } from "../providers/adapter.js";
 import type { PoolStatus, QueueShape, RenderSample, Store, TenantLine } from "../store/store.js";
 import type { Runtime } from "./runtime.js";
 
@@ -49,6 +48,9 @@ export interface JobTiming {
 }
 
 export const NO_TIMING: JobTiming = { queuePosition: null, expectedStartAt: null, expectedFinishAt: null };
+
+/** What a queued job's times are made of: what it asks of its provider, when it is due, whether a budget holds it. */
+type QueuedLike = ValidatedRequest & Pick<Job, "nextAttemptAt" | "blockedCode">;
 
 /** What a model's finished jobs say of its pace. */
 interface Pace {
@@ -128,6 +130,12 @@ export function queuePositionOf(job: Pick<Job, "state" | "tenant" | "queueRank">
   return fairPosition(shape.lines, job.tenant, Math.max(0, job.queueRank - own.headRank));
 }
 
+/** Whether a queue shape was read after `job` was queued: its tenant's line reaches its rank. */
+function holds(shape: QueueShape | undefined, job: Pick<Job, "tenant" | "queueRank">): boolean {
+  const line = shape?.lines.find((each) => each.tenant === job.tenant);
+  return line !== undefined && job.queueRank !== null && job.queueRank <= line.tailRank;
+}
+
 /** The slots a job needs, as free and as many as the store says now (learned capacity included); null where the provider has none. */
 function slotsFor(limits: ProviderLimits, pools: readonly PoolStatus[], now: number): { capacity: number; free: number; blockedUntil: number } | null {
   if (limits.slotPools.length === 0) return null;
@@ -179,8 +187,15 @@ export class Timings {
     const open = jobs.filter((job) => job.state === "queued" || job.state === "submitting" || job.state === "running" || job.state === "capturing");
     const timings = new Map<string, JobTiming>();
     if (open.length === 0) return timings;
-    const queuedAt = [...new Set(open.filter((job) => job.state === "queued").map((job) => job.provider))];
+    const queued = open.filter((job) => job.state === "queued");
+    const queuedAt = [...new Set(queued.map((job) => job.provider))];
     const [shapes, pools] = await Promise.all([this.shapes(queuedAt, now), this.pools(now)]);
+    // A shape read before one of these jobs was queued (within FRESH_MS) does not hold it: read again.
+    const stale = new Set(queued.filter((job) => job.queueRank !== null && !holds(shapes.get(job.provider), job)).map((job) => job.provider));
+    if (stale.size > 0) {
+      for (const provider of stale) this.recent.shapes.delete(provider);
+      for (const [provider, shape] of await this.shapes([...stale], now)) shapes.set(provider, shape);
+    }
     for (const job of open) timings.set(job.id, await this.timingOf(job, shapes.get(job.provider), pools, now));
     return timings;
   }
@@ -203,21 +218,27 @@ export class Timings {
     return (await this.of([job], now)).get(job.id) ?? NO_TIMING;
   }
 
+  /**
+   * When a request would finish if it were queued now by `tenant` at the
+   * tail of its line, behind `aheadHere` more jobs queued there by the same
+   * call (a batch's earlier lines): what `route_by: "time"` compares. Null
+   * while the model's pace is not known.
+   */
+  async finishIfQueued(request: ValidatedRequest, tenant: string, aheadHere: number, now: number): Promise<number | null> {
+    const [shapes, pools] = await Promise.all([this.shapes([request.provider], now), this.pools(now)]);
+    const lines = shapes.get(request.provider)?.lines ?? [];
+    const own = lines.find((line) => line.tenant === tenant);
+    const ahead = (own ? own.tailRank - own.headRank + 1 : 0) + aheadHere;
+    const like = { provider: request.provider, model: request.model, operation: request.operation, body: request.body, facts: request.facts, warnings: request.warnings, nextAttemptAt: now, blockedCode: null };
+    return (await this.queuedTiming(like, fairPosition(lines, tenant, ahead), pools, now)).expectedFinishAt;
+  }
+
   private async timingOf(job: Job, shape: QueueShape | undefined, pools: readonly PoolStatus[], now: number): Promise<JobTiming> {
     const queuePosition = queuePositionOf(job, shape);
+    if (job.state === "queued") return this.queuedTiming(job, queuePosition, pools, now);
     const pace = await this.pace(job.provider, job.model, now);
-    if (!pace) return { ...NO_TIMING, queuePosition };
+    if (!pace) return NO_TIMING;
     switch (job.state) {
-      case "queued": {
-        if (job.blockedCode !== null) return { ...NO_TIMING, queuePosition };
-        const limits = this.limitsOf(job);
-        if (!limits || queuePosition === null) return { ...NO_TIMING, queuePosition };
-        const slots = slotsFor(limits, pools, now);
-        const rate = drainPerMs(limits, slots, pace);
-        const waiting = Math.max(0, queuePosition - (slots?.free ?? queuePosition));
-        const start = Math.max(now + (Number.isFinite(rate) ? waiting / rate : 0), job.nextAttemptAt, slots?.blockedUntil ?? 0);
-        return { queuePosition, expectedStartAt: Math.round(start), expectedFinishAt: Math.round(start + pace.totalMs) };
-      }
       case "submitting":
         return { queuePosition: null, expectedStartAt: job.submitSentAt ?? now, expectedFinishAt: Math.round(now + pace.totalMs) };
       case "running":
@@ -231,11 +252,24 @@ export class Timings {
     }
   }
 
-  private limitsOf(job: Job): ProviderLimits | null {
+  /** A queued job's (or request's) expected start and finish, from its position, the slots free and its model's pace. */
+  private async queuedTiming(job: QueuedLike, queuePosition: number | null, pools: readonly PoolStatus[], now: number): Promise<JobTiming> {
+    const pace = await this.pace(job.provider, job.model, now);
+    if (!pace || job.blockedCode !== null || queuePosition === null) return { ...NO_TIMING, queuePosition };
+    const limits = this.limitsOf(job);
+    if (!limits) return { ...NO_TIMING, queuePosition };
+    const slots = slotsFor(limits, pools, now);
+    const rate = drainPerMs(limits, slots, pace);
+    const waiting = Math.max(0, queuePosition - (slots?.free ?? queuePosition));
+    const start = Math.max(now + (Number.isFinite(rate) ? waiting / rate : 0), job.nextAttemptAt, slots?.blockedUntil ?? 0);
+    return { queuePosition, expectedStartAt: Math.round(start), expectedFinishAt: Math.round(start + pace.totalMs) };
+  }
+
+  private limitsOf(job: ValidatedRequest): ProviderLimits | null {
     const adapter = this.runtime.providers.get(job.provider)?.adapter;
     if (!adapter) return null;
     try {
-      return adapter.limits(validatedOf(job));
+      return adapter.limits(job);
     } catch {
       return null;
     }

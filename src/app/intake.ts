@@ -217,7 +217,7 @@ export async function submitJob(runtime: Runtime, caller: Caller, submission: Jo
   const notifyUrl = await checkNotifyUrl(runtime, submission.notifyUrl);
   const budget = await budgetOf(runtime, caller);
   // A common request is routed within what the budget has left (a dearer target is not eligible).
-  const routing = budget?.status ? { budgetLeftMicroUsd: budget.status.ceilingMicroUsd - budget.status.committedMicroUsd } : {};
+  const routing = { tenant: caller.tenant, ...(budget?.status ? { budgetLeftMicroUsd: budget.status.ceilingMicroUsd - budget.status.committedMicroUsd } : {}) };
   const prepared = { ...(await prepareRequest(runtime, ref, submission.request, "request", routing)), cancelAfterS: submission.cancelAfterS ?? null };
   let outDir: string;
   try {
@@ -253,8 +253,10 @@ export interface PreparedLine {
  * Every line validated, estimated and judged before anything is queued; the
  * problems of all lines together (one per line, naming its field).
  */
-export async function prepareLines(runtime: Runtime, lines: readonly unknown[], readRequest: LineReader, cancelAfterS: { header: number | null } = { header: null }): Promise<PreparedLine[]> {
+export async function prepareLines(runtime: Runtime, lines: readonly unknown[], readRequest: LineReader, cancelAfterS: { header: number | null } = { header: null }, tenant?: string): Promise<PreparedLine[]> {
   if (lines.length === 0) throw new InputError("body", "holds no requests");
+  // route_by "time" counts the batch's earlier lines ahead of each.
+  const routing = { routedHere: new Map<ProviderId, number>(), ...(tenant !== undefined ? { tenant } : {}) };
   const problems: Array<{ origin: string; error: InputError }> = [];
   const prepared: PreparedLine[] = [];
   const refs = new Map<string, number>();
@@ -272,7 +274,7 @@ export async function prepareLines(runtime: Runtime, lines: readonly unknown[], 
       const notifyUrl = await checkNotifyUrl(runtime, body.notify_url);
       const own = readCancelAfterS(body.cancel_after_s, "cancel_after_s");
       if (own !== null && cancelAfterS.header !== null) throw new InputError("Cancel-After", "is given with the line's own cancel_after_s: send one of them", "Cancel-After for every line, or cancel_after_s on the lines");
-      prepared.push({ prepared: { ...(await prepareRequest(runtime, body.ref, readRequest(body), `line ${line}`)), cancelAfterS: own ?? cancelAfterS.header }, notifyUrl });
+      prepared.push({ prepared: { ...(await prepareRequest(runtime, body.ref, readRequest(body), `line ${line}`, routing)), cancelAfterS: own ?? cancelAfterS.header }, notifyUrl });
     } catch (error) {
       if (error instanceof InputError) problems.push({ origin: `line ${line}`, error });
       else throw error;
@@ -306,7 +308,7 @@ export async function submitBatch(
   idempotency: IdempotencyRequest | null = null,
   cancelAfterHeaderS: number | null = null,
 ): Promise<{ status: 200 | 201; batchId: string; jobs: Job[]; created: number }> {
-  const prepared = await prepareLines(runtime, lines, readRequest, { header: cancelAfterHeaderS });
+  const prepared = await prepareLines(runtime, lines, readRequest, { header: cancelAfterHeaderS }, caller.tenant);
   const budget = await budgetOf(runtime, caller);
   const items = prepared.map((line) => line.prepared);
   let outDir: string;

@@ -11,6 +11,8 @@ import { deadlineOf } from "../core/deadline.js";
 import { INPUT_FILES_FACT, inputFilesOf, type InputFile } from "./request-view.js";
 import type { Runtime } from "./runtime.js";
 import type { NewJob } from "../store/store.js";
+import { Timings } from "./eta.js";
+import { LOCAL_TENANT } from "../core/tenant.js";
 
 export interface PreparedJob {
   /** Where the job came from, for messages ("line 3", "--prompt"). */
@@ -52,6 +54,14 @@ export interface PrepareOptions {
    * is over it is not eligible. Default: the configuration's MEDIAGATE_BUDGET_USD, the ceiling of a command.
    */
   budgetLeftMicroUsd?: number | null;
+  /** Whose job it will be (`route_by: "time"` counts the jobs ahead in its line); default the local operator. */
+  tenant?: string;
+  /**
+   * Jobs this same call routed to each provider already (a batch's earlier
+   * lines, not stored yet): `route_by: "time"` counts them ahead too, so a
+   * batch spreads as the queues it fills grow. Updated by each routed job.
+   */
+  routedHere?: Map<ProviderId, number>;
 }
 
 /**
@@ -194,8 +204,18 @@ async function prepareRouted(runtime: Runtime, origin: string, ref: string, requ
   try {
     const world = routeWorldOf(runtime);
     const budgeted = options.budgetLeftMicroUsd !== undefined ? { ...world, budget: { leftMicroUsd: options.budgetLeftMicroUsd, allowUnpriced: false } } : world;
-    const { verdicts, order } = await planRoute(request.common, request.targets, request.routeBy, budgeted);
+    const routedHere = options.routedHere ?? new Map<ProviderId, number>();
+    const timed: RouteWorld =
+      request.routeBy === "time"
+        ? {
+            ...budgeted,
+            finishIfQueued: async (validated) =>
+              new Timings(runtime, await runtime.store()).finishIfQueued(validated, options.tenant ?? LOCAL_TENANT, routedHere.get(validated.provider) ?? 0, Date.now()),
+          }
+        : budgeted;
+    const { verdicts, order } = await planRoute(request.common, request.targets, request.routeBy, timed);
     const chosen = order[0]!;
+    routedHere.set(chosen.validated.provider, (routedHere.get(chosen.validated.provider) ?? 0) + 1);
     return { origin, ref, validated: chosen.validated, estimate: chosen.estimate, route: { order, verdicts, fallbackOnFailure: request.fallbackOnFailure } };
   } catch (error) {
     if (error instanceof InputError) throw new PreparedInputError(origin, error);

@@ -18,9 +18,11 @@ import type { Runtime } from "../app/runtime.js";
 export async function prepareBatch(runtime: Runtime, file: string): Promise<PreparedJob[]> {
   const { lines, problems } = parseBatchFile(file);
   const prepared: PreparedJob[] = [];
+  // route_by "time" counts the file's earlier lines ahead of each.
+  const routing = { routedHere: new Map<ProviderId, number>() };
   for (const line of lines) {
     try {
-      prepared.push({ ...(await prepareJob(runtime, `line ${line.line}`, line.ref, line.request)), cancelAfterS: line.cancelAfterS });
+      prepared.push({ ...(await prepareJob(runtime, `line ${line.line}`, line.ref, line.request, routing)), cancelAfterS: line.cancelAfterS });
     } catch (error) {
       if (error instanceof PreparedInputError || error instanceof InputError) problems.push(error.message);
       else throw error;

@@ -13,8 +13,8 @@ export interface RouteTarget extends CommonTarget {
   name: string;
 }
 
-export type RouteBy = "order" | "price";
-export const ROUTE_BY: readonly RouteBy[] = ["order", "price"];
+export type RouteBy = "order" | "price" | "time";
+export const ROUTE_BY: readonly RouteBy[] = ["order", "price", "time"];
 
 export const TARGET_ALLOWED = "provider/model, e.g. d/gen-2-pro; B's operations as b/<vendor>/<model>/<function>";
 
@@ -49,6 +49,8 @@ export interface RouteWorld {
   halted(): Promise<ReadonlyMap<ProviderId, string>>;
   /** What one job may still commit under the command's budget, or null without a budget; and whether unpriced jobs are allowed under it. */
   budget: { leftMicroUsd: number | null; allowUnpriced: boolean };
+  /** When a request sent to this target now would be expected to finish (`route_by: "time"`); null while unknown. */
+  finishIfQueued?(validated: ValidatedRequest): Promise<number | null>;
 }
 
 /** A target that can take the request: what would be sent and what it is estimated to cost. */
@@ -146,7 +148,8 @@ async function judge(common: CommonRequest, target: RouteTarget, world: RouteWor
 /**
  * Every target of a route judged, in the route's order, and the eligible ones
  * in the order they are to be tried: the route's, or by estimate for
- * `route_by: "price"` (unpriced last, ties in the route's order). Throws
+ * `route_by: "price"` (unpriced last, ties in the route's order), or by
+ * expected finish for `route_by: "time"` (price breaking ties). Throws
  * `NoEligibleTargetError` when none can take the request, InputError when the
  * request itself is malformed.
  */
@@ -164,10 +167,18 @@ export async function planRoute(
   for (const target of targets) verdicts.push(await judge(common, target, world, halts));
   const order = verdicts.flatMap((verdict) => (verdict.eligible ? [verdict.eligible] : []));
   if (order.length === 0) throw new NoEligibleTargetError(field, verdicts);
+  const cost = (entry: EligibleTarget) => entry.estimate.microUsd ?? Number.POSITIVE_INFINITY;
   if (routeBy === "price") {
-    const cost = (entry: EligibleTarget) => entry.estimate.microUsd ?? Number.POSITIVE_INFINITY;
     // Array.prototype.sort is stable: equal estimates keep the route's order.
     order.sort((left, right) => cost(left) - cost(right));
+  }
+  if (routeBy === "time") {
+    // The earliest expected finish, to the second; price breaks ties; a target whose pace is not known yet goes after
+    // those whose is (by price among themselves).
+    const finishes = new Map<EligibleTarget, number>();
+    for (const entry of order) finishes.set(entry, Math.ceil(((await world.finishIfQueued?.(entry.validated)) ?? Number.POSITIVE_INFINITY) / 1_000));
+    const finish = (entry: EligibleTarget) => finishes.get(entry)!;
+    order.sort((left, right) => (finish(left) === finish(right) ? 0 : finish(left) - finish(right)) || cost(left) - cost(right));
   }
   return { verdicts, order };
 }
@@ -274,7 +285,7 @@ export function routedRequestFrom(value: Record<string, unknown>, readImage: (te
     }
   }
   const routeBy = value.route_by ?? "order";
-  if (!ROUTE_BY.includes(routeBy as RouteBy)) throw new InputError("route_by", `must be order or price, got ${JSON.stringify(routeBy)}`, ROUTE_BY.join(", "));
+  if (!ROUTE_BY.includes(routeBy as RouteBy)) throw new InputError("route_by", `must be order, price or time, got ${JSON.stringify(routeBy)}`, ROUTE_BY.join(", "));
   const fallback = value.fallback_on_failure ?? false;
   if (typeof fallback !== "boolean") throw new InputError("fallback_on_failure", `must be true or false, got ${JSON.stringify(fallback)}`);
   return { common: common as unknown as CommonRequest, targets, routeBy: routeBy as RouteBy, fallbackOnFailure: fallback };

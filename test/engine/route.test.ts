@@ -62,7 +62,7 @@ describe("routing: the wire form", () => {
     expect(error.reason).toBe("is not a field of a common request");
   });
 
-  it("routing: exactly one of model and route; a route is a non-empty list without repeats; route_by is order or price", () => {
+  it("routing: exactly one of model and route; a route is a non-empty list without repeats; route_by is order, price or time", () => {
     expect(inputError(() => routedRequestFrom({ task: "image", prompt: "p" }, noReadImages)).reason).toMatch(/or route is required/);
     expect(inputError(() => routedRequestFrom({ task: "image", prompt: "p", model: "d/gen-2-pro", route: ["f/x"] }, noReadImages)).reason).toMatch(/and route both name targets/);
     expect(inputError(() => routedRequestFrom({ task: "image", prompt: "p", route: [] }, noReadImages)).field).toBe("route");
@@ -140,6 +140,18 @@ describe("routing: judging each target before anything is sent", () => {
     expect(byPrice.order.at(-1)!.target.name).toBe("f/img-v2");
     const inOrder = await planRoute(fox, targets(...names), "order", world());
     expect(inOrder.order.map((entry) => entry.target.name)).toEqual(names);
+  });
+
+  it("routing: route_by time orders the eligible targets by expected finish (to the second), price breaking ties, those with no expected finish last", async () => {
+    const names = ["d/gen-2-max", "d/gen-2-pro", "f/img-v2", "d/gen-2-flex"];
+    const finishing: Record<string, number | null> = { "gen-2-max": 40_000, "gen-2-pro": 90_000, "img-v2": 12_000, "gen-2-flex": null };
+    const timed = (finishes: Record<string, number | null>): RouteWorld => ({ ...world(), finishIfQueued: async (validated) => finishes[validated.model] ?? null });
+    const byTime = await planRoute(fox, targets(...names), "time", timed(finishing));
+    expect(byTime.order.map((entry) => entry.target.name)).toEqual(["f/img-v2", "d/gen-2-max", "d/gen-2-pro", "d/gen-2-flex"]);
+    // Within the same second, the cheaper goes first (gen-2-pro is cheaper than gen-2-max).
+    const tied = await planRoute(fox, targets(...names), "time", timed({ ...finishing, "gen-2-max": 12_000_400, "gen-2-pro": 12_000_900, "img-v2": 99_000_000 }));
+    expect(tied.order.map((entry) => entry.target.name)).toEqual(["d/gen-2-pro", "d/gen-2-max", "f/img-v2", "d/gen-2-flex"]);
+    expect(tied.order[0]!.estimate.microUsd!).toBeLessThan(tied.order[1]!.estimate.microUsd!);
   });
 
   it("routing: under a budget, a target whose estimate is over what is left, or that is unpriced, is not eligible (unless unpriced jobs are allowed)", async () => {
