@@ -308,7 +308,8 @@ export class Timings {
       const value = this.store.recentRenderSamples(provider, model, SAMPLES).then(paceOf);
       cached = { at: now, value };
       this.recent.paces.set(key, cached);
-      value.catch(() => this.recent.paces.delete(key));
+      // No pace yet is not kept: the first job of a model to finish gives one at once (reading none is one seek).
+      value.then((pace) => pace === null && this.recent.paces.get(key) === cached && this.recent.paces.delete(key)).catch(() => this.recent.paces.delete(key));
     }
     return cached!.value;
   }

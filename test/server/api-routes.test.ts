@@ -169,6 +169,45 @@ describe("bodies and routes refused, in the one error shape", () => {
   });
 });
 
+describe("when will it finish (issue 37, part 1): queue position and expected times on every job the API answers", () => {
+  it("a queued job has its position among the caller's jobs waiting at D, and, once D's model has a pace, its expected start and finish; admission warns when that finish is past the deadline; an ended job has none", async () => {
+    const store = await runtime.store();
+    // A pace for gen-2-pro: three jobs that rendered 10 s and were saved 2 s later (nothing runs here: no engine).
+    const at = Date.now() - 600_000;
+    await store.insertJobs(["paced-1", "paced-2", "paced-3"].map((ref) => ({ id: `job_${ref}`, ref, batchId: null, provider: "d" as const, model: "gen-2-pro", operation: null, body: {}, facts: {}, warnings: [], estimateMicroUsd: 30_000, estimateSource: "test", outDir: folder.path })), at);
+    for (const ref of ["paced-1", "paced-2", "paced-3"]) {
+      await store.transition(`job_${ref}`, { state: "queued" }, "submitting", {}, "claimed", at);
+      await store.transition(`job_${ref}`, { state: "submitting" }, "running", { submittedAt: at }, "accepted", at);
+      await store.transition(`job_${ref}`, { state: "running" }, "capturing", { providerDoneAt: at + 10_000 }, "done", at + 10_000);
+      await store.transition(`job_${ref}`, { state: "capturing" }, "succeeded", { finishedAt: at + 12_000 }, "saved", at + 12_000);
+    }
+    const before = Date.now();
+    const first = await call("POST", "/v1/jobs", { body: image("eta-1") });
+    const second = await call("POST", "/v1/jobs", { body: image("eta-2") });
+    expect(first.body.queue_position).toBeGreaterThanOrEqual(1);
+    expect(second.body.queue_position).toBe(first.body.queue_position + 1);
+    // D's 24 slots are free (nothing runs): it starts at once, and is done after the 12 s its model takes.
+    const start = Date.parse(second.body.expected_start_at);
+    expect(start).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(second.body.expected_finish_at) - start).toBe(12_000);
+    expect(second.body.warnings).toEqual([]);
+    const read = await call("GET", `/v1/jobs/${second.body.id}`);
+    expect(read.body).toMatchObject({ queue_position: second.body.queue_position, expected_finish_at: expect.stringMatching(/Z$/) });
+    const listed = (await call("GET", "/v1/jobs?limit=200")).body.jobs;
+    expect(listed.find((job: { ref: string }) => job.ref === "eta-2")).toMatchObject({ queue_position: second.body.queue_position });
+    expect(listed.find((job: { ref: string }) => job.ref === "paced-1")).toMatchObject({ queue_position: null, expected_start_at: null, expected_finish_at: null });
+    // 12 s of work cannot be done in 5.
+    const late = await call("POST", "/v1/jobs", { body: { ...image("eta-late"), cancel_after_s: 5 } });
+    expect(late.status).toBe(201);
+    expect(late.body.warnings).toEqual([expect.stringMatching(/^expected to finish at \d{4}-\d\d-\d\dT[\d:.]+Z, after its deadline \d{4}-\d\d-\d\dT[\d:.]+Z \(cancel_after_s\): not sent by then it is cancelled, and sent it may run past it$/)]);
+    const batch = await call("POST", "/v1/batches", { body: [{ ...image("eta-b1"), cancel_after_s: 3_600 }, { ...image("eta-b2"), cancel_after_s: 5 }] });
+    expect(batch.body.jobs.map((job: { warnings: string[] }) => job.warnings.length)).toEqual([0, 1]);
+    expect(batch.body.jobs[1].queue_position).toBe(batch.body.jobs[0].queue_position + 1);
+    // The warning is the answer's, not stored with the job.
+    expect((await call("GET", `/v1/jobs/${late.body.id}`)).body.warnings).toEqual([]);
+  });
+});
+
 describe("with tokens: who calls, and what each may do", () => {
   let alice: string;
   let reader: string;

@@ -247,13 +247,15 @@ for (const factory of storeFactories) {
       await finished("other-model", 20_000, 50_000, 1_000, { model: "gen-2-max" });
       await finished("other-provider", 20_000, 50_000, 1_000, { provider: "c", model: "gen-2-pro" });
       await jobIn("still-running", "running", "o");
+      // The submit's send and the saving are known where they were written (the eta's slot hold and total, issue 37).
+      await store.updateJob("job_newest", { state: "running" }, { submitSentAt: 29_500, finishedAt: 40_000 }, 40_000);
       expect(await store.recentRenderSamples("d", "gen-2-pro", 10)).toEqual([
-        { doneElapsedMs: 9_000, pendingElapsedMs: null },
-        { doneElapsedMs: 8_000, pendingElapsedMs: 7_500 },
-        { doneElapsedMs: 7_000, pendingElapsedMs: 6_000 },
+        { doneElapsedMs: 9_000, pendingElapsedMs: null, finishedElapsedMs: 10_000, sentToDoneMs: 9_500 },
+        { doneElapsedMs: 8_000, pendingElapsedMs: 7_500, finishedElapsedMs: null, sentToDoneMs: null },
+        { doneElapsedMs: 7_000, pendingElapsedMs: 6_000, finishedElapsedMs: null, sentToDoneMs: null },
       ]);
       expect(await store.recentRenderSamples("d", "gen-2-pro", 2)).toHaveLength(2);
-      expect(await store.recentRenderSamples("d", "gen-2-max", 10)).toEqual([{ doneElapsedMs: 30_000, pendingElapsedMs: 1_000 }]);
+      expect(await store.recentRenderSamples("d", "gen-2-max", 10)).toEqual([{ doneElapsedMs: 30_000, pendingElapsedMs: 1_000, finishedElapsedMs: null, sentToDoneMs: null }]);
       expect(await store.recentRenderSamples("a", "gen-2-pro", 10)).toEqual([]);
     });
   });
