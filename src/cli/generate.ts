@@ -21,6 +21,7 @@ import { resumeCommand } from "./resume-command.js";
 import { runJobs } from "./run-jobs.js";
 import { readCancelAfterS } from "../core/deadline.js";
 import { outputFlagOf, runtimeOf, type GlobalOptions } from "./globals.js";
+import { deadlineWarning, NO_TIMING, timingsOf } from "../app/eta.js";
 
 export interface RequestFlags {
   provider?: string;
@@ -278,6 +279,9 @@ export function registerGenerate(program: Command, globals: () => GlobalOptions,
           `job ${job.id} (ref ${job.ref}) on ${job.provider.toUpperCase()} ${job.model}; estimate ${prepared.estimate.microUsd === null ? "unpriced" : formatMicroUsd(prepared.estimate.microUsd)} (${prepared.estimate.source})\n` +
             (flags.ref === undefined ? `if interrupted, resume it (not pay again) with: ${resumeHint}\n` : ""),
         );
+        // Admission's warning (issue 37): expected to finish after its deadline.
+        const late = deadlineWarning(job, (await timingsOf(runtime, [job])).get(job.id) ?? NO_TIMING);
+        if (late) process.stderr.write(`mediagate: warning: ${late}\n`);
         const result = await runJobs(runtime, [job.id], { json, resumeHint, progress: "job", scope: { jobIds: [job.id] } });
         const finished = (await store.getJob(job.id))!;
         if (!json && !result.interrupted) {

@@ -42,6 +42,21 @@ describe("mediagate generate on D (CLI against the sandbox over loopback)", () =
     expect(job.cost).toMatchObject({ estimate_micro_usd: 30_000, charge_micro_usd: 30_000 });
   });
 
+  it("--cancel-after: a job expected to finish after its deadline is warned of at admission (issue 37); sent, it runs to its end at D and show says the deadline was missed", async () => {
+    world.d.setRenderTimeMs(1_500);
+    // A first job teaches the model's pace (1.5 s and more).
+    expect((await runCli([...generateArgs, "--ref", "pace"], { env: world.env })).code).toBe(0);
+    const late = await runCli([...generateArgs, "--ref", "late", "--cancel-after", "1"], { env: world.env });
+    expect(late.code, late.stderr).toBe(0);
+    expect(late.stderr).toMatch(/^mediagate: warning: expected to finish at \d{4}-\d\d-\d\dT[\d:.]+Z, after its deadline \d{4}-\d\d-\d\dT[\d:.]+Z \(cancel_after_s\): not sent by then it is cancelled, and sent it may run past it$/m);
+    const shown = JSON.parse((await runCli(["show", "late", "--json"], { env: world.env })).stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({ state: "succeeded", deadline_missed: true, queue_position: null, expected_start_at: null, expected_finish_at: null });
+    // A deadline it can meet: no warning.
+    const easy = await runCli([...generateArgs, "--ref", "easy", "--cancel-after", "600"], { env: world.env });
+    expect(easy.code, easy.stderr).toBe(0);
+    expect(easy.stderr).not.toMatch(/warning: expected to finish/);
+  });
+
   it("bad input is refused before anything is sent, naming the field and what is allowed", async () => {
     const result = await runCli(["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "x", "--width", "1000", "--height", "768"], { env: world.env });
     expect(result.code).toBe(2);
