@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { deadlineWarning, fairPosition, paceOf, Timings } from "../../src/app/eta.js";
 import { createRuntime, type Runtime } from "../../src/app/runtime.js";
 import type { Store } from "../../src/store/store.js";
-import { newDJob, storeFactories, tempDir } from "../helpers/stores.js";
+import { finishedDJob as finished, newDJob, storeFactories, tempDir } from "../helpers/stores.js";
 
 /**
  * When will it finish (issue 37, part 1): queue positions from queue ranks
@@ -22,16 +22,6 @@ function dRuntime(): Pick<Runtime, "providers"> {
   const runtime = createRuntime({ env: {}, overrides: { MEDIAGATE_D_API_KEY: "d-test-key", MEDIAGATE_STORE: `sqlite:${folder.path}/unused.db`, MEDIAGATE_OUTPUT_DIR: folder.path } });
   cleanups.push(() => runtime.close());
   return runtime;
-}
-
-/** A job that ran `renderMs` at D and was saved `captureMs` later: what a pace is learned from. */
-async function finished(store: Store, ref: string, at: number, renderMs: number, captureMs: number): Promise<void> {
-  await store.insertJobs([newDJob(ref)], at);
-  const id = `job_${ref}`;
-  await store.transition(id, { state: "queued" }, "submitting", {}, "claimed", at);
-  await store.transition(id, { state: "submitting" }, "running", { submittedAt: at }, "accepted", at);
-  await store.transition(id, { state: "running" }, "capturing", { providerDoneAt: at + renderMs }, "done", at + renderMs);
-  await store.transition(id, { state: "capturing" }, "succeeded", { finishedAt: at + renderMs + captureMs }, "saved", at + renderMs + captureMs);
 }
 
 const D_POOL = [{ key: "d:account", capacity: 24 }];

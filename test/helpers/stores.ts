@@ -134,3 +134,16 @@ export function failingStore(store: Store, failures: number, options: { fails: (
   });
   return { store: flaky, failed: () => failed };
 }
+
+/**
+ * A D job (`job_<ref>`) that was sent at `at`, rendered `renderMs` and was
+ * saved `captureMs` later: what a model's pace is learned from (issue 37).
+ */
+export async function finishedDJob(store: Store, ref: string, at: number, renderMs: number, captureMs: number, overrides: Partial<NewJob> = {}): Promise<void> {
+  await store.insertJobs([newDJob(ref, overrides)], at);
+  const id = `job_${ref}`;
+  await store.transition(id, { state: "queued" }, "submitting", {}, "claimed", at);
+  await store.transition(id, { state: "submitting" }, "running", { submittedAt: at }, "accepted", at);
+  await store.transition(id, { state: "running" }, "capturing", { providerDoneAt: at + renderMs }, "done", at + renderMs);
+  await store.transition(id, { state: "capturing" }, "succeeded", { finishedAt: at + renderMs + captureMs }, "saved", at + renderMs + captureMs);
+}

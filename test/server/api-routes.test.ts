@@ -8,7 +8,7 @@ import { createToken } from "../../src/app/tokens.js";
 import { createLogger } from "../../src/engine/logger.js";
 import { startSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { buildServer } from "../../src/server/app.js";
-import { tempDir } from "../helpers/stores.js";
+import { finishedDJob, tempDir } from "../helpers/stores.js";
 
 /**
  * Each route of the REST API over real HTTP on loopback, read field by
@@ -174,13 +174,7 @@ describe("when will it finish (issue 37, part 1): queue position and expected ti
     const store = await runtime.store();
     // A pace for gen-2-pro: three jobs that rendered 10 s and were saved 2 s later (nothing runs here: no engine).
     const at = Date.now() - 600_000;
-    await store.insertJobs(["paced-1", "paced-2", "paced-3"].map((ref) => ({ id: `job_${ref}`, ref, batchId: null, provider: "d" as const, model: "gen-2-pro", operation: null, body: {}, facts: {}, warnings: [], estimateMicroUsd: 30_000, estimateSource: "test", outDir: folder.path })), at);
-    for (const ref of ["paced-1", "paced-2", "paced-3"]) {
-      await store.transition(`job_${ref}`, { state: "queued" }, "submitting", {}, "claimed", at);
-      await store.transition(`job_${ref}`, { state: "submitting" }, "running", { submittedAt: at }, "accepted", at);
-      await store.transition(`job_${ref}`, { state: "running" }, "capturing", { providerDoneAt: at + 10_000 }, "done", at + 10_000);
-      await store.transition(`job_${ref}`, { state: "capturing" }, "succeeded", { finishedAt: at + 12_000 }, "saved", at + 12_000);
-    }
+    for (const ref of ["paced-1", "paced-2", "paced-3"]) await finishedDJob(store, ref, at, 10_000, 2_000, { outDir: folder.path });
     const before = Date.now();
     const first = await call("POST", "/v1/jobs", { body: image("eta-1") });
     const second = await call("POST", "/v1/jobs", { body: image("eta-2") });

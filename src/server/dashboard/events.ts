@@ -35,6 +35,8 @@ export interface StreamOptions {
   render(job: Job): Promise<EventMessage | null>;
   /** Panels to draw again after changes (the dashboard's providers and spend). */
   panels?: () => Promise<Record<string, string>>;
+  /** A message drawn again every `everyMs` whatever changes (a job page's queue position); null sends nothing. */
+  tick?: { everyMs: number; message(): Promise<EventMessage | null> };
 }
 
 /** The open streams, ended when the server closes (a stream never ends by itself, and would hold the close). */
@@ -109,11 +111,23 @@ export class EventStreams {
     };
 
     const heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
+    const tick = options.tick;
+    const ticker = tick
+      ? setInterval(() => {
+          chain = chain
+            .then(async () => {
+              const message = ended ? null : await tick.message();
+              if (message) send(message);
+            })
+            .catch((error) => options.log.warn({ err: error instanceof Error ? error.message : String(error) }, "dashboard: could not draw a view's timed part"));
+        }, tick.everyMs)
+      : null;
     const unsubscribe = options.feed.subscribe(subscriber);
     const end = () => {
       if (ended) return;
       ended = true;
       clearInterval(heartbeat);
+      if (ticker) clearInterval(ticker);
       if (panelsTimer) clearTimeout(panelsTimer);
       unsubscribe();
       this.open.delete(end);

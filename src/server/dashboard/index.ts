@@ -2,13 +2,14 @@ import { isUtf8 } from "node:buffer";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { cancelJob } from "../../app/cancel.js";
 import { remoteJob } from "../../app/job-view.js";
+import { NO_TIMING, timingsOf } from "../../app/eta.js";
 import { submitJob, quoteOf } from "../../app/intake.js";
 import { providerStates } from "../../app/provider-states.js";
 import { jobEvents, jobOutput, jobOutputs, listJobs, spendOfDays, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
 import type { Caller } from "../../app/caller.js";
-import type { Job } from "../../core/job.js";
+import { isTerminal, type Job } from "../../core/job.js";
 import type { Engine } from "../../engine/engine.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
@@ -22,7 +23,7 @@ import { ASSETS } from "./assets.js";
 import { EventStreams } from "./events.js";
 import { JobFeed } from "./feed.js";
 import { html, pathOf, queryOf, type Html } from "./html.js";
-import { againPanel, jobPageBody, jobParts } from "./job-view.js";
+import { againPanel, jobPageBody, jobParts, timingPart } from "./job-view.js";
 import { jobListQueryOf, jobRow, jobsSection, matchesFilter, type JobListQuery } from "./jobs-view.js";
 import { pageOf, type PageOptions } from "./layout.js";
 import { errorPageBody, localPath, loginPageBody } from "./login-view.js";
@@ -48,6 +49,8 @@ declare module "fastify" {
 const TABLE_ROWS = 50;
 /** Open event streams at most; more are answered 503 (each holds a connection and a place in the feed). */
 const STREAMS_MAX = 200;
+/** A job page's queue position and expected times are drawn again this often while it waits or runs. */
+const TIMING_EVERY_MS = 2_000;
 
 /**
  * Pages draw nothing from elsewhere and run only this server's own script:
@@ -255,13 +258,13 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const session = request.dashboardSession!;
       const readAt = Date.now();
       const job = await visibleJob(runtime, session.caller, request.params.id);
-      const [outputs, events] = await Promise.all([jobOutputs(runtime, job), jobEvents(runtime, job)]);
+      const [outputs, events, timings] = await Promise.all([jobOutputs(runtime, job), jobEvents(runtime, job), timingsOf(runtime, [job])]);
       return sendPage(reply, 200, {
         title: job.ref,
         session,
         section: "job",
         events: `/events${queryOf({ job: job.id, since: String(readAt) })}`,
-        body: jobPageBody(remoteJob(job), jobParts(remoteJob(job), outputs, events, session), null, againPanel(job, session, runtime.config.publicUrl ?? `${request.protocol}://${request.headers.host ?? "127.0.0.1"}`)),
+        body: jobPageBody(remoteJob(job), jobParts(remoteJob(job), outputs, events, session, timings.get(job.id)), null, againPanel(job, session, runtime.config.publicUrl ?? `${request.protocol}://${request.headers.host ?? "127.0.0.1"}`)),
       });
     });
 
@@ -335,6 +338,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const since = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : Number.isSafeInteger(Number(values.since)) && Number(values.since) > 0 ? Number(values.since) : Date.now();
       if (values.job !== undefined) {
         const job = await visibleJob(runtime, caller, values.job);
+        let latest = job;
         streams.start(reply, {
           feed,
           log,
@@ -344,8 +348,18 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
           shows: () => false,
           since,
           render: async (changed) => {
-            const [outputs, events] = await Promise.all([jobOutputs(runtime, changed), jobEvents(runtime, changed)]);
-            return { event: "job", data: { id: changed.id, state: changed.state, announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, parts: jobParts(remoteJob(changed), outputs, events, session) } };
+            latest = changed;
+            const [outputs, events, timings] = await Promise.all([jobOutputs(runtime, changed), jobEvents(runtime, changed), timingsOf(runtime, [changed])]);
+            return { event: "job", data: { id: changed.id, state: changed.state, announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, parts: jobParts(remoteJob(changed), outputs, events, session, timings.get(changed.id)) } };
+          },
+          // Its queue position and expected times move with the other jobs, between its own changes (issue 37).
+          tick: {
+            everyMs: TIMING_EVERY_MS,
+            message: async () => {
+              if (isTerminal(latest.state)) return null;
+              const timing = (await timingsOf(runtime, [latest])).get(latest.id) ?? NO_TIMING;
+              return { event: "job", data: { id: latest.id, state: latest.state, parts: { timing: timingPart(latest, timing) } } };
+            },
           },
         });
         return reply;

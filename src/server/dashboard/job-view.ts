@@ -4,6 +4,7 @@ import { Html, html, pathOf } from "./html.js";
 import { bytesOf, moneyOf, stateBadge, timeOf } from "./display.js";
 import type { Session } from "./session.js";
 import { chargeUnknownWords } from "../../app/job-view.js";
+import { NO_TIMING, type JobTiming } from "../../app/eta.js";
 import { requestView, type RequestView } from "../../app/request-view.js";
 
 /** How much of an event's detail a timeline shows (provider answers are kept whole in the store). */
@@ -15,7 +16,7 @@ export interface JobPart {
   html: string;
 }
 
-export type JobPartName = "summary" | "outputs" | "timeline" | "actions";
+export type JobPartName = "summary" | "outputs" | "timeline" | "actions" | "timing";
 
 function versionOf(...values: unknown[]): string {
   return createHash("sha256").update(JSON.stringify(values)).digest("base64url").slice(0, 16);
@@ -112,14 +113,32 @@ ${view.route ? html`<dt>Route</dt><dd>${[...view.route.tried, view.route.current
 </dl>`;
 }
 
+/** When it will start and finish (issue 37): its queue position and expected times, drawn again as the queue moves. */
+function timingOf(job: Job, timing: JobTiming): Html {
+  if (isTerminal(job.state)) return html``;
+  const known = timing.queuePosition !== null || timing.expectedStartAt !== null || timing.expectedFinishAt !== null;
+  if (!known) return html`<p class="muted">When it will finish is not known yet: no job of ${job.provider}/${job.model} has finished here.</p>`;
+  return html`<dl class="facts timing">
+${timing.queuePosition !== null ? html`<dt>Queue position</dt><dd>${timing.queuePosition} <span class="muted">among the jobs waiting for ${job.provider.toUpperCase()}</span></dd>` : ""}
+${timing.expectedStartAt !== null ? html`<dt>${job.state === "queued" ? "Expected to start" : "Sent"}</dt><dd>${timeOf(timing.expectedStartAt)}</dd>` : ""}
+<dt>Expected to finish</dt><dd>${timing.expectedFinishAt !== null ? timeOf(timing.expectedFinishAt) : html`<span class="muted">not known yet (no job of its model has finished)</span>`}</dd>
+</dl>`;
+}
+
 /** The parts of the job page that follow the job, each with the version the browser compares before replacing it. */
-export function jobParts(job: Job, outputs: readonly JobOutput[], events: readonly JobEvent[], session: Session): Record<JobPartName, JobPart> {
+export function jobParts(job: Job, outputs: readonly JobOutput[], events: readonly JobEvent[], session: Session, timing: JobTiming = NO_TIMING): Record<JobPartName, JobPart> {
   return {
+    timing: timingPart(job, timing),
     summary: { version: versionOf(job.updatedAt, job.state, job.reason, job.chargeMicroUsd), html: summaryOf(job).text },
     outputs: { version: versionOf(job.state === "succeeded", outputs.map((output) => output.sha256)), html: outputsOf(job, outputs).text },
     timeline: { version: versionOf(events.length, events.at(-1)?.id ?? null), html: timelineOf(events).text },
     actions: { version: versionOf(isTerminal(job.state)), html: actionsOf(job, session).text },
   };
+}
+
+/** The timing part alone: what the job page's stream sends as the queue moves, between the job's own changes. */
+export function timingPart(job: Job, timing: JobTiming): JobPart {
+  return { version: versionOf(isTerminal(job.state), timing), html: timingOf(job, timing).text };
 }
 
 /** A part in its container; its markup was made by `html`, so it goes in as it is. */
@@ -184,7 +203,7 @@ ${notice ? html`<div class="notice" role="status"><p>${notice}</p></div>` : ""}
 <div class="columns">
   <div>
     <section class="panel" aria-labelledby="outputs-title"><h2 id="outputs-title">Outputs</h2>${part("outputs", parts.outputs)}</section>
-    <section class="panel" aria-labelledby="summary-title"><h2 id="summary-title">Job</h2>${part("summary", parts.summary)}${part("actions", parts.actions)}</section>
+    <section class="panel" aria-labelledby="summary-title"><h2 id="summary-title">Job</h2>${part("timing", parts.timing)}${part("summary", parts.summary)}${part("actions", parts.actions)}</section>
     <section class="panel" aria-labelledby="request-title"><h2 id="request-title">Request</h2>${requestPanel(requestView(job))}${again ?? ""}</section>
   </div>
   <section class="panel" aria-labelledby="timeline-title"><h2 id="timeline-title">Timeline</h2>${part("timeline", parts.timeline)}</section>
