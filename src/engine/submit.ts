@@ -19,14 +19,8 @@ export async function submitJob(context: EngineContext, claimed: Job): Promise<v
   const { store, clock, owner } = context;
   if (claimed.deadlineAt !== null && clock.now() >= claimed.deadlineAt) {
     // Claimed after its deadline passed (between two looks at the queue's deadlines): not sent.
-    const words = deadlineWords(claimed.deadlineAt, false);
-    const moved = await persist(context, claimed, `it was cancelled (${words})`, () =>
-      store.transition(claimed.id, { state: "submitting", leaseOwner: owner }, "cancelled", { reason: words, error: { code: "deadline", message: words }, leaseOwner: null, leaseExpiresAt: null }, words, clock.now(), {
-        deadline_at: new Date(claimed.deadlineAt!).toISOString(),
-      }),
-    );
-    if (moved) context.emit(moved);
-    context.wake();
+    // The deadline is the event's detail; the error is the sentence alone, as for a queued job cancelled by it.
+    await fail(context, claimed, "cancelled", "deadline", deadlineWords(claimed.deadlineAt, false), { deadline_at: new Date(claimed.deadlineAt).toISOString() }, false);
     return;
   }
   const adapter = context.adapter(claimed.provider);
@@ -170,13 +164,13 @@ async function requeue(context: EngineContext, job: Job, nextAttemptAt: number, 
   context.wake();
 }
 
-async function fail(context: EngineContext, job: Job, to: "failed" | "unknown_submission", code: string, message: string, detail?: unknown) {
+async function fail(context: EngineContext, job: Job, to: "failed" | "unknown_submission" | "cancelled", code: string, message: string, detail?: unknown, detailInError = true) {
   const moved = await persist(context, job, `it ended ${to} (${code}: ${message})`, () =>
     context.store.transition(
       job.id,
       { state: "submitting", leaseOwner: context.owner },
       to,
-      { error: { code, message, ...(detail !== undefined ? { detail } : {}) }, leaseOwner: null, leaseExpiresAt: null, reason: message },
+      { error: { code, message, ...(detail !== undefined && detailInError ? { detail } : {}) }, leaseOwner: null, leaseExpiresAt: null, reason: message },
       message,
       context.clock.now(),
       detail,

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/core/clock.js";
 import type { Store } from "../../src/store/store.js";
 import { startDWorld, type DWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
@@ -57,6 +58,36 @@ for (const kind of storeFactories) {
       await untilJob(worker.engine, store, "job_in-time", (job) => job.state === "succeeded");
       expect((await untilJob(worker.engine, store, "job_too-late", (job) => job.state === "cancelled")).error?.code).toBe("deadline");
       expect(world.submits()).toBe(1);
+    });
+
+    it("a job whose deadline passes between its claim and its send is cancelled, not sent: submitting → cancelled, error deadline, the deadline in the event's detail", async () => {
+      const { world, store } = await open(kind);
+      // The engine's clock jumps two minutes the moment the job is claimed: its deadline (one minute) passed after
+      // the loop's look at the queue's deadlines, before the send.
+      let offset = 0;
+      const clock = { now: () => Date.now() + offset, sleep: systemClock.sleep };
+      const jumping = new Proxy(store, {
+        get(target, property, receiver) {
+          const value = Reflect.get(target, property, receiver) as unknown;
+          if (property !== "claimForSubmit") return typeof value === "function" ? value.bind(target) : value;
+          return async (...args: Parameters<Store["claimForSubmit"]>) => {
+            const result = await target.claimForSubmit(...args);
+            if (result.kind === "claimed") offset = 120_000;
+            return result;
+          };
+        },
+      });
+      await store.insertJobs([newDJob("claimed-late", { deadlineAt: Date.now() + 60_000 })], Date.now());
+      const worker = engineFor(world, jumping, { clock });
+      cleanups.push(() => worker.engine.stop());
+      worker.engine.start();
+      const ended = await untilJob(worker.engine, store, "job_claimed-late", (job) => job.state === "cancelled");
+      expect(ended.error).toEqual({ code: "deadline", message: expect.stringMatching(/^its deadline \(\d{4}-\d\d-\d\dT[\d:.]+Z\) passed before it was sent; nothing was sent or charged$/) });
+      expect(ended.leaseOwner).toBeNull();
+      const last = (await store.events(ended.id)).at(-1)!;
+      expect(last).toMatchObject({ fromState: "submitting", toState: "cancelled", detail: { deadline_at: new Date(ended.deadlineAt!).toISOString() } });
+      expect(world.submits()).toBe(0);
+      expect(await store.poolStatus()).toEqual([expect.objectContaining({ key: "d:account", held: 0 })]);
     });
 
     it("the store reads past-deadline jobs as one range, earliest first, a page at a time, only queued ones, only a scope's when given", async () => {
