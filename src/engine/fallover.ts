@@ -27,6 +27,8 @@ export async function fallOver(context: EngineContext, job: Job, from: "queued" 
     failingSince: null,
   };
   const reason = `handed from ${route.current} to ${next.name}: ${why}`;
+  // It joins the end of its tenant's line at the next target (its queue position, issue 37).
+  const queueRank = await context.store.nextQueueRank(next.provider, job.tenant);
   const updated = await context.store.transition(
     job.id,
     // A queued job has no lease that tells another engine moved it meanwhile (two engines rerouting one halted
@@ -58,6 +60,7 @@ export async function fallOver(context: EngineContext, job: Job, from: "queued" 
       leaseOwner: null,
       leaseExpiresAt: null,
       nextAttemptAt: now,
+      queueRank,
       reason,
     },
     reason,

@@ -134,23 +134,26 @@ async function queueRanksFor(trx: Db, jobs: readonly NewJob[]): Promise<number[]
     const tenant = job.tenant ?? LOCAL_TENANT;
     const key = `${job.provider}\u0000${tenant}`;
     let rank = next.get(key);
-    if (rank === undefined) {
-      const last = await trx
-        .selectFrom("jobs")
-        .select("queue_rank")
-        .where("state", "=", "queued")
-        .where("provider", "=", job.provider)
-        .where("tenant", "=", tenant)
-        .where("queue_rank", "is not", null)
-        .orderBy("queue_rank", "desc")
-        .limit(1)
-        .executeTakeFirst();
-      rank = Number(last?.queue_rank ?? 0) + 1;
-    }
+    rank ??= await nextQueueRank(trx, job.provider, tenant);
     ranks.push(rank);
     next.set(key, rank + 1);
   }
   return ranks;
+}
+
+/** One more than the last rank queued for `tenant` at `provider` (one seek of jobs_queue_rank, migration 21); 1 for an empty line. */
+export async function nextQueueRank(db: Db, provider: string, tenant: string): Promise<number> {
+  const last = await db
+    .selectFrom("jobs")
+    .select("queue_rank")
+    .where("state", "=", "queued")
+    .where("provider", "=", provider)
+    .where("tenant", "=", tenant)
+    .where("queue_rank", "is not", null)
+    .orderBy("queue_rank", "desc")
+    .limit(1)
+    .executeTakeFirst();
+  return Number(last?.queue_rank ?? 0) + 1;
 }
 
 /** A ref as its tenant knows it: refs are unique per tenant (migration 17), so a lookup key holds both. */

@@ -10,7 +10,7 @@ import { dueOwned, dueQueued, dueSettlements, nextDueAt, routedQueued } from "./
 import { events, noteEvent } from "./events.js";
 import { clearHalt, haltProvider, halts } from "./halts.js";
 import { admit, type Admission, type AdmissionOutcome } from "./admission.js";
-import { findJob, getJob, insertJobs, jobByProviderJobId, jobsByRefs, listJobs, outputs, outputsOfJobs, recentRenderSamples } from "./jobs.js";
+import { findJob, getJob, insertJobs, jobByProviderJobId, jobsByRefs, listJobs, nextQueueRank, outputs, outputsOfJobs, recentRenderSamples } from "./jobs.js";
 import { adoptOrphans, releaseLeases, renewLeases } from "./leases.js";
 import { claimDueNotifications, keepNotificationBody, notificationsOf, notificationsOwed, recordNotificationAttempt } from "./notifications.js";
 import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.js";
@@ -295,6 +295,10 @@ export class KyselyStore implements Store {
 
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]> {
     return recentRenderSamples(this.context, provider, model, limit);
+  }
+
+  nextQueueRank(provider: ProviderId, tenant: string): Promise<number> {
+    return nextQueueRank(this.context.db, provider, tenant);
   }
 
   queueShapes(providers: readonly ProviderId[]): Promise<QueueShape[]> {

@@ -108,6 +108,7 @@ export function patchToRow(patch: JobPatch): Partial<JobsTable> {
   if (patch.blockedCode !== undefined) row.blocked_code = patch.blockedCode;
   if (patch.outDir !== undefined) row.out_dir = patch.outDir;
   if (patch.provider !== undefined) row.provider = patch.provider;
+  if (patch.queueRank !== undefined) row.queue_rank = patch.queueRank;
   if (patch.model !== undefined) row.model = patch.model;
   if (patch.operation !== undefined) row.operation = patch.operation;
   if (patch.facts !== undefined) row.facts_json = JSON.stringify(patch.facts);

@@ -108,6 +108,8 @@ export type JobPatch = Partial<
     | "estimateMicroUsd"
     | "estimateSource"
     | "route"
+    // Its place at the end of the next target's line (migration 21).
+    | "queueRank"
   >
 >;
 
@@ -424,6 +426,8 @@ export interface Store {
   hasActiveTokens(): Promise<boolean>;
 
   recentRenderSamples(provider: string, model: string, limit: number): Promise<RenderSample[]>;
+  /** The rank a job queued now by `tenant` at `provider` takes: one more than the last one's (one seek of jobs_queue_rank). */
+  nextQueueRank(provider: ProviderId, tenant: string): Promise<number>;
   /** Each provider's queue as lines of tenants (queue positions, issue 37): a few seeks per tenant waiting, never a read of the jobs in line. */
   queueShapes(providers: readonly ProviderId[]): Promise<QueueShape[]>;
   ledgerTotal(filter?: { provider?: ProviderId; from?: number; to?: number }): Promise<number>;

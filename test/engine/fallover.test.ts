@@ -172,6 +172,8 @@ for (const factory of storeFactories) {
 
     it("a queued job (the halts' reroute) moves to the next target: its request, estimate and route become that target's, D recorded as tried and why; the event says from, to and why, without a detail when none was given", async () => {
       const job = await queued([F_STEP, G_STEP]);
+      // Two of its tenant's jobs wait at F already: it joins the end of that line (its queue position, issue 37).
+      await store.insertJobs([newDJob("f-1", { provider: "f", model: "img-v2" }), newDJob("f-2", { provider: "f", model: "img-v2" })], NOW - 30_000);
       const engine = engineOn(store);
       expect(await fallOver(engine.context, job, "queued", "D is halted (insufficient_credits: no credits)")).toBe(true);
 
@@ -190,6 +192,7 @@ for (const factory of storeFactories) {
         attempts: 0,
         leaseOwner: null,
         nextAttemptAt: NOW,
+        queueRank: 3,
         reason,
       });
       expect(moved.route).toEqual({

@@ -128,6 +128,7 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
   { name: "getJob", run: (store) => store.getJob("job_q00003") },
   // Every job read through the API or the dashboard estimates its start (issue 37): the tenants' lines, never the queue.
   { name: "queueShapes (queue positions)", run: (store) => store.queueShapes(["d", "e"]) },
+  { name: "nextQueueRank (a job queued, or moved to its next target)", run: (store) => store.nextQueueRank("d", "local") },
   { name: "recentRenderSamples (a model's pace)", run: (store) => store.recentRenderSamples("d", "gen-2-pro", 50) },
   { name: "jobByProviderJobId (a webhook)", run: (store) => store.jobByProviderJobId("d", "p4") },
   { name: "renewLeases", run: (store) => store.renewLeases(OWNER, NOW + 600_000) },
