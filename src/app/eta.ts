@@ -124,16 +124,14 @@ export function fairPosition(lines: readonly TenantLine[], tenant: string, ahead
 /** A queued job's place among the jobs waiting at its provider, or null (no rank, or its line not read). */
 export function queuePositionOf(job: Pick<Job, "state" | "tenant" | "queueRank">, shape: QueueShape | undefined): number | null {
   if (job.state !== "queued" || job.queueRank === null || !shape) return null;
+  const rank = job.queueRank;
   const own = shape.lines.find((line) => line.tenant === job.tenant);
-  if (!own) return null;
+  // A shape read (within FRESH_MS) before the job was queued: its line reaches it now, or starts with it. Not read
+  // again for it: admission answers every job it queues with its position.
+  const line = own ? { ...own, tailRank: Math.max(own.tailRank, rank) } : { tenant: job.tenant, headRank: rank, tailRank: rank, inFlight: 0, weight: 1 };
+  const lines = own ? shape.lines.map((each) => (each === own ? line : each)) : [...shape.lines, line];
   // A job sent back to the queue keeps its rank, now before the head: it goes first.
-  return fairPosition(shape.lines, job.tenant, Math.max(0, job.queueRank - own.headRank));
-}
-
-/** Whether a queue shape was read after `job` was queued: its tenant's line reaches its rank. */
-function holds(shape: QueueShape | undefined, job: Pick<Job, "tenant" | "queueRank">): boolean {
-  const line = shape?.lines.find((each) => each.tenant === job.tenant);
-  return line !== undefined && job.queueRank !== null && job.queueRank <= line.tailRank;
+  return fairPosition(lines, job.tenant, Math.max(0, rank - line.headRank));
 }
 
 /** The slots a job needs, as free and as many as the store says now (learned capacity included); null where the provider has none. */
@@ -187,15 +185,8 @@ export class Timings {
     const open = jobs.filter((job) => job.state === "queued" || job.state === "submitting" || job.state === "running" || job.state === "capturing");
     const timings = new Map<string, JobTiming>();
     if (open.length === 0) return timings;
-    const queued = open.filter((job) => job.state === "queued");
-    const queuedAt = [...new Set(queued.map((job) => job.provider))];
+    const queuedAt = [...new Set(open.filter((job) => job.state === "queued").map((job) => job.provider))];
     const [shapes, pools] = await Promise.all([this.shapes(queuedAt, now), this.pools(now)]);
-    // A shape read before one of these jobs was queued (within FRESH_MS) does not hold it: read again.
-    const stale = new Set(queued.filter((job) => job.queueRank !== null && !holds(shapes.get(job.provider), job)).map((job) => job.provider));
-    if (stale.size > 0) {
-      for (const provider of stale) this.recent.shapes.delete(provider);
-      for (const [provider, shape] of await this.shapes([...stale], now)) shapes.set(provider, shape);
-    }
     for (const job of open) timings.set(job.id, await this.timingOf(job, shapes.get(job.provider), pools, now));
     return timings;
   }

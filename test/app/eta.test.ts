@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { deadlineWarning, fairPosition, paceOf, Timings } from "../../src/app/eta.js";
+import { deadlineWarning, fairPosition, paceOf, queuePositionOf, Timings } from "../../src/app/eta.js";
 import { createRuntime, type Runtime } from "../../src/app/runtime.js";
 import type { Store } from "../../src/store/store.js";
 import { finishedDJob as finished, newDJob, storeFactories, tempDir } from "../helpers/stores.js";
@@ -54,6 +54,18 @@ describe("queue positions and fair share (no store)", () => {
     // Light's 11th job (place 10) comes after heavy's first 21 (places 0 … 10, the tie to heavy); heavy's 21st after light's first 10.
     expect(fairPosition(lines, "light", 10)).toBe(32);
     expect(fairPosition(lines, "heavy", 20)).toBe(31);
+  });
+
+  it("a shape read just before a job was queued still places it: at the end of its line, or as the first of a line not read yet", () => {
+    const shape = { provider: "d" as const, inFlight: 24, lines: [{ tenant: "alice", headRank: 1, tailRank: 100, inFlight: 24, weight: 1 }] };
+    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: 101 }, shape)).toBe(101);
+    // Bob's first job: nothing of his in flight, so it goes before Alice's next.
+    expect(queuePositionOf({ state: "queued", tenant: "bob", queueRank: 1 }, shape)).toBe(1);
+    // Sent back to the queue before the head: first in its line.
+    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: 0 }, shape)).toBe(1);
+    expect(queuePositionOf({ state: "running", tenant: "alice", queueRank: 5 }, shape)).toBeNull();
+    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: null }, shape)).toBeNull();
+    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: 5 }, undefined)).toBeNull();
   });
 
   it("a pace is learned from finished jobs: the mean hold (submit to done) and the median total (submit to saved)", () => {
