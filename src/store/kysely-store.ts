@@ -17,6 +17,7 @@ import { answerRateToken, rateWindowUsage, takeRateToken } from "./rate-windows.
 import type { Database } from "./schema.js";
 import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
 import { queuedPastDeadline } from "./deadlines.js";
+import { batchJobsInState } from "./batches.js";
 import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import type {
   ApiToken,
@@ -237,6 +238,10 @@ export class KyselyStore implements Store {
 
   batchSummary(batchId: string, tenant?: string): Promise<BatchSummary> {
     return batchSummary(this.context, batchId, tenant);
+  }
+
+  batchJobsInState(batchId: string, state: JobState, limit: number, tenant?: string): Promise<Job[]> {
+    return batchJobsInState(this.context, batchId, state, limit, tenant);
   }
 
   spendSummary(from: number, to: number, tenant?: string): Promise<SpendLine[]> {

@@ -367,6 +367,11 @@ export interface Store {
   /** A batch's jobs counted by state, with their estimates and the charges known (one aggregate over jobs_batch_queue); only one tenant's jobs when given. */
   batchSummary(batchId: string, tenant?: string): Promise<BatchSummary>;
   /**
+   * Up to `limit` of a batch's jobs in `state`, in queue order (provider, due time, id), read as one range of
+   * jobs_batch_queue: a page, never the batch (its failures to show; its queued jobs to cancel a page at a time).
+   */
+  batchJobsInState(batchId: string, state: JobState, limit: number, tenant?: string): Promise<Job[]>;
+  /**
    * Spend between `from` and `to` by provider, model and token: charges in the
    * ledger then (the accounting fact) beside the estimates of the jobs created
    * then; one tenant's only when given.
