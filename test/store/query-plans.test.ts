@@ -125,6 +125,14 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
     name: "transition running → capturing",
     run: (store) => store.transition("job_q00002", { state: "running", leaseOwner: OWNER }, "capturing", {}, "done", NOW),
   },
+  // A batch's job that ends looks for an unfinished job left in its batch (batch.completed, migration 23): one range of jobs_batch_queue.
+  {
+    name: "transition running → failed of a batch's job (its batch's end looked for)",
+    run: (store) => store.transition("job_q00004", { state: "running", leaseOwner: OWNER }, "failed", { error: { code: "x", message: "y" }, leaseOwner: null }, "failed", NOW),
+  },
+  // The dashboard's batch page and a batch's cancel: a page of one state of a batch, never the batch.
+  { name: "batchJobsInState, a page of a batch's queued jobs (its cancel)", run: (store) => store.batchJobsInState("batch_big", "queued", 200, "tok_q") },
+  { name: "batchJobsInState, a batch's failures", run: (store) => store.batchJobsInState("batch_big", "failed", 20, "tok_q") },
   { name: "getJob", run: (store) => store.getJob("job_q00003") },
   { name: "jobByProviderJobId (a webhook)", run: (store) => store.jobByProviderJobId("d", "p4") },
   { name: "renewLeases", run: (store) => store.renewLeases(OWNER, NOW + 600_000) },
