@@ -18,6 +18,7 @@ import type { Database } from "./schema.js";
 import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
 import { queuedPastDeadline } from "./deadlines.js";
 import { batchJobsInState } from "./batches.js";
+import { type BodySearch, searchRecentBodies } from "./body-search.js";
 import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import type {
   ApiToken,
@@ -129,6 +130,10 @@ export class KyselyStore implements Store {
 
   listJobs(filter?: JobFilter): Promise<Job[]> {
     return listJobs(this.context, filter);
+  }
+
+  searchRecentBodies(search: BodySearch): Promise<Job[]> {
+    return searchRecentBodies(this.context, search);
   }
 
   jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
