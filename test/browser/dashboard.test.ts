@@ -292,6 +292,13 @@ describe.skipIf(!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !
     expect(played.width).toBeGreaterThan(0);
     // A <video> asks for its bytes by range: the dashboard's output route answers 206.
     expect(ranges).toContain(206);
+    // In the list, its thumbnail is the saved video itself, only its metadata fetched (no poster is made).
+    await page.goto(`${served.url}/`);
+    const thumb = page.locator(`tr[data-job="${id}"] video.thumb`);
+    expect(await thumb.getAttribute("preload")).toBe("metadata");
+    expect(await thumb.getAttribute("src")).toBe(`/jobs/${id}/outputs/0`);
+    expect(await thumb.getAttribute("poster")).toBeNull();
+    await expect.poll(() => thumb.evaluate((video: VideoElement) => video.readyState)).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   it("Browser: at 375 px wide nothing overflows sideways (jobs, a job, the form), and the keyboard focus is visible", async () => {

@@ -266,6 +266,28 @@ describe("query plans of the hot path (SQLite)", () => {
     }
   });
 
+  it("a search by prompt text reads one tenant's newest jobs from jobs_tenant_created, at most its window, then those rows by id: the jobs table is never scanned (a bounded scan, app/prompt-search.ts)", async () => {
+    const calls = await statementsOf(store, (next) => (sink = next), [
+      { name: "searchRecentBodies, one tenant", run: (store) => store.searchRecentBodies({ text: "job_q0200", tenant: "tok_q", window: 2_000, limit: 51 }) },
+      { name: "searchRecentBodies, one tenant, after a cursor", run: (store) => store.searchRecentBodies({ text: "job_q0200", tenant: "tok_q", window: 2_000, limit: 51, olderThan: { createdAt: NOW, id: "job_q02005" } }) },
+    ]);
+    const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
+    try {
+      for (const { call, statements } of calls) {
+        expect(statements, call).toHaveLength(1);
+        const statement = statements[0]!;
+        const plan = (database.prepare(`EXPLAIN QUERY PLAN ${statement.sql}`).all(...(statement.parameters as unknown[])) as Array<{ detail: string }>).map((row) => row.detail);
+        expect(plan.some((detail) => /^SEARCH jobs USING (COVERING )?INDEX jobs_tenant_created \(tenant=\?\)$/.test(detail)), `${call}: ${plan.join(" | ")}`).toBe(true);
+        expect(plan.filter((detail) => /^SCAN jobs\b/.test(detail)), `${call}: ${plan.join(" | ")}`).toEqual([]);
+      }
+      expect(((await store.searchRecentBodies({ text: "job_q0200", tenant: "tok_q", window: 2_000, limit: 51 })) as Array<{ id: string }>).map((job) => job.id)).toEqual(
+        Array.from({ length: 10 }, (_, index) => `job_q0200${9 - index}`),
+      );
+    } finally {
+      database.close();
+    }
+  });
+
   it("no partial index compares a column with a value: a statement that binds that column would be planned again on every run", async () => {
     // To know whether a partial index can serve a statement, SQLite compares the statement's terms with the index's
     // predicate; a bound value compared with a constant there (`state = ?` against `state = 'queued'`) marks the
