@@ -55,7 +55,7 @@ function thumbnailOf(job: Job, outputs: readonly JobOutput[]): Html {
   const shownWidth = width && height ? Math.max(1, Math.round(width * scale)) : THUMB_PX;
   const shownHeight = width && height ? Math.max(1, Math.round(height * scale)) : THUMB_PX;
   const href = pathOf("/jobs", job.id, "outputs", output.index);
-  if (output.contentType.startsWith("image/")) return html`<a href="${pathOf("/jobs", job.id)}" tabindex="-1"><img class="thumb" src="${href}" alt="" loading="lazy" decoding="async" width="${shownWidth}" height="${shownHeight}"></a>`;
+  if (output.contentType.startsWith("image/")) return html`<a href="${pathOf("/jobs", job.id)}" tabindex="-1" aria-hidden="true"><img class="thumb" src="${href}" alt="" loading="lazy" decoding="async" width="${shownWidth}" height="${shownHeight}"></a>`;
   if (output.contentType.startsWith("video/")) return html`<video class="thumb" src="${href}" preload="metadata" muted playsinline width="${shownWidth}" height="${shownHeight}" aria-hidden="true"></video>`;
   return html`<span class="muted">${output.contentType}</span>`;
 }
