@@ -89,6 +89,34 @@ for (const kind of servedStores) {
       expect((await call(served, "GET", `/jobs/${jobIds[2]}`, { cookie: aliceCookie })).text).toContain(`<a href="/batches/${batchId}">${batchId}</a>`);
     }, 60_000);
 
+    it(`a batch page's stream (/events?batch=…) draws its panels again when a job of the batch changes in another process (found in the store, not by this engine); another tenant's is 404 (${kind.name})`, async () => {
+      const served = (open = await serveSandbox({ store: kind, engine: false }));
+      const store = await served.runtime.store();
+      const alice = await createToken(store, { name: "alice", now: Date.now() });
+      const bob = await createToken(store, { name: "bob", now: Date.now() });
+      const { batchId, jobIds } = await postBatch(served, alice.secret, [dLine("one", "a one"), dLine("two", "a two")]);
+      const bobStream = await fetch(`${served.url}/events?batch=${batchId}`, { headers: { authorization: `Bearer ${bob.secret}` } });
+      expect(bobStream.status).toBe(404);
+      await bobStream.body?.cancel();
+      const controller = new AbortController();
+      const stream = await fetch(`${served.url}/events?batch=${batchId}&since=${Date.now()}`, { headers: { authorization: `Bearer ${alice.secret}` }, signal: controller.signal });
+      expect(stream.status).toBe(200);
+      const reader = stream.body!.getReader();
+      // Another process (a worker, `mediagate cancel`) ends a job: written to the store, no event of this server's engine.
+      await store.transition(jobIds[0]!, { state: "queued" }, "cancelled", {}, "cancelled elsewhere", Date.now());
+      let text = "";
+      while (!/event: panels\ndata: .*1 of 2 jobs ended/.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += new TextDecoder().decode(value);
+      }
+      controller.abort();
+      const panels = JSON.parse(/event: panels\ndata: (.*)\n/.exec(text)![1]!) as Record<string, string>;
+      expect(Object.keys(panels).sort()).toEqual(["batch-cancel", "batch-failures", "batch-progress", "batch-spend"]);
+      expect(panels["batch-progress"]).toContain('<progress id="batch-progress" max="2" value="1">50%</progress>');
+      expect(panels["batch-cancel"]).toContain("Cancel 1 unsent job");
+    }, 60_000);
+
     it(`the search by prompt text finds the session's own jobs whose prompt holds it (not another field, not another tenant's), says it reads the newest 2,000 only, and refuses a text too long in one sentence naming q (${kind.name})`, async () => {
       const served = (open = await serveSandbox({ store: kind, engine: false }));
       const store = await served.runtime.store();

@@ -24,7 +24,7 @@ import { EventStreams } from "./events.js";
 import { JobFeed } from "./feed.js";
 import { html, pathOf, queryOf, type Html } from "./html.js";
 import { againPanel, jobPageBody, jobParts } from "./job-view.js";
-import { batchPageBody } from "./batch-view.js";
+import { batchPageBody, batchPanels } from "./batch-view.js";
 import { jobListQueryOf, jobRow, jobsSection, matchesFilter, type JobListQuery } from "./jobs-view.js";
 import { pageOf, type PageOptions } from "./layout.js";
 import { errorPageBody, localPath, loginPageBody } from "./login-view.js";
@@ -301,14 +301,21 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       return sendPage(reply, 409, { title: current.ref, session, section: "job", body: jobPageBody(remoteJob(current), jobParts(remoteJob(current), outputs, events, session), outcome.message) });
     });
 
+    /** A batch's panels as the caller sees them (its own jobs unless admin; not found when it has none). */
+    const panelsOfBatch = async (session: Session, batchId: string) => {
+      const summary = await batchOf(runtime, session.caller, batchId);
+      return batchPanels(batchId, summary, await batchFailures(runtime, session.caller, batchId), BATCH_FAILURES_SHOWN, session);
+    };
+
     dashboard.get<{ Params: { id: string } }>("/batches/:id", async (request, reply) => {
       const session = request.dashboardSession!;
       const batchId = request.params.id;
-      const summary = await batchOf(runtime, session.caller, batchId);
-      const failures = await batchFailures(runtime, session.caller, batchId);
+      // Taken before anything is read: the page's stream sends what changes from here on.
+      const readAt = Date.now();
+      const panels = await panelsOfBatch(session, batchId);
       const cancelled = queryValues(request).cancelled;
       const notice = cancelled !== undefined && /^\d+$/.test(cancelled) ? html`<div class="notice" role="status"><p>Cancelled ${cancelled} unsent ${cancelled === "1" ? "job" : "jobs"} of this batch; jobs already sent keep running.</p></div>` : null;
-      return sendPage(reply, 200, { title: `Batch ${batchId}`, session, section: "batch", body: batchPageBody(batchId, summary, failures, BATCH_FAILURES_SHOWN, session, notice) });
+      return sendPage(reply, 200, { title: `Batch ${batchId}`, session, section: "batch", events: `/events${queryOf({ batch: batchId, since: String(readAt) })}`, body: batchPageBody(batchId, panels, notice) });
     });
 
     dashboard.post<{ Params: { id: string } }>("/batches/:id/cancel", async (request, reply) => {
@@ -368,6 +375,24 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const values = queryValues(request);
       const lastEventId = Number(request.headers["last-event-id"]);
       const since = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : Number.isSafeInteger(Number(values.since)) && Number(values.since) > 0 ? Number(values.since) : Date.now();
+      if (values.batch !== undefined) {
+        const batchId = values.batch;
+        // Checked before the stream opens: another tenant's batch is not found.
+        await panelsOfBatch(session, batchId);
+        streams.start(reply, {
+          feed,
+          log,
+          caller,
+          ids: [],
+          wantsNew: false,
+          shows: () => false,
+          since,
+          batchId,
+          render: async () => null,
+          panels: async () => Object.fromEntries(Object.entries(await panelsOfBatch(session, batchId)).map(([name, panel]) => [name, panel.text])),
+        });
+        return reply;
+      }
       if (values.job !== undefined) {
         const job = await visibleJob(runtime, caller, values.job);
         streams.start(reply, {
