@@ -1,5 +1,8 @@
 import { isTerminal, type Job } from "../core/job.js";
 import { submittedOf } from "../engine/track.js";
+import type { BatchSummary } from "../store/store.js";
+import { scopeOf, type Caller } from "./caller.js";
+import { batchOf } from "./queries.js";
 import type { Runtime } from "./runtime.js";
 
 /** What a cancel did: each case says why in one sentence (`message`). */
@@ -44,4 +47,40 @@ export async function cancelJob(runtime: Runtime, job: Job): Promise<CancelOutco
     return { kind: "refused", code: "raced", message: `${job.provider.toUpperCase()} accepted the cancel, but ${job.id} had already become ${current?.state ?? "unknown"}` };
   }
   return { kind: "cancelled", job: cancelled, message: `cancelled ${job.id} at ${job.provider.toUpperCase()}` };
+}
+
+/** Queued jobs of a batch read and cancelled at a time: a page of the index, never the whole batch in memory. */
+export const BATCH_CANCEL_PAGE = 200;
+
+/** What cancelling a batch's unsent jobs did: how many were cancelled, and the batch as it is after. */
+export interface BatchCancelOutcome {
+  cancelled: number;
+  summary: BatchSummary;
+}
+
+/**
+ * Cancels every job of the batch not sent yet (queued), the caller's own
+ * only unless admin: a page at a time, each job by compare-and-set from
+ * queued, so one an engine claimed meanwhile (now submitting: its request
+ * may be leaving, and may cost money) is left to run, and nothing already
+ * sent is touched. Not found when the caller has no job in the batch.
+ * Shared by the API (`POST /v1/batches/{id}/cancel`) and the dashboard.
+ */
+export async function cancelBatchUnsent(runtime: Runtime, caller: Caller, batchId: string): Promise<BatchCancelOutcome> {
+  await batchOf(runtime, caller, batchId);
+  const store = await runtime.store();
+  const tenant = scopeOf(caller);
+  const reason = `cancelled by the user before submit, with the rest of batch ${batchId} not sent`;
+  let cancelled = 0;
+  for (;;) {
+    const page = await store.batchJobsInState(batchId, "queued", BATCH_CANCEL_PAGE, tenant);
+    let moved = 0;
+    for (const job of page) {
+      if (await store.transition(job.id, { state: "queued" }, "cancelled", { reason }, reason, Date.now())) moved++;
+    }
+    cancelled += moved;
+    // A short page was the last; a page whose every job was claimed first means the engines are taking the rest.
+    if (page.length < BATCH_CANCEL_PAGE || moved === 0) break;
+  }
+  return { cancelled, summary: await batchOf(runtime, caller, batchId) };
 }

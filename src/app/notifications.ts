@@ -2,6 +2,7 @@ import type { MediagateConfig } from "../core/config.js";
 import type { Job, JobOutput } from "../core/job.js";
 import type { NotifierOptions } from "../engine/notify.js";
 import type { NotificationPolicy } from "../store/store.js";
+import { apiBatch } from "./batch-view.js";
 import { apiJob, type ApiJob } from "./job-view.js";
 
 /**
@@ -13,9 +14,15 @@ export function notificationJobOf(config: Pick<MediagateConfig, "publicUrl">): (
   return (job, outputs) => apiJob(job, outputs, config.publicUrl);
 }
 
-/** How an engine delivers notifications, from the configuration (MEDIAGATE_NOTIFY_SECRET, MEDIAGATE_NOTIFY_URL, MEDIAGATE_PUBLIC_URL). */
+/** How an engine delivers notifications (a job's, and a batch's `batch.completed`), from the configuration (MEDIAGATE_NOTIFY_SECRET, MEDIAGATE_NOTIFY_URL, MEDIAGATE_PUBLIC_URL). */
 export function notifierOf(config: MediagateConfig): NotifierOptions {
-  return { secret: config.notifySecret, defaultUrl: config.notifyUrl, describe: notificationJobOf(config) };
+  return {
+    secret: config.notifySecret,
+    defaultUrl: config.notifyUrl,
+    describe: notificationJobOf(config),
+    // batch.completed carries the batch as GET /v1/batches/{id} answers it, its href absolute under MEDIAGATE_PUBLIC_URL.
+    describeBatch: (batchId, summary) => apiBatch(batchId, summary, config.publicUrl),
+  };
 }
 
 /** Which changes owe a notification, from the configuration (MEDIAGATE_NOTIFY_URL, MEDIAGATE_NOTIFY_EVENTS). */

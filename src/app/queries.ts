@@ -47,11 +47,32 @@ export async function jobEvents(runtime: Runtime, job: Pick<Job, "id" | "notifyU
   return remoteEvents(job, await shownEvents(await runtime.store(), job, runtime.config.notifyUrl));
 }
 
+/** How a batch id is written (`batch_…`, or a command's own): letters, digits, `_` and `-`, at most 100. */
+const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+/** A batch id as given in a path or a query, refused in one sentence naming the field when it cannot be one. */
+export function checkBatchId(batchId: string, field = "batch"): string {
+  if (!BATCH_ID.test(batchId)) throw new InputError(field, `"${batchId.slice(0, 40)}${batchId.length > 40 ? "…" : ""}" is not a batch id`, "a batch id: 1 to 100 letters, digits, _ or -");
+  return batchId;
+}
+
 /** A batch counted by state, with its estimate and charges: the caller's jobs in it only, unless admin; not found when it has none. */
 export async function batchOf(runtime: Runtime, caller: Caller, batchId: string): Promise<BatchSummary> {
+  checkBatchId(batchId);
   const summary = await (await runtime.store()).batchSummary(batchId, scopeOf(caller));
   if (summary.jobs === 0) throw new NotFoundError(`no batch ${batchId}`);
   return summary;
+}
+
+/** How many of a batch's failures its page lists (the counts say how many there are). */
+export const BATCH_FAILURES_SHOWN = 20;
+
+/** The batch's jobs that ended without a result (failed, expired, unknown submission), at most `BATCH_FAILURES_SHOWN` of each, each read as one range of an index. */
+export async function batchFailures(runtime: Runtime, caller: Caller, batchId: string): Promise<Job[]> {
+  const store = await runtime.store();
+  const tenant = scopeOf(caller);
+  const pages = await Promise.all((["failed", "unknown_submission", "expired"] as const).map((state) => store.batchJobsInState(checkBatchId(batchId), state, BATCH_FAILURES_SHOWN, tenant)));
+  return pages.flat();
 }
 
 /** Spend between `from` and `to` by provider, model and token (named), the caller's own unless admin. */

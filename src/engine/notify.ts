@@ -8,7 +8,8 @@ import { UnsafeUrlError } from "../core/errors.js";
 import type { Job, JobOutput } from "../core/job.js";
 import { assertSafeUrl } from "../core/url-safety.js";
 import { redactUrl } from "../core/redact.js";
-import type { Notification, NotificationAttempt, Store } from "../store/store.js";
+import type { BatchSummary, Notification, NotificationAttempt, Store } from "../store/store.js";
+import { BATCH_COMPLETED } from "../store/notifications.js";
 import type { EngineLogger } from "./logger.js";
 
 /**
@@ -28,6 +29,12 @@ export interface NotifierOptions {
    * (the API's job JSON): the engine knows no API shape.
    */
   describe(job: Job, outputs: JobOutput[]): unknown;
+  /**
+   * The batch as a `batch.completed` notification's `data` carries it, from
+   * its jobs counted by state with their estimates and charges. Without it,
+   * the counts as the store gives them, under `batch_id`.
+   */
+  describeBatch?(batchId: string, summary: BatchSummary): unknown;
   /** MEDIAGATE_NOTIFY_URL, only to warn at start when it is set without a secret. */
   defaultUrl?: string | null;
   /** How long a receiver has to answer (default 15 s). */
@@ -79,6 +86,13 @@ export function notificationBody(notification: Pick<Notification, "type" | "crea
   return JSON.stringify({ type: notification.type, timestamp: new Date(notification.createdAt).toISOString(), data });
 }
 
+/** What a notification tells (its `data`): the job, or for `batch.completed` its batch, counted among its tenant's jobs. */
+async function notificationData(store: Store, notifier: NotifierOptions, notification: Notification, job: Job): Promise<unknown> {
+  if (notification.type !== BATCH_COMPLETED || notification.batchId === null) return notifier.describe(job, await store.outputs(job.id));
+  const summary = await store.batchSummary(notification.batchId, job.tenant);
+  return notifier.describeBatch ? notifier.describeBatch(notification.batchId, summary) : { batch_id: notification.batchId, ...summary };
+}
+
 /** One attempt at a claimed notification (its `attempts` counts this one), recorded whatever happens. */
 export async function deliverNotification(context: NotifyContext, notification: Notification): Promise<void> {
   const { store, clock, notifier } = context;
@@ -121,7 +135,7 @@ export async function deliverNotification(context: NotifyContext, notification: 
       return;
     }
     // Made once, at the first attempt, and kept: every retry sends the same bytes under the same webhook-id.
-    body = await store.keepNotificationBody(notification.id, notificationBody(notification, notifier.describe(job, await store.outputs(job.id))));
+    body = await store.keepNotificationBody(notification.id, notificationBody(notification, await notificationData(store, notifier, notification, job)));
   }
 
   // Checked at every attempt, not only when the job was created: what a name resolves to can change.

@@ -18,6 +18,8 @@ import type { Database } from "./schema.js";
 import { poolStatus, releaseSlots, slotPushback, slotRecover } from "./slots.js";
 import { queuedPastDeadline } from "./deadlines.js";
 import { queueShapes } from "./queue-shape.js";
+import { batchJobsInState } from "./batches.js";
+import { type BodySearch, searchRecentBodies } from "./body-search.js";
 import { batchSummary, ledgerTotal, spendByDay, spendSummary } from "./spend.js";
 import type {
   ApiToken,
@@ -132,6 +134,10 @@ export class KyselyStore implements Store {
     return listJobs(this.context, filter);
   }
 
+  searchRecentBodies(search: BodySearch): Promise<Job[]> {
+    return searchRecentBodies(this.context, search);
+  }
+
   jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null> {
     return jobByProviderJobId(this.context, provider, providerJobId);
   }
@@ -239,6 +245,10 @@ export class KyselyStore implements Store {
 
   batchSummary(batchId: string, tenant?: string): Promise<BatchSummary> {
     return batchSummary(this.context, batchId, tenant);
+  }
+
+  batchJobsInState(batchId: string, state: JobState, limit: number, tenant?: string): Promise<Job[]> {
+    return batchJobsInState(this.context, batchId, state, limit, tenant);
   }
 
   spendSummary(from: number, to: number, tenant?: string): Promise<SpendLine[]> {

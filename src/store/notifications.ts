@@ -1,4 +1,5 @@
-import { type Kysely, sql } from "kysely";
+import { type Compilable, type Kysely, sql } from "kysely";
+import type { Reusable } from "./reusable.js";
 import { newId } from "../core/ids.js";
 import { isTerminal, type JobState } from "../core/job.js";
 import type { Db } from "./context.js";
@@ -27,8 +28,10 @@ export interface Notification {
   /** The Standard Webhooks `webhook-id`: the same on every attempt. */
   id: string;
   jobId: string;
-  /** `job.succeeded`, `job.failed`, … (`job.<state>`). */
+  /** `job.succeeded`, `job.failed`, … (`job.<state>`), or `batch.completed` (sent for `batchId`). */
   type: string;
+  /** The job's batch (null: none). */
+  batchId: string | null;
   url: string;
   /** The bytes every attempt sends, kept at the first attempt; null before it. */
   body: string | null;
@@ -79,6 +82,54 @@ export async function insertNotification(trx: Db, row: { id: string; jobId: stri
     .insertInto("notifications")
     .values({ id: row.id, job_id: row.jobId, batch_id: row.batchId, event_type: row.type, url: row.url, body_json: null, attempts: 0, created_at: row.at, next_attempt_at: row.at })
     .execute();
+}
+
+/** A job that has not ended: what keeps its batch from being complete. */
+const UNFINISHED_STATES = ["queued", "submitting", "running", "capturing"] as const;
+
+/** The type of the notification a batch's end owes (issue 37, part 4). */
+export const BATCH_COMPLETED = "batch.completed";
+
+/**
+ * Owes the batch's `batch.completed` when the job that just ended (written
+ * in `trx`) was its last unfinished one: one statement, whose look for an
+ * unfinished job of the batch reads `jobs_batch_queue` (four short ranges,
+ * empty when none is left), never the batch's rows; and whose insert is
+ * skipped when the batch already has one (migration 23's unique
+ * `completes_batch`), so a batch is told once, a job resubmitted after it
+ * ended included. PostgreSQL: the caller holds the batch's lock (see
+ * `lockBatchEnd`), so of two engines ending a batch's last two jobs at once
+ * the second sees the first's end.
+ */
+export async function oweBatchCompletion(context: { reusable: Reusable }, trx: Db, row: { id: string; batchId: string; url: string; at: number }): Promise<void> {
+  await context.reusable(
+    trx,
+    "oweBatchCompletion",
+    (slot) => {
+      const text = (name: string) => sql`cast(${slot(name)} as text)`;
+      const at = sql`cast(${slot("at")} as bigint)`;
+      const unfinished = sql.join(UNFINISHED_STATES.map((state) => sql.lit(state)));
+      const statement = sql`insert into notifications (id, job_id, batch_id, completes_batch, event_type, url, body_json, attempts, created_at, next_attempt_at)
+select ${text("id")}, ${text("jobId")}, ${text("batchId")}, ${text("batchId")}, ${sql.lit(BATCH_COMPLETED)}, ${text("url")}, null, 0, ${at}, ${at}
+where not exists (select 1 from jobs where batch_id = ${text("batchId")} and state in (${unfinished}))
+on conflict (completes_batch) do nothing`;
+      return { compile: () => statement.compile(trx) } as Compilable<never>;
+    },
+    { id: newNotificationId(row.at), jobId: row.id, batchId: row.batchId, url: row.url, at: row.at },
+  );
+}
+
+/**
+ * PostgreSQL: the lock of a batch's end, held until the transaction that
+ * ends one of its jobs commits. Ends of one batch's jobs take it one at a
+ * time, so each one's look for unfinished jobs (a later statement: READ
+ * COMMITTED reads what was committed before it) sees the ends committed
+ * before it; without it, two engines ending the last two jobs at once would
+ * each see the other's still running, and neither tell the batch's end.
+ * SQLite writes one transaction at a time already.
+ */
+export async function lockBatchEnd(trx: Db, batchId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${`mediagate:batch-end:${batchId}`}))`.execute(trx);
 }
 
 /**
@@ -193,6 +244,7 @@ function notificationOf(row: NotificationsTable): Notification {
   return {
     id: row.id,
     jobId: row.job_id,
+    batchId: row.batch_id,
     type: row.event_type,
     url: row.url,
     body: row.body_json,

@@ -173,8 +173,10 @@ export interface NotificationsTable {
   job_id: string;
   /** The job's batch (migration 13): a command's engine reads its own batch's. */
   batch_id: string | null;
-  /** `job.succeeded`, `job.failed`, … */
+  /** `job.succeeded`, `job.failed`, …, `batch.completed` */
   event_type: string;
+  /** The batch a `batch.completed` notification tells of (migration 23, unique: one per batch); null on a job's. */
+  completes_batch?: string | null;
   url: string;
   /** The exact bytes sent, made at the first attempt; null before it. */
   body_json: string | null;

@@ -8,6 +8,7 @@ import type { Notification, NotificationAttempt, NotificationPolicy } from "./no
 import type { RateTake, RateToken, RateWindowUsage } from "./rate-windows.js";
 import type { PoolStatus } from "./slots.js";
 import type { BatchSummary, DailySpend, SpendLine } from "./spend.js";
+import type { BodySearch } from "./body-search.js";
 import type { ApiToken } from "./tokens.js";
 
 // Types that live beside their statements (tokens.ts, budgets.ts, …), named here too: the Store speaks them, and its callers import them from here.
@@ -16,6 +17,7 @@ export type {
   AdmissionOutcome,
   ApiToken,
   BatchSummary,
+  BodySearch,
   BudgetStatus,
   DailySpend,
   Notification,
@@ -296,6 +298,8 @@ export interface Store {
   /** Queued jobs whose deadline has passed, earliest first, at most `limit` (one range of an index, migration 20); only `scope`'s when given. */
   queuedPastDeadline(now: number, limit: number, scope?: JobScope | null): Promise<Job[]>;
   listJobs(filter?: JobFilter): Promise<Job[]>;
+  /** Among the newest `window` jobs (a tenant's when given), those whose request's JSON holds a text, newest first: a bounded scan (body-search.ts). */
+  searchRecentBodies(search: BodySearch): Promise<Job[]>;
   /** The job a provider knows by `providerJobId` (webhooks are matched by it). */
   jobByProviderJobId(provider: ProviderId, providerJobId: string): Promise<Job | null>;
   /** The stored jobs of `tenant` with these refs (in no particular order); a few statements for any number of refs. */
@@ -388,6 +392,11 @@ export interface Store {
 
   /** A batch's jobs counted by state, with their estimates and the charges known (one aggregate over jobs_batch_queue); only one tenant's jobs when given. */
   batchSummary(batchId: string, tenant?: string): Promise<BatchSummary>;
+  /**
+   * Up to `limit` of a batch's jobs in `state`, in queue order (provider, due time, id), read as one range of
+   * jobs_batch_queue: a page, never the batch (its failures to show; its queued jobs to cancel a page at a time).
+   */
+  batchJobsInState(batchId: string, state: JobState, limit: number, tenant?: string): Promise<Job[]>;
   /**
    * Spend between `from` and `to` by provider, model and token: charges in the
    * ledger then (the accounting fact) beside the estimates of the jobs created

@@ -3,7 +3,7 @@ import { isTerminal, type Job, type JobState } from "../core/job.js";
 import { commitToBudget } from "./budgets.js";
 import type { Db, StoreContext } from "./context.js";
 import { appendEventRow } from "./events.js";
-import { insertNotification, newNotificationId, owedNotificationType } from "./notifications.js";
+import { insertNotification, lockBatchEnd, newNotificationId, oweBatchCompletion, owedNotificationType } from "./notifications.js";
 import { eventRow, patchToRow, rowToJob, toNumber } from "./rows.js";
 import type { JobsTable } from "./schema.js";
 import type { JobExpectation, JobPatch, TransitionExtras } from "./store.js";
@@ -88,7 +88,7 @@ export async function transition(
 ): Promise<Job | null> {
   if (context.dialect === "postgres") {
     const done = await transitionInOneStatement(context, jobId, expect, to, patch, reason, now, detail, extras);
-    if (done !== "budget") return done;
+    if (done !== "locked") return done;
   }
   return context.db.transaction().execute(async (trx) => {
     const current = await lockJobState(context, trx, jobId);
@@ -161,8 +161,9 @@ export async function transition(
  * lock, the change and its event, commit): the job's row locked, changed
  * when it meets `expect`, its slots released when it leaves them, its
  * event, outputs and ledger line written, all or none. A job that commits
- * to a budget is left unchanged ("budget"): the held amount is worked out
- * from the row, in the transaction that follows.
+ * to a budget is left unchanged ("locked"): the held amount is worked out
+ * from the row, in the transaction that follows; so is a batch's job that
+ * ends, whose batch may end with it (see `oweBatchCompletion`).
  */
 async function transitionInOneStatement(
   context: StoreContext,
@@ -174,8 +175,10 @@ async function transitionInOneStatement(
   now: number,
   detail: unknown,
   extras: TransitionExtras,
-): Promise<Job | null | "budget"> {
+): Promise<Job | null | "locked"> {
   const row = patchToRow(patch);
+  // A batch's job that ends may be the batch's last: that is decided under the batch's lock, in the transaction that follows.
+  const ending = isTerminal(to);
   const releasing = !holdsSlots(to);
   if (releasing) row.slots_held_json = "[]";
   endsAndUnblocks(row, to, patch, now);
@@ -185,7 +188,7 @@ async function transitionInOneStatement(
   const outputs = extras.outputs ?? [];
   // The notification this move may owe (the state it leaves is read in the statement).
   const notifyType = owedNotificationType(context.notificationPolicy, null, to);
-  const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${targetKind(expect)}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}:${notifyType ? "notify" : ""}`;
+  const key = `transition:${names.join(",")}:${wanted.join(",")}:${lease}:${targetKind(expect)}:${releasing}:${outputs.length}:${extras.ledger ? "ledger" : ""}:${notifyType ? "notify" : ""}:${ending ? "ending" : ""}`;
   const outputValues = Object.fromEntries(
     outputs.flatMap((output, index) => [
       [`o${index}_idx`, output.index],
@@ -199,7 +202,7 @@ async function transitionInOneStatement(
     ]),
   );
   const event = eventRow(jobId, now, null, to, reason, detail);
-  const [result] = await context.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_provider: string; cur_model: string; cur_slots: string; cur_budget: string | null; updated_id: string | null }>(
+  const [result] = await context.reusable<JobsTable & { cur_state: string; cur_lease_owner: string | null; cur_provider: string; cur_model: string; cur_slots: string; cur_budget: string | null; cur_batch: string | null; updated_id: string | null }>(
     context.db,
     key,
     (slot) => {
@@ -209,8 +212,8 @@ async function transitionInOneStatement(
       const text = (name: string) => sql`cast(${slot(name)} as text)`;
       const bigint = (name: string) => sql`cast(${slot(name)} as bigint)`;
       const parts = [
-        sql`cur as (select id, state, lease_owner, provider, model, slots_held_json, budget_id from jobs where id = ${slot<string>("id")} for update)`,
-        sql`updated as (update jobs set ${assignments} from cur where jobs.id = cur.id and cur.state in (${sql.join(wanted.map((_, index) => slot(`state${index}`)))})${leaseCheck}${targetCheck} and cur.budget_id is null returning jobs.*, cur.state as from_state)`,
+        sql`cur as (select id, state, lease_owner, provider, model, slots_held_json, budget_id, batch_id from jobs where id = ${slot<string>("id")} for update)`,
+        sql`updated as (update jobs set ${assignments} from cur where jobs.id = cur.id and cur.state in (${sql.join(wanted.map((_, index) => slot(`state${index}`)))})${leaseCheck}${targetCheck} and cur.budget_id is null${ending ? sql` and cur.batch_id is null` : sql``} returning jobs.*, cur.state as from_state)`,
         sql`event as (insert into job_events (job_id, at, from_state, to_state, reason, detail_json) select id, ${bigint("at")}, from_state, ${text("to_state")}, ${text("reason")}, ${text("detail_json")} from updated)`,
       ];
       if (releasing) parts.push(sql`released as (delete from slot_holds where job_id in (select id from updated))`);
@@ -231,7 +234,7 @@ async function transitionInOneStatement(
       if (extras.ledger) {
         parts.push(sql`charged as (insert into ledger (job_id, provider, model, micro_usd, source, at) select id, provider, model, ${bigint("ledger_micro_usd")}, ${text("ledger_source")}, ${bigint("at")} from updated on conflict (job_id) do nothing)`);
       }
-      const statement = sql`with ${sql.join(parts)} select updated.*, updated.id as updated_id, cur.state as cur_state, cur.lease_owner as cur_lease_owner, cur.provider as cur_provider, cur.model as cur_model, cur.slots_held_json as cur_slots, cur.budget_id as cur_budget from cur left join updated on true`;
+      const statement = sql`with ${sql.join(parts)} select updated.*, updated.id as updated_id, cur.state as cur_state, cur.lease_owner as cur_lease_owner, cur.provider as cur_provider, cur.model as cur_model, cur.slots_held_json as cur_slots, cur.budget_id as cur_budget, cur.batch_id as cur_batch from cur left join updated on true`;
       return { compile: () => statement.compile(context.db) } as Compilable<never>;
     },
     {
@@ -254,7 +257,7 @@ async function transitionInOneStatement(
   if (!result) return null;
   if (result.updated_id === null) {
     const current = { state: result.cur_state as JobState, leaseOwner: result.cur_lease_owner, provider: result.cur_provider as Job["provider"], model: result.cur_model };
-    return result.cur_budget !== null && matches(current, expect) ? "budget" : null;
+    return (result.cur_budget !== null || (ending && result.cur_batch !== null)) && matches(current, expect) ? "locked" : null;
   }
   if (releasing && (JSON.parse(result.cur_slots) as string[]).length > 0) context.slotReleases++;
   return rowToJob(result);
@@ -337,6 +340,13 @@ export async function changeLockedWithEvent(context: StoreContext, trx: Db, jobI
   }
   if (!updated) throw new Error(`job ${jobId} was locked, then not found`);
   await oweNotification(context, trx, updated, event);
+  if (updated.batch_id !== null && isTerminal(event.to_state) && (event.from_state === null || !isTerminal(event.from_state))) {
+    const url = updated.notify_url ?? context.notificationPolicy.defaultUrl;
+    if (url) {
+      if (context.dialect === "postgres") await lockBatchEnd(trx, updated.batch_id);
+      await oweBatchCompletion(context, trx, { id: updated.id, batchId: updated.batch_id, url, at: event.at });
+    }
+  }
   return updated;
 }
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createToken } from "../../src/app/tokens.js";
-import { serveSandbox, type Served } from "../helpers/dashboard.js";
+import { serveSandbox, servedStores, type Served } from "../helpers/dashboard.js";
 
 /** Debian's chromium: `.ci/run` installs it (apt-get install -y chromium) when missing. Never downloaded by a test. */
 const CHROMIUM = "/usr/bin/chromium";
@@ -169,6 +169,95 @@ describe.skipIf(!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !
     expect((await store.listJobs({})).length).toBe(before + 1);
   });
 
+  for (const kind of servedStores) {
+    it(`Browser (issue 37, part 4): a batch's page cancels its unsent jobs; a batch's page follows its jobs live (progress, counts, spend, failures) and the list's rows get their thumbnail and durations live; the search by prompt narrows the list; at 375 px too; screenshots (${kind.name})`, async () => {
+      served = await serveSandbox({ engine: false, store: kind });
+      const shot = (name: string) => `${RESULTS}${name}${kind.name === "sqlite" ? "" : `-${kind.name}`}.png`;
+      const { secret } = await createToken(await served.runtime.store(), { name: "alice", now: Date.now() });
+      context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      context.setDefaultTimeout(15_000);
+      const page = await context.newPage();
+      const store = await served.runtime.store();
+      const postBatch = async (lines: unknown[]) => {
+        const response = await fetch(`${served!.url}/v1/batches`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: JSON.stringify(lines) });
+        expect(response.status).toBe(201);
+        const body = (await response.json()) as { batch_id: string; jobs: Array<{ id: string }> };
+        return { batchId: body.batch_id, jobIds: body.jobs.map((job) => job.id) };
+      };
+      const line = (ref: string, prompt: string) => ({ ref, provider: "d", model: "gen-2-pro", input: { prompt, width: 512, height: 384 } });
+      const shots = await postBatch([line("lighthouse", "a lighthouse at dusk"), line("harbour", "a harbour at dawn"), line("kite", "a kite over dunes"), line("boat", "a boat")]);
+      const unwanted = await postBatch([line("spare-1", "a spare"), line("spare-2", "a spare"), line("spare-3", "a spare")]);
+      // One job of the first batch fails before it is sent, with its message (no engine runs yet).
+      await store.transition(shots.jobIds[3]!, { state: "queued" }, "failed", { error: { code: "budget_exhausted", message: "the token's budget has nothing left for it" } }, "failed", Date.now());
+
+      await logIn(page, served.url, secret);
+      await page.goto(`${served.url}/batches/${unwanted.batchId}`);
+      await page.getByRole("button", { name: "Cancel 3 unsent jobs" }).click();
+      await page.waitForURL(`${served.url}/batches/${unwanted.batchId}?cancelled=3`);
+      expect(await page.locator(".notice").innerText()).toContain("Cancelled 3 unsent jobs of this batch");
+      expect((await store.batchSummary(unwanted.batchId)).byState).toEqual({ cancelled: 3 });
+      await page.screenshot({ path: shot("batch-cancelled"), fullPage: true });
+
+      // Two views open before the engine starts, each following its own stream: the batch's page, and the list.
+      await page.goto(`${served.url}/batches/${shots.batchId}`);
+      expect(await page.locator("#batch-progress").getAttribute("value")).toBe("1");
+      expect(await page.getByText("1 of 4 jobs ended (25%)").isVisible()).toBe(true);
+      expect(await page.getByRole("button", { name: "Cancel 3 unsent jobs" }).isVisible()).toBe(true);
+      await expect.poll(() => page.locator("#live").innerText()).toMatch(/^Live/);
+      await page.evaluate(() => (window.sameDocument = true));
+      const batchPage = page;
+      const list = await context.newPage();
+      await list.goto(`${served.url}/`);
+      await expect.poll(() => list.locator("#live").innerText()).toMatch(/^Live/);
+      (await served.runtime.engine()).start();
+      // The batch page, without a reload: every job ended, what they were charged, nothing left to cancel.
+      await batchPage.waitForSelector('#batch-progress[value="4"]', { timeout: 30_000 });
+      expect(await batchPage.evaluate(() => window.sameDocument)).toBe(true);
+      expect(await batchPage.getByText("4 of 4 jobs ended (100%)").isVisible()).toBe(true);
+      await expect.poll(() => batchPage.locator('[data-spend="charged"]').innerText()).toBe("$0.0900");
+      expect(await batchPage.locator('[data-count="succeeded"] .num').innerText()).toBe("3");
+      expect(await batchPage.getByRole("region", { name: "Cancel" }).innerText()).toContain("nothing is left to cancel here");
+      await batchPage.close();
+      // Rows follow their jobs live: each succeeded row gets its thumbnail, served from the saved file, and its durations.
+      for (const id of shots.jobIds.slice(0, 3)) {
+        const thumb = list.locator(`tr[data-job="${id}"][data-state="succeeded"] img.thumb`);
+        await thumb.waitFor({ timeout: 30_000 });
+        expect(await thumb.getAttribute("src")).toBe(`/jobs/${id}/outputs/0`);
+        expect(await thumb.getAttribute("loading")).toBe("lazy");
+        expect([await thumb.getAttribute("width"), await thumb.getAttribute("height")]).toEqual(["64", "48"]);
+        await expect.poll(() => thumb.evaluate((element: ImageElement) => element.complete && element.naturalWidth)).toBe(512);
+        expect(await list.locator(`tr[data-job="${id}"] .durations`).innerText()).toMatch(/^\S.* · \S.* · \S.*$/);
+        expect(await list.locator(`tr[data-job="${id}"] .durations`).innerText()).not.toContain("—");
+      }
+      await list.screenshot({ path: shot("jobs-thumbnails"), fullPage: true });
+
+      await list.getByLabel("Prompt contains").fill("LIGHTHOUSE");
+      await list.getByRole("button", { name: "Filter" }).click();
+      await list.waitForURL(/q=LIGHTHOUSE/);
+      await expect.poll(() => list.locator("table.jobs tbody tr[data-job]").count()).toBe(1);
+      expect(await list.locator("table.jobs tbody tr[data-job]").getAttribute("data-job")).toBe(shots.jobIds[0]);
+      expect(await list.locator("#search-bound").innerText()).toContain("newest 2,000 jobs");
+      await list.screenshot({ path: shot("jobs-search"), fullPage: true });
+
+      // The job page: its durations, and its batch linked.
+      await list.goto(`${served.url}/jobs/${shots.jobIds[0]}`);
+      expect(await list.locator('[data-duration="rendering"]').innerText()).not.toBe("—");
+      await list.getByRole("link", { name: shots.batchId }).click();
+      await list.waitForURL(`${served.url}/batches/${shots.batchId}`);
+      expect(await list.locator("#batch-progress").getAttribute("value")).toBe("4");
+      expect(await list.getByText("4 of 4 jobs ended (100%)").isVisible()).toBe(true);
+      expect(await list.locator('[data-spend="charged"]').innerText()).toBe("$0.0900");
+      expect(await list.getByRole("region", { name: "Failures" }).innerText()).toContain("budget_exhausted: the token's budget has nothing left for it");
+      await list.screenshot({ path: shot("batch"), fullPage: true });
+      await list.setViewportSize({ width: 375, height: 900 });
+      expect(await list.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      await list.screenshot({ path: shot("batch-375"), fullPage: true });
+      await list.goto(`${served.url}/`);
+      expect(await list.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      await list.screenshot({ path: shot("jobs-thumbnails-375"), fullPage: true });
+    }, 90_000);
+  }
+
   it("Browser: right after a quote the 'Changed since the quote' hint is not shown; changing the request shows it and disables Send", async () => {
     const { served, secret, page } = await start();
     await logIn(page, served.url, secret);
@@ -224,6 +313,13 @@ describe.skipIf(!browserPresent && process.env.MEDIAGATE_REQUIRE_BROWSER_TESTS !
     expect(played.width).toBeGreaterThan(0);
     // A <video> asks for its bytes by range: the dashboard's output route answers 206.
     expect(ranges).toContain(206);
+    // In the list, its thumbnail is the saved video itself, only its metadata fetched (no poster is made).
+    await page.goto(`${served.url}/`);
+    const thumb = page.locator(`tr[data-job="${id}"] video.thumb`);
+    expect(await thumb.getAttribute("preload")).toBe("metadata");
+    expect(await thumb.getAttribute("src")).toBe(`/jobs/${id}/outputs/0`);
+    expect(await thumb.getAttribute("poster")).toBeNull();
+    await expect.poll(() => thumb.evaluate((video: VideoElement) => video.readyState)).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   it("Browser: at 375 px wide nothing overflows sideways (jobs, a job, the form), and the keyboard focus is visible", async () => {

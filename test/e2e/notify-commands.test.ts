@@ -15,7 +15,9 @@ const SECRET = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
 
 interface Received {
   id: string;
+  /** A job's notification: its job; batch.completed: undefined (it tells `batchId`). */
   jobId: string;
+  batchId?: string;
   type: string;
   at: number;
 }
@@ -27,8 +29,8 @@ async function startReceiver(status: number) {
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
-      const payload = new Webhook(SECRET).verify(body, request.headers as Record<string, string>) as { type: string; data: { id: string } };
-      received.push({ id: String(request.headers["webhook-id"]), jobId: payload.data.id, type: payload.type, at: Date.now() });
+      const payload = new Webhook(SECRET).verify(body, request.headers as Record<string, string>) as { type: string; data: { id: string; batch_id?: string } };
+      received.push({ id: String(request.headers["webhook-id"]), jobId: payload.data.id, batchId: payload.data.batch_id, type: payload.type, at: Date.now() });
       response.statusCode = status;
       response.end();
     });
@@ -50,7 +52,7 @@ afterEach(async () => {
 });
 
 describe("notifications from a command's own engine (MEDIAGATE_NOTIFY_URL)", () => {
-  it("mediagate batch and generate: each job's end is POSTed, signed, before the command exits; nothing is left owed", async () => {
+  it("mediagate batch and generate: each job's end, and the batch's (batch.completed), is POSTed, signed, before the command exits; nothing is left owed", async () => {
     world = await startDWorld({ renderTimeMs: 200 });
     receiver = await startReceiver(200);
     const env = { ...world.env, MEDIAGATE_NOTIFY_URL: receiver.url, MEDIAGATE_NOTIFY_SECRET: SECRET, MEDIAGATE_ALLOW_PRIVATE_URLS: "1" };
@@ -60,16 +62,21 @@ describe("notifications from a command's own engine (MEDIAGATE_NOTIFY_URL)", () 
     const exitedAt = Date.now();
     expect(batch.code, batch.stderr).toBe(0);
     const jobIds = batch.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { id: string }).id);
-    expect(receiver.received.map((delivery) => delivery.jobId).sort()).toEqual([...jobIds].sort());
-    expect(receiver.received.every((delivery) => delivery.type === "job.succeeded" && delivery.at <= exitedAt)).toBe(true);
-    expect(new Set(receiver.received.map((delivery) => delivery.id)).size).toBe(3);
+    const jobEnds = receiver.received.filter((delivery) => delivery.type === "job.succeeded");
+    expect(jobEnds.map((delivery) => delivery.jobId).sort()).toEqual([...jobIds].sort());
+    const batchEnds = receiver.received.filter((delivery) => delivery.type === "batch.completed");
+    expect(batchEnds).toHaveLength(1);
+    expect(batchEnds[0]!.batchId).toMatch(/\S/);
+    expect(receiver.received).toHaveLength(4);
+    expect(receiver.received.every((delivery) => delivery.at <= exitedAt)).toBe(true);
+    expect(new Set(receiver.received.map((delivery) => delivery.id)).size).toBe(4);
     expect(batch.stderr).not.toMatch(/not delivered/);
 
     const generate = await runCli(["generate", "--provider", "d", "--model", "gen-2-pro", "--prompt", "a fox", "--width", "512", "--height", "512", "--json"], { env });
     expect(generate.code, generate.stderr).toBe(0);
     const generated = (JSON.parse(generate.stdout.trim()) as { id: string }).id;
     expect(receiver.received.map((delivery) => delivery.jobId)).toContain(generated);
-    expect(receiver.received).toHaveLength(4);
+    expect(receiver.received).toHaveLength(5);
 
     const store = await openSqliteStore(join(world.folder, "mediagate.db"));
     try {
@@ -87,12 +94,14 @@ describe("notifications from a command's own engine (MEDIAGATE_NOTIFY_URL)", () 
     writeFileSync(file, batchLines(2));
     const batch = await runCli(["batch", file, "--json"], { env });
     expect(batch.code, batch.stderr).toBe(0);
-    expect(receiver.received).toHaveLength(2);
-    expect(batch.stderr).toMatch(/2 notification\(s\) to MEDIAGATE_NOTIFY_URL not delivered yet; they are kept in the store, and `mediagate worker` or `mediagate serve` on it retries them/);
+    // Each job's end and the batch's.
+    expect(receiver.received).toHaveLength(3);
+    expect(batch.stderr).toMatch(/3 notification\(s\) to MEDIAGATE_NOTIFY_URL not delivered yet; they are kept in the store, and `mediagate worker` or `mediagate serve` on it retries them/);
     const jobIds = batch.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { id: string }).id);
     const store = await openSqliteStore(join(world.folder, "mediagate.db"));
     try {
-      expect(await store.notificationsOwed({ jobIds })).toEqual({ owed: 2, neverTried: 0 });
+      // batch.completed is owed under the job whose end completed the batch.
+      expect(await store.notificationsOwed({ jobIds })).toEqual({ owed: 3, neverTried: 0 });
     } finally {
       await store.close();
     }

@@ -261,7 +261,16 @@ describe("with tokens: who calls, and what each may do", () => {
     expect(posted.status).toBe(201);
     expect(posted.body).toMatchObject({ created: 2, jobs: [{ ref: "b-1", state: "queued" }, { ref: "b-2", state: "queued" }] });
     const summary = await call("GET", `/v1/batches/${posted.body.batch_id}`, { token: alice });
-    expect(summary.body).toEqual({ batch_id: posted.body.batch_id, jobs: 2, by_state: { queued: 2 }, estimate_micro_usd: 60_000, unpriced: 0, charged_micro_usd: 0 });
+    expect(summary.body).toEqual({
+      batch_id: posted.body.batch_id,
+      jobs: 2,
+      by_state: { queued: 2 },
+      estimate_micro_usd: 60_000,
+      unpriced: 0,
+      charged_micro_usd: 0,
+      href: `/v1/batches/${posted.body.batch_id}`,
+      dashboard_href: `/batches/${posted.body.batch_id}`,
+    });
     const again = await call("POST", "/v1/batches", { token: alice, body: lines });
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ batch_id: posted.body.batch_id, created: 0 });

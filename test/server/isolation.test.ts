@@ -109,6 +109,12 @@ const ISOLATION: Record<string, (world: World) => Promise<void>> = {
     expect((await call(world, "GET", `/v1/batches/${world.batchId}`, world.bob)).status).toBe(404);
     expect((await call(world, "GET", `/v1/batches/${world.batchId}`, world.alice)).status).toBe(200);
   },
+  "POST /v1/batches/{id}/cancel": async (world) => {
+    // Answered as a batch Bob has no job in (its message names only the id he sent).
+    expect((await call(world, "POST", `/v1/batches/${world.batchId}/cancel`, world.bob)).status).toBe(404);
+    // Alice's unsent job is untouched.
+    expect((await call(world, "GET", `/v1/jobs/${world.queued.id}`, world.alice)).body.state).toBe("queued");
+  },
   "GET /v1/providers": async (world) => {
     const answer = await call(world, "GET", "/v1/providers", world.bob);
     expect(answer.status).toBe(200);

@@ -125,6 +125,14 @@ const HOT_CALLS: Array<{ name: string; run: (store: Store) => Promise<unknown> }
     name: "transition running → capturing",
     run: (store) => store.transition("job_q00002", { state: "running", leaseOwner: OWNER }, "capturing", {}, "done", NOW),
   },
+  // A batch's job that ends looks for an unfinished job left in its batch (batch.completed, migration 23): one range of jobs_batch_queue.
+  {
+    name: "transition running → failed of a batch's job (its batch's end looked for)",
+    run: (store) => store.transition("job_q00004", { state: "running", leaseOwner: OWNER }, "failed", { error: { code: "x", message: "y" }, leaseOwner: null }, "failed", NOW),
+  },
+  // The dashboard's batch page and a batch's cancel: a page of one state of a batch, never the batch.
+  { name: "batchJobsInState, a page of a batch's queued jobs (its cancel)", run: (store) => store.batchJobsInState("batch_big", "queued", 200, "tok_q") },
+  { name: "batchJobsInState, a batch's failures", run: (store) => store.batchJobsInState("batch_big", "failed", 20, "tok_q") },
   { name: "getJob", run: (store) => store.getJob("job_q00003") },
   // Every job read through the API or the dashboard estimates its start (issue 37): the tenants' lines, never the queue.
   { name: "queueShapes (queue positions)", run: (store) => store.queueShapes(["d", "e"]) },
@@ -257,6 +265,28 @@ describe("query plans of the hot path (SQLite)", () => {
       }
       expect(await SEARCH_CALLS[0]!.run(store)).toHaveLength(51);
       expect(await SEARCH_CALLS[2]!.run(store)).toHaveLength(49);
+    } finally {
+      database.close();
+    }
+  });
+
+  it("a search by prompt text reads one tenant's newest jobs from jobs_tenant_created, at most its window, then those rows by id: the jobs table is never scanned (a bounded scan, app/prompt-search.ts)", async () => {
+    const calls = await statementsOf(store, (next) => (sink = next), [
+      { name: "searchRecentBodies, one tenant", run: (store) => store.searchRecentBodies({ text: "job_q0200", tenant: "tok_q", window: 2_000, limit: 51 }) },
+      { name: "searchRecentBodies, one tenant, after a cursor", run: (store) => store.searchRecentBodies({ text: "job_q0200", tenant: "tok_q", window: 2_000, limit: 51, olderThan: { createdAt: NOW, id: "job_q02005" } }) },
+    ]);
+    const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
+    try {
+      for (const { call, statements } of calls) {
+        expect(statements, call).toHaveLength(1);
+        const statement = statements[0]!;
+        const plan = (database.prepare(`EXPLAIN QUERY PLAN ${statement.sql}`).all(...(statement.parameters as unknown[])) as Array<{ detail: string }>).map((row) => row.detail);
+        expect(plan.some((detail) => /^SEARCH jobs USING (COVERING )?INDEX jobs_tenant_created \(tenant=\?\)$/.test(detail)), `${call}: ${plan.join(" | ")}`).toBe(true);
+        expect(plan.filter((detail) => /^SCAN jobs\b/.test(detail)), `${call}: ${plan.join(" | ")}`).toEqual([]);
+      }
+      expect(((await store.searchRecentBodies({ text: "job_q0200", tenant: "tok_q", window: 2_000, limit: 51 })) as Array<{ id: string }>).map((job) => job.id)).toEqual(
+        Array.from({ length: 10 }, (_, index) => `job_q0200${9 - index}`),
+      );
     } finally {
       database.close();
     }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { cancelJob } from "../../app/cancel.js";
+import { apiBatch } from "../../app/batch-view.js";
+import { cancelBatchUnsent, cancelJob } from "../../app/cancel.js";
 import { callerOf, LOCAL_CALLER, type Caller } from "../../app/caller.js";
 import { ConflictError } from "../../app/errors.js";
 import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.js";
@@ -207,12 +208,23 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "GET",
       path: "/v1/batches/{id}",
-      summary: "A batch: its jobs counted by state, its estimate and the charges known",
-      responses: { 200: "{batch_id, jobs, by_state, estimate_micro_usd, unpriced, charged_micro_usd}", 404: "not_found" },
+      summary: "A batch: its jobs counted by state, its estimate and the charges known, its href (absolute under MEDIAGATE_PUBLIC_URL) and its dashboard page",
+      responses: { 200: "{batch_id, jobs, by_state, estimate_micro_usd, unpriced, charged_micro_usd, href, dashboard_href}", 404: "not_found", 422: "invalid_input: not a batch id" },
       handler: async (request) => {
         const id = (request.params as { id: string }).id;
-        const summary = await batchOf(runtime, request.caller!, id);
-        return { batch_id: id, jobs: summary.jobs, by_state: summary.byState, estimate_micro_usd: summary.estimateMicroUsd, unpriced: summary.unpriced, charged_micro_usd: summary.chargedMicroUsd };
+        return apiBatch(id, await batchOf(runtime, request.caller!, id), runtime.config.publicUrl);
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/batches/{id}/cancel",
+      summary: "Cancel every job of the batch not sent yet (queued), a page at a time, each by compare-and-set: a job already claimed for sending, or sent, is left to run and be charged as it is",
+      writes: true,
+      responses: { 200: "{cancelled, batch}: how many were cancelled (0 when none was left unsent), and the batch as it is after", 404: "not_found", 422: "invalid_input: not a batch id" },
+      handler: async (request) => {
+        const id = (request.params as { id: string }).id;
+        const outcome = await cancelBatchUnsent(runtime, request.caller!, id);
+        return { cancelled: outcome.cancelled, batch: apiBatch(id, outcome.summary, runtime.config.publicUrl) };
       },
     },
     {

@@ -86,7 +86,7 @@ export function encodeCursor(job: Pick<Job, "createdAt" | "id">): string {
   return Buffer.from(JSON.stringify([job.createdAt, job.id])).toString("base64url");
 }
 
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
+export function decodeCursor(cursor: string): { createdAt: number; id: string } {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [unknown, unknown];
     if (typeof createdAt === "number" && typeof id === "string") return { createdAt, id };

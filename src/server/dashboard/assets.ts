@@ -70,6 +70,13 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .columns { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1rem; align-items: start; }
 .outputs { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 18rem), 1fr)); gap: 1rem; }
 figure { margin: 0; }
+td.thumb-cell { width: 4.5rem; }
+img.thumb, video.thumb { max-width: 64px; max-height: 64px; border-radius: 4px; }
+.durations { font-variant-numeric: tabular-nums; }
+progress { width: 100%; height: 1rem; }
+ul.failures { list-style: none; margin: 0; padding: 0; }
+ul.failures li { padding: .4rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+ul.failures p { margin: .2rem 0 0; }
 figcaption { font-size: .85rem; color: var(--muted); margin-top: .3rem; }
 img, video { display: block; max-width: 100%; height: auto; background: #d9dde2; border-radius: 6px; }
 ol.timeline { list-style: none; margin: 0; padding: 0 0 0 .2rem; border-left: 2px solid var(--line); }

@@ -33,10 +33,12 @@ export interface StreamOptions {
   since: number;
   /** The message for a job's change (a row, the job page's parts); null sends nothing. */
   render(job: Job): Promise<EventMessage | null>;
-  /** Panels to draw again after changes (the dashboard's providers and spend). */
+  /** Panels to draw again after changes (the dashboard's providers and spend; a batch page's counts). */
   panels?: () => Promise<Record<string, string>>;
   /** A message drawn again every `everyMs` whatever changes (a job page's queue position); null sends nothing. */
   tick?: { everyMs: number; message(): Promise<EventMessage | null> };
+  /** A batch's page: any change of one of its jobs draws its panels again. */
+  batchId?: string;
 }
 
 /** The open streams, ended when the server closes (a stream never ends by itself, and would hold the close). */
@@ -97,18 +99,22 @@ export class EventStreams {
             if (message) send(message);
           })
           .catch((error) => options.log.warn({ err: error instanceof Error ? error.message : String(error), job: job.id }, "dashboard: could not draw a job change"));
-        if (options.panels && !panelsTimer) {
-          panelsTimer = setTimeout(() => {
-            chain = chain
-              .then(async () => {
-                panelsTimer = null;
-                if (!ended) send({ event: "panels", data: await options.panels!() });
-              })
-              .catch((error) => options.log.warn({ err: error instanceof Error ? error.message : String(error) }, "dashboard: could not draw the panels"));
-          }, PANELS_EVERY_MS);
-        }
+        drawPanelsSoon();
       },
+      ...(options.batchId !== undefined ? { batchId: options.batchId, batchChanged: () => drawPanelsSoon() } : {}),
     };
+
+    function drawPanelsSoon(): void {
+      if (!options.panels || panelsTimer) return;
+      panelsTimer = setTimeout(() => {
+        chain = chain
+          .then(async () => {
+            panelsTimer = null;
+            if (!ended) send({ event: "panels", data: await options.panels!() });
+          })
+          .catch((error) => options.log.warn({ err: error instanceof Error ? error.message : String(error) }, "dashboard: could not draw the panels"));
+      }, PANELS_EVERY_MS);
+    }
 
     const heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
     const tick = options.tick;

@@ -24,6 +24,9 @@ export interface FeedSubscriber {
   shows(job: Job): boolean;
   /** A job changed (or was created); the subscriber drops what it has seen already. */
   deliver(job: Job): void;
+  /** A view of one batch (its page): told that some job of it changed, not which (it draws the batch's counts again). */
+  readonly batchId?: string;
+  batchChanged?(): void;
 }
 
 /**
@@ -71,6 +74,7 @@ export class JobFeed {
   /** Sends one view what changed since `since` (what a page drawn then, or a stream reconnecting, missed). */
   async catchUp(subscriber: FeedSubscriber, since: number): Promise<void> {
     this.dispatch([subscriber], await this.changedSince([subscriber], since));
+    this.tellBatches([subscriber], await this.changedBatches([subscriber], since));
   }
 
   close(): void {
@@ -98,6 +102,28 @@ export class JobFeed {
         if (subscriber.ids.has(job.id) || (subscriber.wantsNew && subscriber.shows(job))) subscriber.deliver(job);
       }
     }
+    const batches = new Set(jobs.flatMap((job) => (job.batchId === null ? [] : [job.batchId])));
+    if (batches.size > 0) this.tellBatches(subscribers, batches);
+  }
+
+  private tellBatches(subscribers: Iterable<FeedSubscriber>, batches: ReadonlySet<string>): void {
+    for (const subscriber of subscribers) if (subscriber.batchId !== undefined && batches.has(subscriber.batchId)) subscriber.batchChanged?.();
+  }
+
+  /**
+   * The batches watched whose jobs changed at or after `since` (by another
+   * process too): one brief per batch, from jobs_batch_updated, enough to
+   * know that its counts are to be drawn again; never its jobs.
+   */
+  private async changedBatches(subscribers: readonly FeedSubscriber[], since: number): Promise<Set<string>> {
+    const watched = new Set(subscribers.flatMap((subscriber) => (subscriber.batchId === undefined ? [] : [subscriber.batchId])));
+    const changed = new Set<string>();
+    if (watched.size === 0) return changed;
+    const store = await this.deps.store();
+    for (const batchId of watched) {
+      if ((await store.changedBriefs({ batchId }, since - FOLLOW_OVERLAP_MS, 1)).length > 0) changed.add(batchId);
+    }
+    return changed;
   }
 
   private async look(): Promise<void> {
@@ -106,8 +132,10 @@ export class JobFeed {
     const startedAt = this.now();
     try {
       const jobs = await this.changedSince([...this.subscribers], this.since);
+      const batches = await this.changedBatches([...this.subscribers], this.since);
       this.since = startedAt;
       this.dispatch(this.subscribers, jobs);
+      this.tellBatches(this.subscribers, batches);
     } catch (error) {
       // The next look starts from the same moment: nothing is skipped while the store is away.
       this.deps.log.warn({ err: error instanceof Error ? error.message : String(error) }, "dashboard: could not read job changes; looking again");

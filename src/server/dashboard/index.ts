@@ -1,20 +1,21 @@
 import { isUtf8 } from "node:buffer";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { cancelJob } from "../../app/cancel.js";
+import { cancelBatchUnsent, cancelJob } from "../../app/cancel.js";
+import { searchPrompts } from "../../app/prompt-search.js";
 import { remoteJob } from "../../app/job-view.js";
 import { NO_TIMING, timingsOf } from "../../app/eta.js";
 import { submitJob, quoteOf } from "../../app/intake.js";
 import { providerStates } from "../../app/provider-states.js";
-import { jobEvents, jobOutput, jobOutputs, listJobs, spendOfDays, visibleJob } from "../../app/queries.js";
+import { BATCH_FAILURES_SHOWN, batchFailures, batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOfDays, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
 import { tokenOfSecret } from "../../app/tokens.js";
 import type { Caller } from "../../app/caller.js";
-import { isTerminal, type Job } from "../../core/job.js";
+import { isTerminal, type Job, type JobOutput } from "../../core/job.js";
 import type { Engine } from "../../engine/engine.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { PROVIDER_IDS, type ProviderId } from "../../providers/adapter.js";
 import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "../api/errors.js";
-import { encodeCursor, jobListQuery, quotedRequestOfBody, submissionOfBody } from "../api/requests.js";
+import { decodeCursor, encodeCursor, jobListQuery, quotedRequestOfBody, submissionOfBody } from "../api/requests.js";
 import { sendOutputFile } from "../output-file.js";
 import { errorBody } from "../error-body.js";
 import { InputError } from "../../core/errors.js";
@@ -24,6 +25,7 @@ import { EventStreams } from "./events.js";
 import { JobFeed } from "./feed.js";
 import { html, pathOf, queryOf, type Html } from "./html.js";
 import { againPanel, jobPageBody, jobParts, timingPart } from "./job-view.js";
+import { batchPageBody, batchPanels } from "./batch-view.js";
 import { jobListQueryOf, jobRow, jobsSection, matchesFilter, type JobListQuery } from "./jobs-view.js";
 import { pageOf, type PageOptions } from "./layout.js";
 import { errorPageBody, localPath, loginPageBody } from "./login-view.js";
@@ -150,11 +152,26 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       }),
     );
 
-  /** The table's page of jobs for a query of the listing's filters. */
-  const pageOfJobs = async (caller: Caller, query: JobListQuery) => {
-    const { filter } = jobListQuery({ ...query });
-    const page = await listJobs(runtime, caller, filter, TABLE_ROWS);
-    return { jobs: page.jobs, nextCursor: page.next ? encodeCursor(page.next) : null };
+  /**
+   * The table's page of jobs for a query of the listing's filters, with the
+   * page's outputs (its thumbnails) in one read. A prompt search (`q`) reads
+   * the newest jobs only (app/prompt-search.ts), the other filters checked
+   * on what it found.
+   */
+  const pageOfJobs = async (caller: Caller, query: JobListQuery): Promise<{ jobs: Job[]; nextCursor: string | null; outputs: Map<string, JobOutput[]> }> => {
+    const { q, ...listed } = query;
+    let page: { jobs: Job[]; next: Pick<Job, "createdAt" | "id"> | null };
+    if (q !== undefined) {
+      // The cursor is checked as the listing checks it; the filters other than the search are applied to its finds.
+      jobListQuery({ ...listed });
+      const found = await searchPrompts(runtime, caller, q, TABLE_ROWS, query.cursor === undefined ? undefined : decodeCursor(query.cursor));
+      page = { jobs: found.jobs.filter(matchesFilter({ ...listed, cursor: undefined })), next: found.next };
+    } else {
+      const { filter } = jobListQuery({ ...listed });
+      page = await listJobs(runtime, caller, filter, TABLE_ROWS);
+    }
+    const outputs = await (await store()).outputsOfJobs(page.jobs.filter((job) => job.state === "succeeded").map((job) => job.id));
+    return { jobs: page.jobs, nextCursor: page.next ? encodeCursor(page.next) : null, outputs };
   };
 
   const errorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -231,7 +248,7 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const values = queryValues(request);
       const query = jobListQueryOf(values);
       let notice: Html | null = null;
-      let jobs: { jobs: Job[]; nextCursor: string | null } = { jobs: [], nextCursor: null };
+      let jobs: { jobs: Job[]; nextCursor: string | null; outputs: Map<string, JobOutput[]> } = { jobs: [], nextCursor: null, outputs: new Map() };
       try {
         jobs = await pageOfJobs(caller, query);
       } catch (error) {
@@ -244,13 +261,13 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         if (created) notice = html`<div class="notice" role="status"><p>Queued <a href="${pathOf("/jobs", created.id)}">${created.ref}</a>: its row follows it below.</p></div>`;
       }
       const [providers, spend] = await Promise.all([providerStates(runtime, caller, readAt), spendOfDays(runtime, caller, readAt, SPEND_DAYS)]);
-      const events = `/events${queryOf({ state: query.state, provider: query.provider, ref: query.ref, ref_prefix: query.ref_prefix, cursor: query.cursor, since: String(readAt) })}`;
+      const events = `/events${queryOf({ state: query.state, provider: query.provider, ref: query.ref, ref_prefix: query.ref_prefix, q: query.q, cursor: query.cursor, since: String(readAt) })}`;
       return sendPage(reply, 200, {
         title: "Jobs",
         session,
         section: "jobs",
         events,
-        body: html`<h1>Jobs</h1>${notice}${jobsSection(jobs.jobs.map(remoteJob), query, jobs.nextCursor)}${providersSection(providers)}${spendSection(spend)}`,
+        body: html`<h1>Jobs</h1>${notice}${jobsSection(jobs.jobs.map(remoteJob), query, jobs.nextCursor, jobs.outputs)}${providersSection(providers)}${spendSection(spend)}`,
       });
     });
 
@@ -285,6 +302,31 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       if (outcome.kind === "cancelled") return reply.redirect(pathOf("/jobs", job.id), 303);
       const [current, outputs, events] = await Promise.all([visibleJob(runtime, session.caller, job.id), jobOutputs(runtime, job), jobEvents(runtime, job)]);
       return sendPage(reply, 409, { title: current.ref, session, section: "job", body: jobPageBody(remoteJob(current), jobParts(remoteJob(current), outputs, events, session), outcome.message) });
+    });
+
+    /** A batch's panels as the caller sees them (its own jobs unless admin; not found when it has none). */
+    const panelsOfBatch = async (session: Session, batchId: string) => {
+      const summary = await batchOf(runtime, session.caller, batchId);
+      return batchPanels(batchId, summary, await batchFailures(runtime, session.caller, batchId), BATCH_FAILURES_SHOWN, session);
+    };
+
+    dashboard.get<{ Params: { id: string } }>("/batches/:id", async (request, reply) => {
+      const session = request.dashboardSession!;
+      const batchId = request.params.id;
+      // Taken before anything is read: the page's stream sends what changes from here on.
+      const readAt = Date.now();
+      const panels = await panelsOfBatch(session, batchId);
+      const cancelled = queryValues(request).cancelled;
+      const notice = cancelled !== undefined && /^\d+$/.test(cancelled) ? html`<div class="notice" role="status"><p>Cancelled ${cancelled} unsent ${cancelled === "1" ? "job" : "jobs"} of this batch; jobs already sent keep running.</p></div>` : null;
+      return sendPage(reply, 200, { title: `Batch ${batchId}`, session, section: "batch", events: `/events${queryOf({ batch: batchId, since: String(readAt) })}`, body: batchPageBody(batchId, panels, notice) });
+    });
+
+    dashboard.post<{ Params: { id: string } }>("/batches/:id/cancel", async (request, reply) => {
+      const fields = formFields(request);
+      const refused = refuseForm(request, reply, fields, true);
+      if (refused) return refused;
+      const outcome = await cancelBatchUnsent(runtime, request.dashboardSession!.caller, request.params.id);
+      return reply.redirect(`${pathOf("/batches", request.params.id)}${queryOf({ cancelled: String(outcome.cancelled) })}`, 303);
     });
 
     dashboard.get("/new", async (request, reply) => {
@@ -336,6 +378,24 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
       const values = queryValues(request);
       const lastEventId = Number(request.headers["last-event-id"]);
       const since = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : Number.isSafeInteger(Number(values.since)) && Number(values.since) > 0 ? Number(values.since) : Date.now();
+      if (values.batch !== undefined) {
+        const batchId = values.batch;
+        // Checked before the stream opens: another tenant's batch is not found.
+        await panelsOfBatch(session, batchId);
+        streams.start(reply, {
+          feed,
+          log,
+          caller,
+          ids: [],
+          wantsNew: false,
+          shows: () => false,
+          since,
+          batchId,
+          render: async () => null,
+          panels: async () => Object.fromEntries(Object.entries(await panelsOfBatch(session, batchId)).map(([name, panel]) => [name, panel.text])),
+        });
+        return reply;
+      }
       if (values.job !== undefined) {
         const job = await visibleJob(runtime, caller, values.job);
         let latest = job;
@@ -376,8 +436,8 @@ export function registerDashboard(app: FastifyInstance, deps: DashboardDeps): vo
         shows,
         since,
         render: async (changed) => ({
-          event: "job",
-          data: { id: changed.id, state: changed.state, matches: shows(changed), announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, row: jobRow(remoteJob(changed)).text },
+          event: "job" as const,
+          data: { id: changed.id, state: changed.state, matches: shows(changed), announce: `${changed.ref} is now ${changed.state.replace("_", " ")}`, row: jobRow(remoteJob(changed), changed.state === "succeeded" ? await jobOutputs(runtime, changed) : []).text },
         }),
         panels: async () => {
           const now = Date.now();

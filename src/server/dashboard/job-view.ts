@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { isTerminal, type Job, type JobEvent, type JobOutput } from "../../core/job.js";
 import { Html, html, pathOf } from "./html.js";
 import { bytesOf, moneyOf, stateBadge, timeOf } from "./display.js";
+import { durationsOf, durationText } from "./durations.js";
 import type { Session } from "./session.js";
 import { chargeUnknownWords } from "../../app/job-view.js";
 import { NO_TIMING, type JobTiming } from "../../app/eta.js";
@@ -40,6 +41,14 @@ function outputView(job: Job, output: JobOutput): Html {
   return html`<figure>${media}<figcaption>Output ${output.index + 1}: ${facts} · <a href="${href}" download>Download</a></figcaption></figure>`;
 }
 
+/** Waiting (created → sent), rendering (sent → provider done), capturing (provider done → ended): "—" for a stage not reached. */
+function durationFacts(job: Job): Html {
+  const durations = durationsOf(job);
+  return html`<dt>Waiting</dt><dd data-duration="waiting">${durationText(durations.waitingMs)}</dd>
+<dt>Rendering</dt><dd data-duration="rendering">${durationText(durations.renderingMs)}</dd>
+<dt>Capturing</dt><dd data-duration="capturing">${durationText(durations.capturingMs)}</dd>`;
+}
+
 function summaryOf(job: Job): Html {
   const route = job.route;
   return html`<dl class="facts">
@@ -58,10 +67,11 @@ ${
 <dt>Provider job</dt><dd>${job.providerJobId ?? html`<span class="muted">none</span>`}${job.providerStatus ? html` <span class="muted">(${job.providerStatus})</span>` : ""}</dd>
 ${job.warnings.length ? html`<dt>Warnings</dt><dd><ul>${job.warnings.map((warning) => html`<li>${warning}</li>`)}</ul></dd>` : ""}
 <dt>Id</dt><dd>${job.id}</dd>
-${job.batchId ? html`<dt>Batch</dt><dd>${job.batchId}</dd>` : ""}
+${job.batchId ? html`<dt>Batch</dt><dd><a href="${pathOf("/batches", job.batchId)}">${job.batchId}</a></dd>` : ""}
 <dt>Created</dt><dd>${timeOf(job.createdAt)}</dd>
 <dt>Updated</dt><dd>${timeOf(job.updatedAt)}</dd>
 <dt>Finished</dt><dd>${timeOf(job.finishedAt)}</dd>
+${durationFacts(job)}
 </dl>`;
 }
 

@@ -2,7 +2,7 @@ import { html, type Html } from "./html.js";
 import type { Session } from "./session.js";
 import { ASSETS } from "./assets.js";
 
-export type Section = "jobs" | "new" | "login" | "job" | "error";
+export type Section = "batch" | "jobs" | "new" | "login" | "job" | "error";
 
 export interface PageOptions {
   title: string;
