@@ -158,9 +158,10 @@ describe("what the engine loop reads (SQLite, real sandbox D, virtual time)", ()
     ]);
     // Then at most once a second (a full pool is asked again after a second, or when a slot is freed here).
     expect(dQueueReads.length).toBeLessThanOrEqual(2 + Math.ceil(fullForMs / 1_000) + 1);
-    // (At least half as often on a loaded machine, where at time scale 20 a pass can outlast a virtual second; a
-    // queue never read again while the pool is full would stay at 2.)
-    expect(dQueueReads.length).toBeGreaterThanOrEqual(2 + Math.floor(fullForMs / 2_000));
+    // (At least a quarter as often on a loaded machine, where at time scale 20 a pass (its look at the queue's
+    // deadlines included) can outlast a virtual second: 18 of 20 was seen beside three other test runs; a queue never
+    // read again while the pool is full would stay at 2.)
+    expect(dQueueReads.length).toBeGreaterThanOrEqual(2 + Math.floor(fullForMs / 4_000));
     // The five other providers' queues are empty (none of them has a job): each read that finds them so is trusted for
     // an idle tick (500 ms), across the naps between D's polls, not read again after every nap.
     const otherQueueReads = full.filter((statement) => /"next_attempt_at" <= \?/.test(statement.sql) && statement.parameters.includes("a"));
