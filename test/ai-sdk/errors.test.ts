@@ -50,6 +50,7 @@ function jobWith(fields: Partial<Job>): Job {
     tenant: "local",
     notifyUrl: null,
     deadlineAt: null,
+    trace: null,
     ...fields,
   };
 }

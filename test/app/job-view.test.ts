@@ -52,6 +52,7 @@ function savedJob(overrides: Partial<Job> = {}): Job {
     tenant: "local",
     notifyUrl: null,
     deadlineAt: null,
+    trace: null,
     ...overrides,
   };
 }

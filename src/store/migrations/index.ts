@@ -18,6 +18,7 @@ import { migration017 } from "./017_tenants.js";
 import { migration018 } from "./018_admission.js";
 import { migration019 } from "./019_fair_share.js";
 import { migration020 } from "./020_deadlines.js";
+import { migration022 } from "./022_job_trace.js";
 
 export interface Migration {
   version: number;
@@ -33,4 +34,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015, migration016, migration017, migration018, migration019, migration020];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015, migration016, migration017, migration018, migration019, migration020, migration022];
