@@ -1,48 +1,14 @@
-import { randomBytes } from "node:crypto";
-import { join } from "node:path";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { Mediagate } from "../../src/index.js";
 import { openStore } from "../../src/store/open.js";
 import { D_KEY, type DWorld, startDWorld } from "../helpers/d-sandbox.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.js";
+import { type StoreLocation, storeLocations } from "../helpers/store-locations.js";
 
 // Issue 37, part 3: a job's trace, exported over OTLP/HTTP to a receiver this test starts on loopback, which decodes
 // what arrives (JSON as it is, protobuf with OpenTelemetry's own .proto files), against the sandbox's D, on each store.
 
-const databaseUrl = process.env.DATABASE_URL;
-
-interface StoreLocation {
-  name: string;
-  location(world: DWorld): Promise<string>;
-  cleanup(): Promise<void>;
-}
-
-function sqliteLocation(): StoreLocation {
-  return { name: "sqlite", location: async (world) => `sqlite:${join(world.folder, "traces.db")}`, cleanup: async () => undefined };
-}
-
-function postgresLocation(url: string): StoreLocation {
-  const schema = `mg_test_${randomBytes(6).toString("hex")}`;
-  const run = async (statement: string) => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
-  return {
-    name: "postgres",
-    async location() {
-      await run(`CREATE SCHEMA ${schema}`);
-      const located = new URL(url);
-      located.searchParams.set("options", `-c search_path=${schema}`);
-      return located.toString();
-    },
-    cleanup: () => run(`DROP SCHEMA IF EXISTS ${schema} CASCADE`),
-  };
-}
-
-const locations: Array<() => StoreLocation> = databaseUrl ? [sqliteLocation, () => postgresLocation(databaseUrl)] : [sqliteLocation];
+const locations = storeLocations();
 
 const jobSpanOf = (spans: ReceivedSpan[], jobId: string) => spans.find((span) => span.name === "mediagate.job" && span.attributes["mediagate.job.id"] === jobId);
 
@@ -65,7 +31,7 @@ for (const makeLocation of locations) {
         world = await startDWorld({ renderTimeMs: 50 });
         receiver = await startOtlpReceiver();
         location = makeLocation();
-        const storeAddress = await location.location(world);
+        const storeAddress = await location.address(world.folder);
         gate = await Mediagate.open({
           env: {
             ...world.env,
