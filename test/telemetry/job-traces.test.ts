@@ -98,6 +98,9 @@ for (const makeLocation of locations) {
         const everything = JSON.stringify(spans);
         expect(everything).not.toContain(D_KEY);
         expect(everything).not.toContain("backend secret");
+        // The sandbox's result links are signed in their query string (`?expires=…&sig=…`).
+        expect(world.sandbox.requests({ provider: "d" }).some((request) => request.url.includes("sig="))).toBe(true);
+        expect(everything).not.toContain("sig=");
         for (const span of spans) {
           const url = span.attributes["url.full"];
           if (typeof url === "string") expect(url).not.toContain("?");
