@@ -16,6 +16,7 @@ import { runFairShare } from "./fair-share.js";
 import { runIntake } from "./intake.js";
 import { watchStealTime } from "./harness.js";
 import { runSoak } from "./soak.js";
+import { runTraceCost } from "./trace-cost.js";
 
 const benchmarks: Record<string, () => Promise<void>> = {
   "d-makespan": runDMakespan,
@@ -31,6 +32,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   "api-load": runApiLoad,
   intake: runIntake,
   "fair-share": runFairShare,
+  "trace-cost": runTraceCost,
   soak: runSoak,
 };
 

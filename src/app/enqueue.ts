@@ -113,7 +113,7 @@ export async function enqueue(
       [
         {
           tenant: LOCAL_TENANT,
-          jobs: prepared.slice(start, start + ENQUEUE_PAGE).map((item) => newJobOf(item, { now, batchId: options.batchId, outDir: options.outDir, budgetId })),
+          jobs: prepared.slice(start, start + ENQUEUE_PAGE).map((item) => newJobOf(item, { now, batchId: options.batchId, outDir: options.outDir, budgetId, trace: runtime.jobTrace() })),
           budgetId,
           // Each stored ref was compared with its request above.
           differs: () => false,

@@ -179,6 +179,8 @@ export interface JobSubmission {
   notifyUrl: unknown;
   /** How long after its admission the job stays wanted (`cancel_after_s`, or the API's `Cancel-After`); null: for ever. */
   cancelAfterS?: number | null;
+  /** The request's `traceparent` header: the job span becomes a child of the caller's span (traces exported). */
+  traceparent?: string | null;
 }
 
 /**
@@ -231,7 +233,7 @@ export async function submitJob(runtime: Runtime, caller: Caller, submission: Jo
   const now = Date.now();
   const outcome = await admitted(runtime, {
     tenant: caller.tenant,
-    jobs: [newJobOf(prepared, { now, batchId: null, outDir, budgetId: budget?.id ?? null, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })],
+    jobs: [newJobOf(prepared, { now, batchId: null, outDir, budgetId: budget?.id ?? null, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl, trace: runtime.jobTrace(submission.traceparent) })],
     budgetId: budget?.id ?? null,
     differs: (stored) => !sameRequest(stored, prepared),
     idempotency: idempotency ? { ...idempotency, keepMs: IDEMPOTENCY_KEEP_MS } : null,
@@ -307,6 +309,7 @@ export async function submitBatch(
   readRequest: LineReader,
   idempotency: IdempotencyRequest | null = null,
   cancelAfterHeaderS: number | null = null,
+  traceparent: string | null = null,
 ): Promise<{ status: 200 | 201; batchId: string; jobs: Job[]; created: number }> {
   const prepared = await prepareLines(runtime, lines, readRequest, { header: cancelAfterHeaderS }, caller.tenant);
   const budget = await budgetOf(runtime, caller);
@@ -325,7 +328,7 @@ export async function submitBatch(
   const wanted = new Map(items.map((item) => [item.ref, item]));
   const outcome = await admitted(runtime, {
     tenant: caller.tenant,
-    jobs: prepared.map(({ prepared: item, notifyUrl }) => newJobOf(item, { now, batchId, outDir, budgetId: budget?.id ?? null, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl })),
+    jobs: prepared.map(({ prepared: item, notifyUrl }) => newJobOf(item, { now, batchId, outDir, budgetId: budget?.id ?? null, tokenId: caller.token?.id ?? null, tenant: caller.tenant, notifyUrl, trace: runtime.jobTrace(traceparent) })),
     budgetId: budget?.id ?? null,
     differs: (stored) => !sameRequest(stored, wanted.get(stored.ref)!),
     idempotency: idempotency ? { ...idempotency, keepMs: IDEMPOTENCY_KEEP_MS } : null,

@@ -141,7 +141,7 @@ export class Mediagate {
     // Stored with its estimate reserved in this instance's budget, in one transaction: concurrent submits never pass it.
     const outcome = await admitted(this.runtime, {
       tenant: LOCAL_TENANT,
-      jobs: [newJobOf({ ...prepared, cancelAfterS }, { now, batchId: null, outDir, budgetId: this.budgetId })],
+      jobs: [newJobOf({ ...prepared, cancelAfterS }, { now, batchId: null, outDir, budgetId: this.budgetId, trace: this.runtime.jobTrace() })],
       budgetId: this.budgetId,
       differs: (stored) => !sameRequest(stored, prepared),
       idempotency: null,
@@ -214,6 +214,7 @@ export class Mediagate {
   async close(options: { timeoutMs?: number } = {}): Promise<"closed" | "timed_out"> {
     const outcome = await stopWithin(async () => {
       if (this.runEngine) await this.engine.stop();
+      await this.runtime.finishTraces();
       await this.store.close();
     }, options.timeoutMs ?? DEFAULT_STOP_TIMEOUT_S * 1000);
     if (outcome.kind === "failed") throw new Error(`mediagate: close failed: ${outcome.message}`);

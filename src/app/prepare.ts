@@ -1,6 +1,7 @@
 import { ConfigError, InputError } from "../core/errors.js";
 import { checkInputValue } from "../core/input-value.js";
 import type { Job } from "../core/job.js";
+import type { JobTrace } from "../core/trace-context.js";
 import { newId } from "../core/ids.js";
 import type { Estimate, JobRequest, ProviderAdapter, ProviderId, ValidatedRequest } from "../providers/adapter.js";
 import { jobRouteOf, planRoute, type EligibleTarget, type RoutedRequest, type RouteWorld, type TargetVerdict } from "../engine/route.js";
@@ -132,6 +133,8 @@ export interface NewJobPlace {
   /** Whose job it is (default LOCAL_TENANT). */
   tenant?: string;
   notifyUrl?: string | null;
+  /** Its place in a trace (`Runtime.jobTrace`): null or absent, not traced. */
+  trace?: JobTrace | null;
 }
 
 /** The row a prepared job is stored as (the CLI, the library and the API store the same thing). */
@@ -159,6 +162,7 @@ export function newJobOf(item: Pick<PreparedJob, "ref" | "validated" | "estimate
     ...(place.tenant !== undefined ? { tenant: place.tenant } : {}),
     ...(place.notifyUrl !== undefined ? { notifyUrl: place.notifyUrl } : {}),
     deadlineAt: deadlineOf(place.now, item.cancelAfterS),
+    ...(place.trace ? { trace: place.trace } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { ProviderId } from "./provider-id.js";
 import type { MediaFacts } from "./media-facts.js";
+import type { JobTrace } from "./trace-context.js";
 
 /**
  * Job states (DESIGN.md). Waiting for a slot, a rate token or budget is a
@@ -145,6 +146,8 @@ export interface Job {
    * before ranks were kept. Only differences of ranks mean anything.
    */
   queueRank: number | null;
+  /** Its place in a distributed trace, stored at its admission when traces are exported (null: not traced). */
+  trace: JobTrace | null;
 }
 
 /** A target of a route not tried yet: exactly what it would be sent, validated and estimated before anything was sent. */

@@ -115,7 +115,7 @@ async function saving<T>(location: string, action: () => Promise<T>): Promise<T>
 
 /** Downloads every output the provider reported, into memory. */
 async function download(context: EngineContext, job: Job, status: Extract<ProviderStatus, { kind: "succeeded" }>): Promise<Downloaded[]> {
-  const call = await context.callContext(job, validatedOf(job), { rateLimited: false });
+  const call = await context.callContext(job, validatedOf(job), { rateLimited: false, step: "download" });
   const downloaded: Downloaded[] = [];
   for (const [index, output] of status.outputs.entries()) {
     context.counters(job.provider).downloads++;

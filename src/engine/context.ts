@@ -1,5 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
+import type { ProviderStep } from "../core/tracing.js";
 import type { CallContext, ProviderAdapter, ProviderId, ProviderLimits, ProviderStatus, ValidatedRequest } from "../providers/adapter.js";
 import type { OutputWriter } from "../outputs/local-folder.js";
 import type { Store } from "../store/store.js";
@@ -41,8 +42,11 @@ export interface EngineContext {
   /** Where result bytes are written. */
   outputs: OutputWriter;
   adapter(provider: ProviderId): ProviderAdapter;
-  /** A call context whose HTTP layer takes rate tokens and counts requests for this job's provider. */
-  callContext(job: Job, request: ValidatedRequest, options?: { rateLimited?: boolean }): Promise<CallContext>;
+  /**
+   * A call context whose HTTP layer takes rate tokens and counts requests for this job's provider. `step` names
+   * what its requests are for in traces (default: `submit` for a job being submitted, else `poll`).
+   */
+  callContext(job: Job, request: ValidatedRequest, options?: { rateLimited?: boolean; step?: ProviderStep }): Promise<CallContext>;
   counters(provider: ProviderId): ProviderCounters;
   /** Runs one provider call of a step and reports how long it took (the engine's `step` event). */
   timed<T>(provider: ProviderId, step: StepTiming["step"], call: () => Promise<T>): Promise<T>;

@@ -2,6 +2,7 @@ import { EventEmitter, setMaxListeners } from "node:events";
 import { DEFAULT_FALLBACK_AFTER_MS } from "../core/config.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Job } from "../core/job.js";
+import type { JobTracer } from "../core/tracing.js";
 import { PRIVATE_URLS_WARNING } from "../core/url-safety.js";
 import type { CallContext, ProviderId, ProviderStatus } from "../providers/adapter.js";
 import type { ProviderEntry } from "../providers/registry.js";
@@ -71,6 +72,8 @@ export interface EngineOptions {
    * which only `bench/fair-share.ts` asks for, to measure what fairness costs.
    */
   queueOrder?: QueueOrder;
+  /** Traces exported (OTEL_EXPORTER_OTLP_ENDPOINT): provider requests of traced jobs get spans. Null or absent: off. */
+  tracer?: JobTracer | null;
 }
 
 /** The longest the loop sleeps without looking at the store (new jobs from other processes), unless told otherwise. */
@@ -137,6 +140,7 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       publicUrl: options.publicUrl ?? null,
       signal,
       stopWaiting: this.stopWaiting.signal,
+      tracer: options.tracer ?? null,
     });
     this.naps = new Naps({
       store,
@@ -164,7 +168,8 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
       polls: this.polls,
       outputs: rememberingFolderChecks(options.outputs ?? defaultOutputs, () => clock.now()),
       adapter: (provider) => this.calls.adapter(provider),
-      callContext: (job, request, callOptions) => this.calls.callContext(job, request, callOptions?.rateLimited ?? true),
+      callContext: (job, request, callOptions) =>
+        this.calls.callContext(job, request, callOptions?.rateLimited ?? true, callOptions?.step ?? (job.state === "submitting" ? "submit" : "poll")),
       counters: (provider) => this.calls.countersFor(provider),
       timed: async (provider, step, call) => {
         const startedAt = clock.now();
@@ -231,6 +236,11 @@ export class Engine extends EventEmitter<{ job: [Job]; idle: []; step: [StepTimi
   /** Whether the loop runs: started and not stopping (`/readyz`). */
   get running(): boolean {
     return this.loopDone !== null && !this.stopping;
+  }
+
+  /** The tracer traced jobs' spans go to (the server's webhook spans too); null when traces are off. */
+  get tracer(): JobTracer | null {
+    return this.options.tracer ?? null;
   }
 
   /** Request and error counts per provider since this engine started. */

@@ -6,6 +6,7 @@ import { fullJitterBackoffMs } from "../core/backoff.js";
 import type { Clock } from "../core/clock.js";
 import { UnsafeUrlError } from "../core/errors.js";
 import type { Job, JobOutput } from "../core/job.js";
+import { traceparentOf } from "../core/trace-context.js";
 import { assertSafeUrl } from "../core/url-safety.js";
 import { redactUrl } from "../core/redact.js";
 import type { BatchSummary, Notification, NotificationAttempt, Store } from "../store/store.js";
@@ -128,8 +129,9 @@ export async function deliverNotification(context: NotifyContext, notification: 
     return;
   }
   let body = notification.body;
+  // A retry reads the job too, for its trace: the header is not part of the body kept.
+  const job = await store.getJob(notification.jobId);
   if (body === null) {
-    const job = await store.getJob(notification.jobId);
     if (!job) {
       await giveUp({ error: "job_not_found" }, `job ${notification.jobId} is not in the store`);
       return;
@@ -175,6 +177,8 @@ export async function deliverNotification(context: NotifyContext, notification: 
       "webhook-id": notification.id,
       "webhook-timestamp": String(Math.floor(sentAt / 1000)),
       "webhook-signature": signature,
+      // W3C Trace Context: a traced job's notification names the job's span, so the receiver's spans join its trace.
+      ...(job?.trace ? { traceparent: traceparentOf(job.trace) } : {}),
     },
     body,
     context.signal,

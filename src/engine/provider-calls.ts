@@ -1,9 +1,10 @@
 import type { Clock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Job } from "../core/job.js";
+import type { JobTracer, ProviderStep } from "../core/tracing.js";
 import { policyForBase, type UrlPolicy } from "../core/url-safety.js";
 import type { CallContext, ProviderAdapter, ProviderId, RateWindow, ValidatedRequest } from "../providers/adapter.js";
-import { ProviderHttp } from "../providers/http.js";
+import { ProviderHttp, type ProviderHttpOptions } from "../providers/http.js";
 import type { ProviderEntry } from "../providers/registry.js";
 import { RATE_SEND_BOUND_MS, type Store } from "../store/store.js";
 import type { ProviderCounters } from "./context.js";
@@ -24,6 +25,8 @@ export interface ProviderCallOptions {
   signal: AbortSignal;
   /** Aborted as the engine starts stopping: a submit still waiting for its rate token gives up. */
   stopWaiting: AbortSignal;
+  /** Traces exported: each request of a traced job gets a span under the job's (null: traces are off). */
+  tracer: JobTracer | null;
 }
 
 /**
@@ -108,7 +111,7 @@ export class ProviderCalls {
     return policy;
   }
 
-  async callContext(job: Job, request: ValidatedRequest, rateLimited: boolean): Promise<CallContext> {
+  async callContext(job: Job, request: ValidatedRequest, rateLimited: boolean, step: ProviderStep): Promise<CallContext> {
     const limits = this.adapter(job.provider).limits(request);
     const counters = this.countersFor(job.provider);
     const abortable = job.state !== "submitting";
@@ -123,6 +126,7 @@ export class ProviderCalls {
         counters.requests++;
         if (status === 429) counters.status429++;
       },
+      ...this.requestSpans(job, step),
     });
     const adapter = this.adapter(job.provider);
     const publicUrl = this.options.publicUrl?.replace(/\/+$/, "");
@@ -133,6 +137,15 @@ export class ProviderCalls {
       ...(signal ? { signal } : {}),
       job: { id: job.id, idempotencyKey: job.idempotencyKey, callbackUrl },
     };
+  }
+
+  /** A span per request of a traced job, child of the job's span, when traces are exported. */
+  private requestSpans(job: Job, step: ProviderStep): Pick<ProviderHttpOptions, "requestSpan"> {
+    const { tracer } = this.options;
+    const trace = job.trace;
+    if (!tracer || !trace) return {};
+    const traced = { id: job.id, provider: job.provider, trace };
+    return { requestSpan: (method, url) => tracer.providerRequest(traced, step, method, url) };
   }
 
   /**

@@ -31,7 +31,7 @@ export async function settleJob(context: EngineContext, job: Job): Promise<void>
   }
   let settlement;
   try {
-    const call = await context.callContext(job, validatedOf(job));
+    const call = await context.callContext(job, validatedOf(job), { step: "settle" });
     settlement = await adapter.settle(submittedOf(job), outcomeOf(job), call);
   } catch (error) {
     if (context.signal.aborted) return;

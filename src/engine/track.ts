@@ -103,7 +103,7 @@ async function cancelAtProviderPastDeadline(context: EngineContext, job: Job, re
   const provider = job.provider.toUpperCase();
   const words = deadlineWords(job.deadlineAt!, true);
   try {
-    const call = await context.callContext(job, request);
+    const call = await context.callContext(job, request, { step: "cancel" });
     await context.adapter(job.provider).cancel!(submittedOf(job), call);
   } catch (error) {
     context.log.warn({ jobId: job.id, provider: job.provider, err: error instanceof Error ? error.message : String(error) }, `${words}; its cancel at ${provider} failed, so it is tracked on and tried again at its next read`);

@@ -3,6 +3,7 @@ import { isBlockedPort } from "../core/blocked-ports.js";
 import type { Clock } from "../core/clock.js";
 import { MediagateError, ProviderError } from "../core/errors.js";
 import { displayUrl, redactSecrets } from "../core/redact.js";
+import type { RequestSpan } from "../core/tracing.js";
 import { assertSafeUrl, type UrlPolicy } from "../core/url-safety.js";
 import { nodeTransport, type Transport, type TransportResponse } from "./node-transport.js";
 
@@ -109,6 +110,8 @@ export interface ProviderHttpOptions {
   random?: () => number;
   /** How requests are sent: Node's HTTP client by default (see `nodeTransport`); `fetch` fits too. */
   transport?: Transport;
+  /** Starts a trace span for each request as it leaves (every attempt and redirect hop); absent when traces are off. */
+  requestSpan?: (method: string, url: string) => RequestSpan;
 }
 
 const MAX_REDIRECTS = 5;
@@ -229,6 +232,7 @@ export class ProviderHttp {
       else signal?.addEventListener("abort", stop, { once: true });
       let response: TransportResponse;
       let bytes: Buffer;
+      const span = this.options.requestSpan?.(method, url);
       try {
         try {
           this.lastSentAt = this.options.clock.now();
@@ -243,6 +247,7 @@ export class ProviderHttp {
             },
           });
         } catch (error) {
+          span?.end({ error: signal?.aborted ? signal.reason : error });
           await noteAnswered(answered);
           if (signal?.aborted) throw signal.reason;
           throw this.transportError(url, error);
@@ -251,6 +256,7 @@ export class ProviderHttp {
         this.options.afterResponse?.({ status: response.status, url });
         if (response.status >= 300 && response.status < 400 && response.headers.has("location") && hop < MAX_REDIRECTS) {
           await response.arrayBuffer().catch(() => undefined);
+          span?.end({ status: response.status });
           url = new URL(response.headers.get("location")!, url).toString();
           if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
             method = "GET";
@@ -261,7 +267,9 @@ export class ProviderHttp {
         }
         try {
           bytes = Buffer.from(await response.arrayBuffer());
+          span?.end({ status: response.status });
         } catch (error) {
+          span?.end({ error: signal?.aborted ? signal.reason : error });
           if (signal?.aborted) throw signal.reason;
           throw this.transportError(url, error);
         }

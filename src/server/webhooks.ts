@@ -42,6 +42,7 @@ export async function receiveWebhook(
   providerName: string,
   delivery: WebhookDelivery,
 ): Promise<WebhookAnswer> {
+  const startedAt = deps.now();
   const provider = PROVIDER_IDS.find((id) => id === providerName);
   const adapter = provider ? deps.providers.get(provider)?.adapter : undefined;
   if (!provider || !adapter?.webhooks) {
@@ -55,12 +56,26 @@ export async function receiveWebhook(
   const outcome = job ? "applied" : "unmatched";
   const reason = job ? `for ${job.id} (${job.state})` : `no job of ours has provider job id ${verdict.providerJobId ?? "(none)"} / job id ${delivery.jobId ?? "(none)"}`;
   const recorded = await deps.store.recordDelivery({ provider, deliveryId: verdict.deliveryId, jobId: job?.id ?? null, outcome, reason, at: deps.now() });
-  if (recorded === "duplicate") return { kind: "answered", status: 200, body: { outcome: "duplicate", ...(job ? { job_id: job.id } : {}) } };
+  if (recorded === "duplicate") {
+    return job ? traced(deps, job, delivery, startedAt, { kind: "answered", status: 200, body: { outcome: "duplicate", job_id: job.id } }) : { kind: "answered", status: 200, body: { outcome: "duplicate" } };
+  }
   if (!job) return { kind: "answered", status: 202, body: { outcome: "unmatched", reason } };
   // A verified status is kept like a polled one (error detail, event log): without any secret it quotes.
   const secrets = deps.engine.secrets();
   await deps.engine.nudge(job, verdict.status && redactDeep(verdict.status, (text) => redactSecrets(text, secrets)));
-  return { kind: "answered", status: 200, body: { outcome: "applied", job_id: job.id } };
+  return traced(deps, job, delivery, startedAt, { kind: "answered", status: 200, body: { outcome: "applied", job_id: job.id } });
+}
+
+/** A delivery about a traced job is a span under the job's (traces exported); the answer is passed through. */
+function traced(deps: WebhookIngressDeps, job: Job, delivery: WebhookDelivery, startedAt: number, answer: WebhookAnswer & { kind: "answered" }): WebhookAnswer {
+  const tracer = deps.engine.tracer;
+  if (tracer && job.trace) {
+    tracer.webhookReceived(
+      { id: job.id, provider: job.provider, trace: job.trace },
+      { method: "POST", host: delivery.headers.host ?? null, path: `/webhooks/${job.provider}${delivery.jobId ? `/${encodeURIComponent(delivery.jobId)}` : ""}`, status: answer.status, outcome: answer.body.outcome, startedAt, endedAt: deps.now() },
+    );
+  }
+  return answer;
 }
 
 /** The route's job id wins, but must agree with the provider job id when the delivery names one. */

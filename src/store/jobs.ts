@@ -119,6 +119,9 @@ function newJobRow(job: NewJob, now: number, reserved: boolean) {
     token_id: job.tokenId ?? null,
     notify_url: job.notifyUrl ?? null,
     tenant: job.tenant ?? LOCAL_TENANT,
+    trace_id: job.trace?.traceId ?? null,
+    trace_span_id: job.trace?.spanId ?? null,
+    trace_parent_span_id: job.trace?.parentSpanId ?? null,
   };
 }
 

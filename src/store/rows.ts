@@ -74,6 +74,7 @@ export function rowWithRequestToJob(row: JobsTable, request: Pick<Job, "body" | 
     tokenId: row.token_id ?? null,
     tenant: row.tenant,
     notifyUrl: row.notify_url ?? null,
+    trace: row.trace_id && row.trace_span_id ? { traceId: row.trace_id, spanId: row.trace_span_id, parentSpanId: row.trace_parent_span_id ?? null } : null,
   };
 }
 

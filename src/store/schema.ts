@@ -52,6 +52,10 @@ export interface JobsTable {
   notify_url: string | null;
   /** Whose job it is (migration 17): the creating token's id, or `local`; a ref is unique per tenant. */
   tenant: string;
+  /** The job's trace (migration 22): its span's trace id and span id, and the caller's span it is a child of; null: not traced. */
+  trace_id: string | null;
+  trace_span_id: string | null;
+  trace_parent_span_id: string | null;
 }
 
 /** API tokens of `mediagate serve` (migration 10): the secret's sha256 only. */

@@ -1,5 +1,6 @@
 import type { BlockedCode, Job, JobEvent, JobOutput, JobRoute, JobState } from "../core/job.js";
 import type { ProviderId, RateWindow } from "../core/provider-id.js";
+import type { JobTrace } from "../core/trace-context.js";
 import type { Admission, AdmissionOutcome } from "./admission.js";
 import type { BudgetStatus } from "./budgets.js";
 import type { WebhookDeliveryRecord, WebhookRejectionCount } from "./deliveries.js";
@@ -72,6 +73,8 @@ export interface NewJob {
   notifyUrl?: string | null;
   /** When it stops being wanted (`cancel_after_s` from its admission): unsent then, it is cancelled. */
   deadlineAt?: number | null;
+  /** Its place in a trace (traces exported): the job span's ids, and its parent's when the request carried a `traceparent`. */
+  trace?: JobTrace | null;
 }
 
 /** Fields the engine may change on a job (with or without a state change). */

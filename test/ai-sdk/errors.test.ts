@@ -51,6 +51,7 @@ function jobWith(fields: Partial<Job>): Job {
     notifyUrl: null,
     deadlineAt: null,
     queueRank: null,
+    trace: null,
     ...fields,
   };
 }

@@ -53,6 +53,7 @@ function savedJob(overrides: Partial<Job> = {}): Job {
     notifyUrl: null,
     deadlineAt: null,
     queueRank: null,
+    trace: null,
     ...overrides,
   };
 }

@@ -74,7 +74,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "POST",
       path: "/v1/jobs",
-      summary: "Queue one job: a native request (provider, model, input) or a common one (task, prompt, …, model or route); optional ref (the same ref and request answer the job stored under it), notify_url, cancel_after_s (or the Cancel-After header: 90s, 5m, 1h; not sent by then, it is cancelled) and Idempotency-Key; its estimate is reserved in the token's budget as it is stored",
+      summary: "Queue one job: a native request (provider, model, input) or a common one (task, prompt, …, model or route); optional ref (the same ref and request answer the job stored under it), notify_url, cancel_after_s (or the Cancel-After header: 90s, 5m, 1h; not sent by then, it is cancelled) and Idempotency-Key; its estimate is reserved in the token's budget as it is stored. With traces exported, a W3C traceparent header makes the job's span a child of the caller's",
       writes: true,
       responses: {
         200: "the job stored before under this ref or key, same request, as it is now",
@@ -88,7 +88,8 @@ function routes(deps: ApiDeps): ApiRoute[] {
         const submission = submissionOfBody(body);
         const header = cancelAfterOfHeader(request.headers["cancel-after"]);
         if (header !== null && submission.cancelAfterS !== null) throw new InputError("Cancel-After", "is given with cancel_after_s in the body: send one of them", "Cancel-After, or cancel_after_s in the body");
-        const created = await submitJob(runtime, request.caller!, { ...submission, cancelAfterS: submission.cancelAfterS ?? header }, idempotencyOf(request.headers["idempotency-key"], "POST /v1/jobs", body));
+        const traceparent = headerText(request.headers.traceparent);
+        const created = await submitJob(runtime, request.caller!, { ...submission, cancelAfterS: submission.cancelAfterS ?? header, traceparent }, idempotencyOf(request.headers["idempotency-key"], "POST /v1/jobs", body));
         // A job still queued has no outputs: only one further on (found under its ref or key) is read for them.
         const outputs = created.job.state === "queued" ? [] : await jobOutputs(runtime, created.job);
         return reply.code(created.status).send(admittedJob(created.job, outputs, (await timingsOf(runtime, [created.job])).get(created.job.id)));
@@ -185,7 +186,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
     {
       method: "POST",
       path: "/v1/batches",
-      summary: "Queue a batch (a JSON array or JSON lines, every line with a ref), validated whole before anything is queued, its estimates reserved in the token's budget as it is stored; optional Idempotency-Key, and Cancel-After for the lines without their own cancel_after_s",
+      summary: "Queue a batch (a JSON array or JSON lines, every line with a ref), validated whole before anything is queued, its estimates reserved in the token's budget as it is stored; optional Idempotency-Key, and Cancel-After for the lines without their own cancel_after_s. With traces exported, a W3C traceparent header makes each job's span a child of the caller's",
       bodyLimit: BATCH_BODY_LIMIT,
       writes: true,
       responses: {
@@ -197,7 +198,7 @@ function routes(deps: ApiDeps): ApiRoute[] {
       },
       handler: async (request, reply) => {
         const lines = batchLines(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers["content-type"]);
-        const batch = await submitBatch(runtime, request.caller!, lines, apiLineRequest, idempotencyOf(request.headers["idempotency-key"], "POST /v1/batches", lines), cancelAfterOfHeader(request.headers["cancel-after"]));
+        const batch = await submitBatch(runtime, request.caller!, lines, apiLineRequest, idempotencyOf(request.headers["idempotency-key"], "POST /v1/batches", lines), cancelAfterOfHeader(request.headers["cancel-after"]), headerText(request.headers.traceparent));
         // The outputs of jobs past the queue (stored before, found again) in one read, not one a job.
         const further = batch.jobs.filter((job) => job.state !== "queued").map((job) => job.id);
         const outputs = further.length === 0 ? new Map<string, JobOutput[]>() : await (await store()).outputsOfJobs(further);
@@ -331,4 +332,9 @@ export function registerApi(app: FastifyInstance, deps: ApiDeps, methods: RouteM
   }, { prefix: "/v1" });
 
   app.get("/openapi.json", async () => document);
+}
+
+/** A header's one value (a repeated header is not one value: null, as if absent). */
+function headerText(value: string | string[] | undefined): string | null {
+  return typeof value === "string" ? value : null;
 }

@@ -19,6 +19,7 @@ import { migration018 } from "./018_admission.js";
 import { migration019 } from "./019_fair_share.js";
 import { migration020 } from "./020_deadlines.js";
 import { migration021 } from "./021_queue_rank.js";
+import { migration022 } from "./022_job_trace.js";
 import { migration023 } from "./023_batch_completed.js";
 
 export interface Migration {
@@ -35,4 +36,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015, migration016, migration017, migration018, migration019, migration020, migration021, migration023];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009, migration010, migration011, migration012, migration013, migration014, migration015, migration016, migration017, migration018, migration019, migration020, migration021, migration022, migration023];
