@@ -105,33 +105,34 @@ export function paceOf(samples: readonly RenderSample[]): Pace | null {
  * tenant's head: its own line's, and of each other line those whose place
  * comes first (store/fair-queue.ts: in flight plus ahead, over weight).
  */
-export function fairPosition(lines: readonly TenantLine[], tenant: string, ahead: number): number {
+export function fairPosition(lines: readonly TenantLine[], tenant: string, ahead: number, dueAt: number): number {
   const own = lines.find((line) => line.tenant === tenant);
   const place = ((own?.inFlight ?? 0) + ahead) / (own?.weight ?? 1);
   let before = ahead;
   for (const line of lines) {
     if (line.tenant === tenant) continue;
     const length = line.tailRank - line.headRank + 1;
-    // Its jobs whose place comes first; an equal place goes to one tenant of the two, always the same (the engine gives
-    // it to the job that waited longer), so that no two jobs share a position.
+    // Its jobs whose place comes first; an equal place goes to the job that has waited longer, as the engine gives it
+    // (the line's head standing for its jobs), then to one tenant of the two, so that no two jobs share a position.
     const reach = place * line.weight - line.inFlight;
-    const first = line.tenant < tenant ? Math.floor(reach) + 1 : Math.ceil(reach);
-    before += Math.min(length, Math.max(0, first));
+    const goesFirst = line.headDueAt < dueAt || (line.headDueAt === dueAt && line.tenant < tenant);
+    before += Math.min(length, Math.max(0, goesFirst ? Math.floor(reach) + 1 : Math.ceil(reach)));
   }
   return before + 1;
 }
 
 /** A queued job's place among the jobs waiting at its provider, or null (no rank, or its line not read). */
-export function queuePositionOf(job: Pick<Job, "state" | "tenant" | "queueRank">, shape: QueueShape | undefined): number | null {
-  if (job.state !== "queued" || job.queueRank === null || !shape) return null;
+export function queuePositionOf(job: Pick<Job, "state" | "tenant" | "queueRank" | "blockedCode" | "nextAttemptAt">, shape: QueueShape | undefined): number | null {
+  // A job its budget holds waits for no slot: it has no place in line (migration 21 leaves it out).
+  if (job.state !== "queued" || job.queueRank === null || job.blockedCode !== null || !shape) return null;
   const rank = job.queueRank;
   const own = shape.lines.find((line) => line.tenant === job.tenant);
   // A shape read (within FRESH_MS) before the job was queued: its line reaches it now, or starts with it. Not read
   // again for it: admission answers every job it queues with its position.
-  const line = own ? { ...own, tailRank: Math.max(own.tailRank, rank) } : { tenant: job.tenant, headRank: rank, tailRank: rank, inFlight: 0, weight: 1 };
+  const line = own ? { ...own, tailRank: Math.max(own.tailRank, rank) } : { tenant: job.tenant, headRank: rank, headDueAt: job.nextAttemptAt, tailRank: rank, inFlight: 0, weight: 1 };
   const lines = own ? shape.lines.map((each) => (each === own ? line : each)) : [...shape.lines, line];
   // A job sent back to the queue keeps its rank, now before the head: it goes first.
-  return fairPosition(lines, job.tenant, Math.max(0, rank - line.headRank));
+  return fairPosition(lines, job.tenant, Math.max(0, rank - line.headRank), job.nextAttemptAt);
 }
 
 /** The slots a job needs, as free and as many as the store says now (learned capacity included); null where the provider has none. */
@@ -221,7 +222,7 @@ export class Timings {
     const own = lines.find((line) => line.tenant === tenant);
     const ahead = (own ? own.tailRank - own.headRank + 1 : 0) + aheadHere;
     const like = { provider: request.provider, model: request.model, operation: request.operation, body: request.body, facts: request.facts, warnings: request.warnings, nextAttemptAt: now, blockedCode: null };
-    return (await this.queuedTiming(like, fairPosition(lines, tenant, ahead), pools, now)).expectedFinishAt;
+    return (await this.queuedTiming(like, fairPosition(lines, tenant, ahead, now), pools, now)).expectedFinishAt;
   }
 
   private async timingOf(job: Job, shape: QueueShape | undefined, pools: readonly PoolStatus[], now: number): Promise<JobTiming> {
@@ -251,7 +252,8 @@ export class Timings {
     if (!limits) return { ...NO_TIMING, queuePosition };
     const slots = slotsFor(limits, pools, now);
     const rate = drainPerMs(limits, slots, pace);
-    const waiting = Math.max(0, queuePosition - (slots?.free ?? queuePosition));
+    // With slots, the jobs ahead beyond those free must leave first; with none (a rate window only), the first goes now.
+    const waiting = slots ? Math.max(0, queuePosition - slots.free) : queuePosition - 1;
     const start = Math.max(now + (Number.isFinite(rate) ? waiting / rate : 0), job.nextAttemptAt, slots?.blockedUntil ?? 0);
     return { queuePosition, expectedStartAt: Math.round(start), expectedFinishAt: Math.round(start + pace.totalMs) };
   }

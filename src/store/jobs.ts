@@ -153,6 +153,7 @@ export async function nextQueueRank(db: Db, provider: string, tenant: string): P
     .where("provider", "=", provider)
     .where("tenant", "=", tenant)
     .where("queue_rank", "is not", null)
+    .where("blocked_code", "is", null)
     .orderBy("queue_rank", "desc")
     .limit(1)
     .executeTakeFirst();

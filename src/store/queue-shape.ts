@@ -36,7 +36,7 @@ export async function queueShapes(context: StoreContext, providers: readonly Pro
       if (pair.provider !== provider) continue;
       const ends = ranks.get(`${provider}\u0000${pair.tenant}`);
       if (!ends) continue;
-      lines.push({ tenant: pair.tenant, headRank: ends.head, tailRank: ends.tail, inFlight: flights.get(`${provider}\u0000${pair.tenant}`) ?? 0, weight: weighted.get(pair.tenant) ?? 1 });
+      lines.push({ tenant: pair.tenant, headRank: ends.head, headDueAt: ends.headDueAt, tailRank: ends.tail, inFlight: flights.get(`${provider}\u0000${pair.tenant}`) ?? 0, weight: weighted.get(pair.tenant) ?? 1 });
     }
     let total = 0;
     for (const [key, count] of flights) if (key.startsWith(`${provider}\u0000`)) total += count;
@@ -44,17 +44,24 @@ export async function queueShapes(context: StoreContext, providers: readonly Pro
   });
 }
 
-/** The first and last rank queued of each (provider, tenant): two seeks of jobs_queue_rank each, in one statement. */
-async function lineEnds(context: StoreContext, pairs: ReadonlyArray<{ provider: ProviderId; tenant: string }>): Promise<Map<string, { head: number; tail: number }>> {
-  const ends = new Map<string, { head: number; tail: number }>();
+/**
+ * The first and last rank queued of each (provider, tenant), and when the
+ * first is due: seeks of jobs_queue_rank (budget-held jobs are not in it,
+ * migration 21), in one statement.
+ */
+async function lineEnds(context: StoreContext, pairs: ReadonlyArray<{ provider: ProviderId; tenant: string }>): Promise<Map<string, { head: number; headDueAt: number; tail: number }>> {
+  const ends = new Map<string, { head: number; headDueAt: number; tail: number }>();
   if (pairs.length === 0) return ends;
-  const end = (provider: string, tenant: string, direction: "asc" | "desc") =>
-    sql<number>`(select queue_rank from jobs where state = 'queued' and provider = ${provider} and tenant = ${tenant} and queue_rank is not null order by state, provider, tenant, queue_rank ${sql.raw(direction)} limit 1)`;
-  const branches = pairs.map((pair) => sql`select cast(${pair.provider} as text) as provider, cast(${pair.tenant} as text) as tenant, ${end(pair.provider, pair.tenant, "asc")} as head, ${end(pair.provider, pair.tenant, "desc")} as tail`);
-  const rows = await sql<{ provider: string; tenant: string; head: number | string | null; tail: number | string | null }>`${sql.join(branches, sql` union all `)}`.execute(context.db);
+  const end = (provider: string, tenant: string, column: "queue_rank" | "next_attempt_at", direction: "asc" | "desc") =>
+    sql<number>`(select ${sql.ref(column)} from jobs where state = 'queued' and provider = ${provider} and tenant = ${tenant} and queue_rank is not null and blocked_code is null order by state, provider, tenant, queue_rank ${sql.raw(direction)} limit 1)`;
+  const branches = pairs.map(
+    (pair) =>
+      sql`select cast(${pair.provider} as text) as provider, cast(${pair.tenant} as text) as tenant, ${end(pair.provider, pair.tenant, "queue_rank", "asc")} as head, ${end(pair.provider, pair.tenant, "next_attempt_at", "asc")} as head_due_at, ${end(pair.provider, pair.tenant, "queue_rank", "desc")} as tail`,
+  );
+  const rows = await sql<{ provider: string; tenant: string; head: number | string | null; head_due_at: number | string | null; tail: number | string | null }>`${sql.join(branches, sql` union all `)}`.execute(context.db);
   for (const row of rows.rows) {
     if (row.head === null || row.tail === null) continue;
-    ends.set(`${row.provider}\u0000${row.tenant}`, { head: Number(row.head), tail: Number(row.tail) });
+    ends.set(`${row.provider}\u0000${row.tenant}`, { head: Number(row.head), headDueAt: Number(row.head_due_at), tail: Number(row.tail) });
   }
   return ends;
 }

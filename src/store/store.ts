@@ -253,6 +253,8 @@ export interface RenderSample {
 export interface TenantLine {
   tenant: string;
   headRank: number;
+  /** When the job at its head is due: among equal turns, the line whose head has waited longer goes first. */
+  headDueAt: number;
   tailRank: number;
   inFlight: number;
   weight: number;

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { deadlineWarning, fairPosition, paceOf, queuePositionOf, Timings } from "../../src/app/eta.js";
 import { createRuntime, type Runtime } from "../../src/app/runtime.js";
+import type { Job } from "../../src/core/job.js";
 import type { Store } from "../../src/store/store.js";
 import { finishedDJob as finished, newDJob, storeFactories, tempDir } from "../helpers/stores.js";
 
@@ -15,11 +16,22 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** D configured (its limits only: nothing is sent). */
+/** D and E configured (their limits only: nothing is sent). */
 function dRuntime(): Pick<Runtime, "providers"> {
   const folder = tempDir();
   cleanups.push(() => folder.remove());
-  const runtime = createRuntime({ env: {}, overrides: { MEDIAGATE_D_API_KEY: "d-test-key", MEDIAGATE_STORE: `sqlite:${folder.path}/unused.db`, MEDIAGATE_OUTPUT_DIR: folder.path } });
+  const runtime = createRuntime({
+    env: {},
+    overrides: {
+      MEDIAGATE_D_API_KEY: "d-test-key",
+      MEDIAGATE_E_BASE_URL: "http://127.0.0.1:65530/e",
+      MEDIAGATE_E_AUTH_URL: "http://127.0.0.1:65530/e-auth",
+      MEDIAGATE_E_CLIENT_ID: "e-client",
+      MEDIAGATE_E_CLIENT_SECRET: "e-secret",
+      MEDIAGATE_STORE: `sqlite:${folder.path}/unused.db`,
+      MEDIAGATE_OUTPUT_DIR: folder.path,
+    },
+  });
   cleanups.push(() => runtime.close());
   return runtime;
 }
@@ -28,44 +40,68 @@ const D_POOL = [{ key: "d:account", capacity: 24 }];
 
 describe("queue positions and fair share (no store)", () => {
   it("one tenant: a job's position is the jobs ahead of it, plus one", () => {
-    const lines = [{ tenant: "a", headRank: 5, tailRank: 14, inFlight: 24, weight: 1 }];
-    expect(fairPosition(lines, "a", 0)).toBe(1);
-    expect(fairPosition(lines, "a", 9)).toBe(10);
+    const lines = [{ tenant: "a", headRank: 5, headDueAt: 0, tailRank: 14, inFlight: 24, weight: 1 }];
+    expect(fairPosition(lines, "a", 0, 0)).toBe(1);
+    expect(fairPosition(lines, "a", 9, 0)).toBe(10);
   });
 
   it("two tenants take turns: a newcomer's first job is not behind a neighbour's thousand", () => {
     const lines = [
-      { tenant: "alice", headRank: 1, tailRank: 1_000, inFlight: 24, weight: 1 },
-      { tenant: "bob", headRank: 1, tailRank: 10, inFlight: 0, weight: 1 },
+      { tenant: "alice", headRank: 1, headDueAt: 0, tailRank: 1_000, inFlight: 24, weight: 1 },
+      { tenant: "bob", headRank: 1, headDueAt: 500, tailRank: 10, inFlight: 0, weight: 1 },
     ];
     // Bob has nothing in flight: his first ten go before any more of Alice's.
-    expect(fairPosition(lines, "bob", 0)).toBe(1);
-    expect(fairPosition(lines, "bob", 9)).toBe(10);
+    expect(fairPosition(lines, "bob", 0, 500)).toBe(1);
+    expect(fairPosition(lines, "bob", 9, 500)).toBe(10);
     // Alice's first waits for Bob's ten (his in flight reaches hers only past his line's end).
-    expect(fairPosition(lines, "alice", 0)).toBe(11);
-    expect(fairPosition(lines, "alice", 100)).toBe(111);
+    expect(fairPosition(lines, "alice", 0, 0)).toBe(11);
+    expect(fairPosition(lines, "alice", 100, 0)).toBe(111);
+  });
+
+  it("an equal turn goes to the job that has waited longer: the line whose head is due first", () => {
+    const lines = [
+      { tenant: "alice", headRank: 1, headDueAt: 100, tailRank: 5, inFlight: 0, weight: 1 },
+      { tenant: "bob", headRank: 1, headDueAt: 50, tailRank: 5, inFlight: 0, weight: 1 },
+    ];
+    expect(fairPosition(lines, "bob", 0, 50)).toBe(1);
+    expect(fairPosition(lines, "alice", 0, 100)).toBe(2);
+    expect(fairPosition(lines, "bob", 1, 60)).toBe(3);
   });
 
   it("weights: a tenant of weight 2 takes two turns to the other's one", () => {
     const lines = [
-      { tenant: "heavy", headRank: 1, tailRank: 100, inFlight: 0, weight: 2 },
-      { tenant: "light", headRank: 1, tailRank: 100, inFlight: 0, weight: 1 },
+      { tenant: "heavy", headRank: 1, headDueAt: 0, tailRank: 100, inFlight: 0, weight: 2 },
+      { tenant: "light", headRank: 1, headDueAt: 0, tailRank: 100, inFlight: 0, weight: 1 },
     ];
-    // Light's 11th job (place 10) comes after heavy's first 21 (places 0 … 10, the tie to heavy); heavy's 21st after light's first 10.
-    expect(fairPosition(lines, "light", 10)).toBe(32);
-    expect(fairPosition(lines, "heavy", 20)).toBe(31);
+    // Light's 11th job (place 10) comes after heavy's first 21 (places 0 … 10, the tie to heavy, due as early); heavy's 21st after light's first 10.
+    expect(fairPosition(lines, "light", 10, 0)).toBe(32);
+    expect(fairPosition(lines, "heavy", 20, 0)).toBe(31);
   });
 
-  it("a shape read just before a job was queued still places it: at the end of its line, or as the first of a line not read yet", () => {
-    const shape = { provider: "d" as const, inFlight: 24, lines: [{ tenant: "alice", headRank: 1, tailRank: 100, inFlight: 24, weight: 1 }] };
-    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: 101 }, shape)).toBe(101);
+  it("a shape read just before a job was queued still places it: at the end of its line, or as the first of a line not read yet; a job its budget holds has no place", () => {
+    const shape = { provider: "d" as const, inFlight: 24, lines: [{ tenant: "alice", headRank: 1, headDueAt: 0, tailRank: 100, inFlight: 24, weight: 1 }] };
+    const job = (tenant: string, queueRank: number | null, more: Partial<Job> = {}) => ({ state: "queued" as const, tenant, queueRank, blockedCode: null, nextAttemptAt: 1_000, ...more });
+    expect(queuePositionOf(job("alice", 101), shape)).toBe(101);
     // Bob's first job: nothing of his in flight, so it goes before Alice's next.
-    expect(queuePositionOf({ state: "queued", tenant: "bob", queueRank: 1 }, shape)).toBe(1);
+    expect(queuePositionOf(job("bob", 1), shape)).toBe(1);
     // Sent back to the queue before the head: first in its line.
-    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: 0 }, shape)).toBe(1);
-    expect(queuePositionOf({ state: "running", tenant: "alice", queueRank: 5 }, shape)).toBeNull();
-    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: null }, shape)).toBeNull();
-    expect(queuePositionOf({ state: "queued", tenant: "alice", queueRank: 5 }, undefined)).toBeNull();
+    expect(queuePositionOf(job("alice", 0), shape)).toBe(1);
+    expect(queuePositionOf(job("alice", 5, { state: "running" }), shape)).toBeNull();
+    expect(queuePositionOf(job("alice", null), shape)).toBeNull();
+    expect(queuePositionOf(job("alice", 5, { blockedCode: "over_budget" }), shape)).toBeNull();
+    expect(queuePositionOf(job("alice", 5), undefined)).toBeNull();
+  });
+
+  it("a pace: negative times are not samples; with an even count the median is the middle two's mean; with no saved time the render stands for the total; the hold counts from the send where known", () => {
+    expect(
+      paceOf([
+        { doneElapsedMs: 1_000, pendingElapsedMs: null, finishedElapsedMs: null, sentToDoneMs: 1_100 },
+        { doneElapsedMs: 3_000, pendingElapsedMs: null, finishedElapsedMs: null, sentToDoneMs: null },
+        { doneElapsedMs: -5, pendingElapsedMs: null, finishedElapsedMs: -1, sentToDoneMs: -7 },
+      ]),
+    ).toEqual({ holdMs: 2_050, totalMs: 2_000, totals: [1_000, 3_000] });
+    // Saved sooner than rendered (clocks of two processes): never a total below the render.
+    expect(paceOf([{ doneElapsedMs: 4_000, pendingElapsedMs: null, finishedElapsedMs: 3_000 }])).toEqual({ holdMs: 4_000, totalMs: 4_000, totals: [3_000] });
   });
 
   it("a pace is learned from finished jobs: the mean hold (submit to done) and the median total (submit to saved)", () => {
@@ -109,11 +145,11 @@ for (const kind of storeFactories) {
         provider: "d",
         inFlight: 1,
         lines: [
-          { tenant: "local", headRank: 2, tailRank: 3, inFlight: 1, weight: 1 },
-          { tenant: "tok_b", headRank: 1, tailRank: 2, inFlight: 0, weight: 1 },
+          { tenant: "local", headRank: 2, headDueAt: 1_000, tailRank: 3, inFlight: 1, weight: 1 },
+          { tenant: "tok_b", headRank: 1, headDueAt: 1_000, tailRank: 2, inFlight: 0, weight: 1 },
         ],
       });
-      expect(e).toEqual({ provider: "e", inFlight: 0, lines: [{ tenant: "local", headRank: 1, tailRank: 1, inFlight: 0, weight: 1 }] });
+      expect(e).toEqual({ provider: "e", inFlight: 0, lines: [{ tenant: "local", headRank: 1, headDueAt: 1_000, tailRank: 1, inFlight: 0, weight: 1 }] });
       expect(await store.queueShapes([])).toEqual([]);
     });
 
@@ -139,6 +175,76 @@ for (const kind of storeFactories) {
       expect(byRef.get("job_q-47")).toEqual({ queuePosition: 24, expectedStartAt: now + 10_000, expectedFinishAt: now + 22_000 });
       expect(byRef.get("job_q-71")).toEqual({ queuePosition: 48, expectedStartAt: now + 20_000, expectedFinishAt: now + 32_000 });
       expect(byRef.has("job_done-0")).toBe(false);
+    });
+
+    it("every state: sent, running past every learned time, capturing, held by a budget, ended; and a slot pool pushed back holds the line to its learned capacity until it unblocks", async () => {
+      const store = await openStore();
+      const now = 30_000_000;
+      for (let index = 0; index < 3; index++) await finished(store, `done-${index}`, now - 100_000, 10_000, 2_000);
+      await store.insertJobs(["sending", "old", "saving", "held", "cancelled", ...Array.from({ length: 12 }, (_, index) => `busy-${index}`), "waiting"].map((ref) => newDJob(ref)), now - 60_000);
+      for (const ref of ["sending", "old", "saving", ...Array.from({ length: 12 }, (_, index) => `busy-${index}`)]) expect((await store.claimForSubmit(`job_${ref}`, "engine-1", D_POOL, now - 60_000, 600_000)).kind).toBe("claimed");
+      await store.updateJob("job_sending", { state: "submitting" }, { submitSentAt: now - 300 }, now);
+      await store.transition("job_old", { state: "submitting" }, "running", { submittedAt: now - 20_000 }, "accepted", now);
+      await store.transition("job_saving", { state: "submitting" }, "running", { submittedAt: now - 11_000 }, "accepted", now);
+      await store.transition("job_saving", { state: "running" }, "capturing", { providerDoneAt: now - 1_000 }, "done", now);
+      await store.updateJob("job_held", { state: "queued" }, { blockedCode: "over_budget" }, now);
+      await store.transition("job_cancelled", { state: "queued" }, "cancelled", {}, "cancelled", now);
+      // D pushed back: its learned capacity is what it holds (15), and it waits until now + 30 s.
+      await store.slotPushback(["d:account"], now + 30_000, now);
+      const jobs = await Promise.all(["sending", "old", "saving", "held", "cancelled", "waiting"].map(async (ref) => (await store.getJob(`job_${ref}`))!));
+      const byRef = await new Timings(dRuntime(), store).of(jobs, now);
+      expect(byRef.get("job_sending")).toEqual({ queuePosition: null, expectedStartAt: now - 300, expectedFinishAt: now + 12_000 });
+      // Running longer than every job of its model took: when it will finish is not known.
+      expect(byRef.get("job_old")).toEqual({ queuePosition: null, expectedStartAt: now - 20_000, expectedFinishAt: null });
+      expect(byRef.get("job_saving")).toEqual({ queuePosition: null, expectedStartAt: now - 11_000, expectedFinishAt: now + 1_000 });
+      // Held by its budget: no place in line, and no times.
+      expect(byRef.get("job_held")).toEqual({ queuePosition: null, expectedStartAt: null, expectedFinishAt: null });
+      expect(byRef.has("job_cancelled")).toBe(false);
+      // Its pool holds 15 of a learned 15 until it unblocks: the first waiting job starts no sooner than that.
+      // (The budget-held job before it is not counted; the twelve claimed after it were its line's: its rank is the head's.)
+      expect(byRef.get("job_waiting")).toEqual({ queuePosition: 1, expectedStartAt: now + 30_000, expectedFinishAt: now + 42_000 });
+      expect(await new Timings(dRuntime(), store).of([], now)).toEqual(new Map());
+    });
+
+    it("a rate window paces a line with no slots (E: 4 requests a minute, two a job: one job every 30 s); a batch's end is its last job's finish; a request not queued yet is placed behind the line and the call's earlier jobs", async () => {
+      const store = await openStore();
+      const now = 40_000_000;
+      const eJob = (ref: string) => newDJob(ref, { provider: "e", model: "v3/generate-image", operation: "generate-image" });
+      await store.insertJobs([eJob("e-done")], now - 200_000);
+      await store.transition("job_e-done", { state: "queued" }, "submitting", {}, "claimed", now - 200_000);
+      await store.transition("job_e-done", { state: "submitting" }, "running", { submittedAt: now - 200_000 }, "accepted", now - 200_000);
+      await store.transition("job_e-done", { state: "running" }, "capturing", { providerDoneAt: now - 195_000 }, "done", now - 195_000);
+      await store.transition("job_e-done", { state: "capturing" }, "succeeded", { finishedAt: now - 194_000 }, "saved", now - 194_000);
+      await store.insertJobs([eJob("e-1"), eJob("e-2"), eJob("e-3")], now - 1_000);
+      const timings = new Timings(dRuntime(), store);
+      const third = (await store.getJob("job_e-3"))!;
+      // No slot pool: the first goes now, each next one window's worth (30 s) later.
+      expect(await timings.one(third, now)).toEqual({ queuePosition: 3, expectedStartAt: now + 60_000, expectedFinishAt: now + 66_000 });
+      expect(await timings.lineEnd((await store.getJob("job_e-1"))!, now)).toBe(now + 66_000);
+      expect(await timings.lineEnd({ ...third, tenant: "nobody-waits" }, now)).toBeNull();
+      // Queued now behind the three, and behind two more this call placed already: the sixth.
+      expect(await timings.finishIfQueued(third, "local", 2, now)).toBe(now + 150_000 + 6_000);
+      // Another tenant's first request: its first turn ties with the line's head, which has waited longer and goes first.
+      expect(await timings.finishIfQueued(third, "another-tenant", 0, now)).toBe(now + 30_000 + 6_000);
+      expect(await timings.one({ ...third, id: "job_none", state: "succeeded" }, now)).toEqual({ queuePosition: null, expectedStartAt: null, expectedFinishAt: null });
+    });
+
+    it("what estimates are made of is reused for a second, then read again: a line that left is still counted within the second, not after", async () => {
+      const store = await openStore();
+      const now = 50_000_000;
+      await store.insertJobs([newDJob("b-1", { tokenId: "tok_b" }), newDJob("b-2", { tokenId: "tok_b" })], now - 10_000);
+      await store.insertJobs([newDJob("mine")], now - 5_000);
+      const mine = (await store.getJob("job_mine"))!;
+      const first = new Timings(dRuntime(), store);
+      // Tok_b's first has waited longer (an equal turn): mine is second.
+      expect((await first.one(mine, now)).queuePosition).toBe(2);
+      for (const ref of ["b-1", "b-2"]) await store.transition(`job_${ref}`, { state: "queued" }, "cancelled", {}, "cancelled", now);
+      // Another Timings on the same store shares what was read.
+      expect((await new Timings(dRuntime(), store).one(mine, now + 999)).queuePosition).toBe(2);
+      expect((await first.one(mine, now + 1_000)).queuePosition).toBe(1);
+      // A clock that went back reads again too.
+      for (const ref of ["b-3", "b-4"]) await store.insertJobs([newDJob(ref, { tokenId: "tok_b" })], now - 20_000);
+      expect((await first.one(mine, now - 1)).queuePosition).toBe(2);
     });
 
     it("with slots free, the first jobs start now; a model with no finished job has a position and no times", async () => {

@@ -300,7 +300,7 @@ describe("query plans of the hot path (SQLite)", () => {
     const database = new BetterSqlite3(join(folder, "plans.db"), { readonly: true });
     try {
       const indexes = database.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql LIKE '% WHERE %'").all() as Array<{ name: string; sql: string }>;
-      expect(indexes.map((index) => index.name).sort()).toEqual(["jobs_deadline", "jobs_routed_queue", "notifications_batch_due", "notifications_due"]);
+      expect(indexes.map((index) => index.name).sort()).toEqual(["jobs_deadline", "jobs_queue_rank", "jobs_routed_queue", "notifications_batch_due", "notifications_due"]);
       const comparing = indexes.filter(({ sql }) => !sql.replace(/^.*? WHERE /s, "").split(/\s+AND\s+/i).every((term) => /^"?\w+"?\s+IS\s+(NOT\s+)?NULL;?$/i.test(term.trim())));
       expect(comparing).toEqual([]);
     } finally {
