@@ -4,9 +4,10 @@ import { JOB_STATES, type JobState } from "../core/job.js";
 import { escapeUnprintable } from "../core/printable.js";
 import { validateRefPrefix } from "../core/ref.js";
 import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
-import { costText, jobJson } from "../app/job-view.js";
+import { costText, isoOrNull, jobJson } from "../app/job-view.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
 import { wholeNumberFlag } from "./number-flags.js";
+import { NO_TIMING, timingsOf } from "../app/eta.js";
 
 /** The most jobs one listing reads: they are held in memory at once (the API pages through any number with `cursor`). */
 export const MOST_LISTED = 100_000;
@@ -44,8 +45,12 @@ export function registerJobs(program: Command, globals: () => GlobalOptions): vo
           newestFirst: true,
         });
         if (options.json) {
-          const outputs = await store.outputsOfJobs(jobs.map((job) => job.id));
-          for (const job of jobs) process.stdout.write(`${JSON.stringify(jobJson(job, outputs.get(job.id) ?? []))}\n`);
+          const [outputs, timings] = await Promise.all([store.outputsOfJobs(jobs.map((job) => job.id)), timingsOf(runtime, jobs)]);
+          for (const job of jobs) {
+            const timing = timings.get(job.id) ?? NO_TIMING;
+            const expected = { queue_position: timing.queuePosition, expected_start_at: isoOrNull(timing.expectedStartAt), expected_finish_at: isoOrNull(timing.expectedFinishAt) };
+            process.stdout.write(`${JSON.stringify({ ...jobJson(job, outputs.get(job.id) ?? []), ...expected })}\n`);
+          }
           return;
         }
         if (jobs.length === 0) {

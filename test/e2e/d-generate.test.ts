@@ -5,6 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { pngSize, renderPng } from "../../src/sandbox/media/png.js";
 import { runCli } from "../helpers/cli.js";
 import { type DWorld, sha256File, startDWorld } from "../helpers/d-sandbox.js";
+import { newDJob } from "../helpers/stores.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
 
 let world: DWorld;
 beforeEach(async () => {
@@ -51,6 +53,13 @@ describe("mediagate generate on D (CLI against the sandbox over loopback)", () =
     expect(late.stderr).toMatch(/^mediagate: warning: expected to finish at \d{4}-\d\d-\d\dT[\d:.]+Z, after its deadline \d{4}-\d\d-\d\dT[\d:.]+Z \(cancel_after_s\): not sent by then it is cancelled, and sent it may run past it$/m);
     const shown = JSON.parse((await runCli(["show", "late", "--json"], { env: world.env })).stdout) as Record<string, unknown>;
     expect(shown).toMatchObject({ state: "succeeded", deadline_missed: true, queue_position: null, expected_start_at: null, expected_finish_at: null });
+    // A job left queued (no engine runs it): `jobs --json` gives its place in line and when it is expected to start and finish.
+    const store = await openSqliteStore(world.env.MEDIAGATE_STORE!.replace(/^sqlite:/, ""));
+    await store.insertJobs([newDJob("waiting", { outDir: join(world.folder, "out") })], Date.now());
+    await store.close();
+    const listed = (await runCli(["jobs", "--json"], { env: world.env })).stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(listed.find((job) => job.ref === "waiting")).toMatchObject({ state: "queued", queue_position: 1, expected_start_at: expect.stringMatching(/Z$/), expected_finish_at: expect.stringMatching(/Z$/) });
+    expect(listed.find((job) => job.ref === "late")).toMatchObject({ queue_position: null, expected_start_at: null, expected_finish_at: null });
     // A deadline it can meet: no warning.
     const easy = await runCli([...generateArgs, "--ref", "easy", "--cancel-after", "600"], { env: world.env });
     expect(easy.code, easy.stderr).toBe(0);
