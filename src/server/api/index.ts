@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { cancelJob } from "../../app/cancel.js";
-import { callerOf, LOCAL_CALLER, type Caller } from "../../app/caller.js";
+import type { Caller } from "../../app/caller.js";
 import { ConflictError } from "../../app/errors.js";
 import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.js";
 import { deadlineWarning, NO_TIMING, timingsOf, type JobTiming } from "../../app/eta.js";
@@ -10,14 +10,13 @@ import { planBatch } from "../../app/plan.js";
 import { providerStates } from "../../app/provider-states.js";
 import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, spendView, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
-import { tokenOfSecret } from "../../app/tokens.js";
 import { InputError } from "../../core/errors.js";
 import { checkJsonText } from "../../core/json-text.js";
 import { checkWellFormed } from "../../core/well-formed.js";
 import type { Job, JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
-import { isLoopbackHost } from "../dashboard/session.js";
+import { callerOfRequest } from "../request-caller.js";
 import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "./errors.js";
 import { cancelAfterOfHeader, encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, utf8Body } from "./requests.js";
@@ -271,21 +270,7 @@ export function registerApi(app: FastifyInstance, deps: ApiDeps, methods: RouteM
 
   app.register(async (api) => {
     api.addHook("onRequest", async (request) => {
-      const store = await deps.runtime.store();
-      const header = request.headers.authorization;
-      if (header === undefined) {
-        if (await store.hasActiveTokens()) throw new ApiError("unauthorized", "send an API token as Authorization: Bearer mg_… (`mediagate token create`)");
-        // The local user, without a token: only from this machine by a loopback name, so a page elsewhere that resolves
-        // its own name to 127.0.0.1 (DNS rebinding) reaching this port is refused.
-        if (!isLoopbackHost(request.headers.host)) throw new ApiError("unauthorized", "without API tokens the API answers only requests addressed to a loopback name (localhost, 127.0.0.1, [::1])");
-        request.caller = LOCAL_CALLER;
-        return;
-      }
-      const match = /^Bearer\s+(\S+)$/i.exec(header);
-      if (!match) throw new ApiError("unauthorized", "the Authorization header must be Bearer <token>");
-      const found = await tokenOfSecret(store, match[1]!);
-      if ("refused" in found) throw new ApiError("unauthorized", found.refused);
-      request.caller = callerOf(found.token);
+      request.caller = await callerOfRequest(deps.runtime, request);
     });
     for (const route of table) {
       api.route({
