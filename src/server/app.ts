@@ -127,8 +127,7 @@ export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps, optio
     handle(request, reply, request.params.provider, request.params.jobId),
   );
   app.get("/healthz", async () => ({ ok: true }));
-  if (api) registerApi(app, api, methods);
-  if (api) registerOpenAi(app, api);
+  if (api) registerApi(app, api, methods, registerOpenAi(app, api));
   if (api) registerDashboard(app, { ...api, engine: deps.engine });
 
   // A request to no route at all is refused like a webhook request to none: counted, bounded per source (anyone may send one).

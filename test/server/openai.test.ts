@@ -22,7 +22,7 @@ function client(served: Served, apiKey: string): OpenAI {
 async function job(served: Served, secret: string, id: string): Promise<any> {
   const response = await fetch(`${served.url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${secret}` } });
   expect(response.status).toBe(200);
-  return response.json();
+  return response.json() as Promise<any>;
 }
 
 for (const kind of servedStores) {
@@ -59,7 +59,7 @@ for (const kind of servedStores) {
       for (const image of images) expect(image.subarray(0, 8)).toEqual(PNG_SIGNATURE);
       expect(typeof answer.created).toBe("number");
       // Two ordinary jobs of alice's, whose saved outputs are these bytes.
-      const listed = await (await fetch(`${served.url}/v1/jobs?ref_prefix=openai-image-`, { headers: { authorization: `Bearer ${alice}` } })).json();
+      const listed = (await (await fetch(`${served.url}/v1/jobs?ref_prefix=openai-image-`, { headers: { authorization: `Bearer ${alice}` } })).json()) as any;
       const saved = listed.jobs.flatMap((each: any) => each.outputs.map((output: any) => output.sha256));
       for (const image of images) expect(saved).toContain(sha256(image));
       expect(listed.jobs.every((each: any) => each.state === "succeeded" && each.target === "d/gen-2-pro")).toBe(true);
@@ -83,7 +83,7 @@ for (const kind of servedStores) {
       const png = Buffer.from(source.data![0]!.b64_json!, "base64");
       const answer = await openai.images.edit({ model: "d/gen-2-pro", image: await toFile(png, "square.png", { type: "image/png" }), prompt: "the square, in red", size: "512x512" as never });
       expect(Buffer.from(answer.data![0]!.b64_json!, "base64").subarray(0, 8)).toEqual(PNG_SIGNATURE);
-      const listed = await (await fetch(`${served.url}/v1/jobs?ref_prefix=openai-image-&limit=1`, { headers: { authorization: `Bearer ${alice}` } })).json();
+      const listed = (await (await fetch(`${served.url}/v1/jobs?ref_prefix=openai-image-&limit=1`, { headers: { authorization: `Bearer ${alice}` } })).json()) as any;
       const request = (await job(served, alice, listed.jobs[0].id)).request;
       expect(JSON.stringify(request)).toContain(sha256(png));
     });
@@ -145,7 +145,7 @@ for (const kind of servedStores) {
       expect(error.code).toBe("insufficient_quota");
       expect(error.type).toBe("insufficient_quota");
       expect(error.message).toContain("thrifty");
-      const listed = await (await fetch(`${served.url}/v1/jobs`, { headers: { authorization: `Bearer ${thrifty}` } })).json();
+      const listed = (await (await fetch(`${served.url}/v1/jobs`, { headers: { authorization: `Bearer ${thrifty}` } })).json()) as any;
       expect(listed.jobs).toEqual([]);
     });
 

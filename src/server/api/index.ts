@@ -20,7 +20,7 @@ import { callerOfRequest } from "../request-caller.js";
 import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "./errors.js";
 import { cancelAfterOfHeader, encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, utf8Body } from "./requests.js";
-import { openApiDocument, type ApiRoute } from "./openapi.js";
+import { openApiDocument, type ApiRoute, type DescribedRoute } from "./openapi.js";
 import { methodNotAllowed, type RouteMethods } from "../route-methods.js";
 
 export interface ApiDeps {
@@ -262,11 +262,12 @@ function fastifyPath(path: string): string {
  * Registers the REST API (`/v1/…`, `/openapi.json`) on the server. Every
  * `/v1` route needs a caller: a bearer token when the store has any, else
  * the local user (the server then listens on loopback only). A read-only
- * token may only read. Errors have one shape (`ApiError`).
+ * token may only read. Errors have one shape (`ApiError`). `otherRoutes`
+ * (the OpenAI shapes) are described in the same `/openapi.json`.
  */
-export function registerApi(app: FastifyInstance, deps: ApiDeps, methods: RouteMethods): void {
+export function registerApi(app: FastifyInstance, deps: ApiDeps, methods: RouteMethods, otherRoutes: readonly DescribedRoute[] = []): void {
   const table = routes(deps);
-  const document = openApiDocument(table);
+  const document = openApiDocument([...table, ...otherRoutes]);
 
   app.register(async (api) => {
     api.addHook("onRequest", async (request) => {

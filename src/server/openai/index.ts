@@ -20,23 +20,15 @@ import {
   visibleVideo,
 } from "../../app/openai.js";
 import type { ApiDeps } from "../api/index.js";
+import type { DescribedRoute } from "../api/openapi.js";
 import { failureOf } from "../api/errors.js";
 import { sendOutputFile } from "../output-file.js";
 import { callerOfRequest } from "../request-caller.js";
 import { OpenAiError, openAiErrorOf } from "./errors.js";
 import { imageOfFile, imageOfUrl, openAiBody, refuseUnknown, textField, wholeField, type FormFile } from "./requests.js";
 
-/** One route answering OpenAI's shapes: registered from this, and described by it in `/openapi.json`. */
-export interface OpenAiRoute {
-  method: "GET" | "POST" | "DELETE";
-  /** OpenAPI form: `/v1/videos/{id}`. */
-  path: string;
-  summary: string;
-  writes?: boolean;
-  /** What the body may be: JSON, a multipart form, or either (the SDKs send a form where a file may go). */
-  body?: "json" | "form" | "json or form";
-  query?: Record<string, string>;
-  responses: Record<number, string>;
+/** One route answering OpenAI's shapes: registered from this, and described by it in `/openapi.json` (its refusals in OpenAI's error shape). */
+export interface OpenAiRoute extends DescribedRoute {
   handler(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
 }
 
@@ -287,7 +279,7 @@ function fastifyPath(path: string): string {
  * shape. Returns the table, for the OpenAPI document.
  */
 export function registerOpenAi(app: FastifyInstance, deps: ApiDeps): OpenAiRoute[] {
-  const table = routes(deps);
+  const table = routes(deps).map((route) => ({ ...route, errors: "OpenAiError" as const }));
   app.register(async (scope) => {
     await scope.register(multipart, { limits: FORM_LIMITS, throwFileSizeLimit: true });
     scope.addHook("onRequest", async (request) => {
