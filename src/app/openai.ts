@@ -8,6 +8,7 @@ import { readOutput } from "../outputs/by-location.js";
 import type { Caller } from "./caller.js";
 import { cancelJob, type CancelOutcome } from "./cancel.js";
 import type { JobTiming } from "./eta.js";
+import { remoteJob } from "./job-view.js";
 import { NotFoundError } from "./errors.js";
 import { submitBatch, submitJob } from "./intake.js";
 import { listJobs, visibleJob } from "./queries.js";
@@ -170,12 +171,15 @@ export async function makeImages(
   const open = jobs.filter((job) => !isTerminal(job.state));
   const names = (some: readonly Job[]) => some.map((job) => job.id).join(", ");
   if (open.length > 0) {
-    if (signal.aborted) throw new ImagesNotMadeError("timeout", `the images were not made within ${Math.round((options.holdMs ?? IMAGES_HOLD_MS) / 1_000)} s; their jobs go on (${names(open)}: GET /v1/jobs/{id})`, jobs);
-    throw new ImagesNotMadeError("blocked", `jobs ${names(open)} cannot go on now: ${open[0]!.reason ?? open[0]!.blockedCode ?? "blocked"}; they stay queued (GET /v1/jobs/{id})`, jobs);
+    if (options.signal?.aborted && !held.aborted) throw new ImagesNotMadeError("timeout", `the caller went away before the images were made; their jobs go on (${names(open)}: GET /v1/jobs/{id})`, jobs);
+    if (held.aborted) throw new ImagesNotMadeError("timeout", `the images were not made within ${Math.round((options.holdMs ?? IMAGES_HOLD_MS) / 1_000)} s; their jobs go on (${names(open)}: GET /v1/jobs/{id})`, jobs);
+    const first = remoteJob(open[0]!);
+    throw new ImagesNotMadeError("blocked", `jobs ${names(open)} cannot go on now: ${first.reason ?? first.blockedCode ?? "blocked"}; they stay queued (GET /v1/jobs/{id})`, jobs);
   }
   const failed = jobs.filter((job) => job.state !== "succeeded");
   if (failed.length > 0) {
-    const first = failed[0]!;
+    // As a remote caller sees it: no path of the server's output folder.
+    const first = remoteJob(failed[0]!);
     throw new ImagesNotMadeError("generation_failed", `job ${first.id} ${first.state}${first.error ? ` (${first.error.code}: ${first.error.message})` : ""}${failed.length > 1 ? `; ${failed.length - 1} more did not succeed (${names(failed.slice(1))})` : ""}`, jobs);
   }
   const outputs = await store.outputsOfJobs(ids);

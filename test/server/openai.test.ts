@@ -3,6 +3,9 @@ import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createToken } from "../../src/app/tokens.js";
 import { serveSandbox, servedStores, sqliteServed, type Served } from "../helpers/dashboard.js";
+import { untilJob } from "../helpers/until.js";
+import { LOCAL_CALLER } from "../../src/app/caller.js";
+import { imageRequestOf, ImagesNotMadeError, makeImages } from "../../src/app/openai.js";
 
 /**
  * The official `openai` package, unchanged but for `baseURL` and `apiKey`
@@ -135,6 +138,46 @@ for (const kind of servedStores) {
       expect(await openai.videos.delete(created.id)).toEqual({ id: created.id, object: "video.deleted", deleted: false });
     });
 
+    it("model route:price: a common request over every listed image target, sent to the cheapest eligible one", async () => {
+      const answer = await client(served, alice).images.generate({ model: "route:price", prompt: "a kite", size: "512x512" as never });
+      expect(answer.data).toHaveLength(1);
+      const listed = (await (await fetch(`${served.url}/v1/jobs?ref_prefix=openai-image-&limit=1`, { headers: { authorization: `Bearer ${alice}` } })).json()) as any;
+      const made = await job(served, alice, listed.jobs[0].id);
+      expect(made.state).toBe("succeeded");
+      // E's models honour no size: ineligible. The route's next targets are the other eligible ones.
+      expect(made.target).toMatch(/^d\//);
+      expect(made.request.route.next.length).toBeGreaterThan(0);
+      expect(made.request.route.next.every((name: string) => name.startsWith("d/"))).toBe(true);
+    });
+
+    it("a client that goes away while its images are made loses nothing: the jobs are made and kept", async () => {
+      const openai = client(served, alice);
+      const engine = await served.runtime.engine();
+      const leaving = new AbortController();
+      const admitted: string[] = [];
+      // The call is given up as soon as its jobs are stored (the engine reports each as it moves).
+      const onJob = (moved: { id: string; ref: string }) => {
+        if (moved.ref.startsWith("openai-image-") && !admitted.includes(moved.id)) admitted.push(moved.id);
+        if (admitted.length > 0) leaving.abort();
+      };
+      engine.on("job", onJob);
+      const since = Date.now();
+      const given = await openai.images.generate({ model: "d/gen-2-pro", prompt: "a departing train", size: "512x512" as never }, { signal: leaving.signal }).catch((error: unknown) => error);
+      engine.off("job", onJob);
+      expect(given).toBeInstanceOf(OpenAI.APIUserAbortError);
+      const store = await served.runtime.store();
+      const [mine] = (await store.listJobs({ refPrefix: "openai-image-", createdAfter: since }));
+      expect(mine).toBeDefined();
+      const ended = await untilJob(engine, store, mine!.id, (each) => each.state === "succeeded");
+      expect((await store.outputs(ended.id)).length).toBe(1);
+    });
+
+    it("a read-only token is the SDK's PermissionDeniedError on a call that makes jobs, and may read", async () => {
+      const reader = (await createToken(await served.runtime.store(), { name: "reader", readOnly: true, now: Date.now() })).secret;
+      await expect(client(served, reader).images.generate({ model: "d/gen-2-pro", prompt: "x" })).rejects.toBeInstanceOf(OpenAI.PermissionDeniedError);
+      expect((await client(served, reader).videos.list()).data).toEqual([]);
+    });
+
     it("a budget refusal is 402 insufficient_quota (not 429, which the SDK retries), and nothing was queued", async () => {
       const refused = await client(served, thrifty)
         .images.generate({ model: "d/gen-2-pro", prompt: "two foxes", n: 2, size: "512x512" as never })
@@ -187,5 +230,16 @@ describe("OpenAI SDK: videos.delete cancels a video not sent yet", () => {
     expect(video.status).toBe("failed");
     expect(video.error?.code).toBe("cancelled");
     expect((await job(served, alice, created.id)).state).toBe("cancelled");
+  });
+
+  it("images held past their bound answer timeout, and their jobs stay queued (the hold is 10 minutes on serve; 100 ms here)", async () => {
+    const request = imageRequestOf(served.runtime, { model: "d/gen-2-pro", prompt: "a slow one", size: "512x512" });
+    const refused = await makeImages(served.runtime, LOCAL_CALLER, request, 2, { withBytes: false, holdMs: 100 }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ImagesNotMadeError);
+    expect((refused as ImagesNotMadeError).code).toBe("timeout");
+    const jobs = (refused as ImagesNotMadeError).jobs;
+    expect(jobs).toHaveLength(2);
+    const store = await served.runtime.store();
+    for (const each of jobs) expect((await store.getJob(each.id))!.state).toBe("queued");
   });
 });

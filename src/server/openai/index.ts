@@ -3,8 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ImageInput } from "../../core/common-request.js";
 import type { Job, JobOutput } from "../../core/job.js";
 import { InputError } from "../../core/errors.js";
-import { timingsOf, type JobTiming } from "../../app/eta.js";
-import { outputHref } from "../../app/job-view.js";
+import { NO_TIMING, timingsOf, type JobTiming } from "../../app/eta.js";
+import { outputHref, remoteJob } from "../../app/job-view.js";
 import { jobOutputs } from "../../app/queries.js";
 import {
   deleteVideo,
@@ -57,7 +57,9 @@ function originOf(request: FastifyRequest, publicUrl: string | null): string {
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1_000));
 
 /** OpenAI's video object of a job. */
-function videoView(job: Job, outputs: readonly JobOutput[], timing: JobTiming | undefined, now: number) {
+function videoView(stored: Job, outputs: readonly JobOutput[], timing: JobTiming | undefined, now: number) {
+  // As a remote caller sees it: no path of the server's output folder in its error.
+  const job = remoteJob(stored);
   const asked = videoAskedOf(job);
   const media = outputs[0]?.media;
   const status = videoStatusOf(job);
@@ -65,7 +67,7 @@ function videoView(job: Job, outputs: readonly JobOutput[], timing: JobTiming | 
     id: job.id,
     object: "video" as const,
     status,
-    progress: videoProgress(job, timing ?? { queuePosition: null, expectedStartAt: null, expectedFinishAt: null }, now),
+    progress: videoProgress(job, timing ?? NO_TIMING, now),
     created_at: seconds(job.createdAt)!,
     completed_at: status === "completed" ? seconds(job.finishedAt) : null,
     // mediagate keeps a saved output until its operator removes it: it has no expiry to tell.
