@@ -311,6 +311,8 @@ export function registerOpenAi(app: FastifyInstance, deps: ApiDeps): OpenAiRoute
         return reply.code(answer.status).send(answer.body());
       }
       deps.log.error({ method: request.method, path: request.url.split("?")[0], caller: request.caller?.name ?? null, ...failureOf(error) }, "OpenAI-shaped request failed");
+      // A POST that failed here may have admitted jobs: the SDKs, which retry a 500, would make and pay for them again.
+      if (request.method === "POST") reply.header("x-should-retry", "false");
       return reply.code(500).send(new OpenAiError(500, "server_error", "internal_error", "the request could not be handled; it was logged").body());
     });
   });
