@@ -178,6 +178,23 @@ for (const kind of servedStores) {
       expect((await client(served, reader).videos.list()).data).toEqual([]);
     });
 
+    it("a field no target honours is refused by name (400, param), a value that asks nothing is taken, n above 10 is refused", async () => {
+      const openai = client(served, alice);
+      const refusal = async (call: Promise<unknown>) => (await call.catch((error: unknown) => error)) as InstanceType<typeof OpenAI.BadRequestError>;
+      const quality = await refusal(openai.images.generate({ model: "d/gen-2-pro", prompt: "x", quality: "hd" }));
+      expect(quality).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(quality.param).toBe("quality");
+      expect(quality.type).toBe("invalid_request_error");
+      const many = await refusal(openai.images.generate({ model: "d/gen-2-pro", prompt: "x", n: 11 }));
+      expect(many).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(many.param).toBe("n");
+      const video = await refusal(openai.images.generate({ model: "c/v6", prompt: "x" }));
+      expect(video).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(video.param).toBe("model");
+      const made = await openai.images.generate({ model: "d/gen-2-pro", prompt: "a pond", size: "512x512" as never, quality: "auto", background: "auto", moderation: "auto" });
+      expect(made.data).toHaveLength(1);
+    });
+
     it("a budget refusal is 402 insufficient_quota (not 429, which the SDK retries), and nothing was queued", async () => {
       const refused = await client(served, thrifty)
         .images.generate({ model: "d/gen-2-pro", prompt: "two foxes", n: 2, size: "512x512" as never })
@@ -230,6 +247,18 @@ describe("OpenAI SDK: videos.delete cancels a video not sent yet", () => {
     expect(video.status).toBe("failed");
     expect(video.error?.code).toBe("cancelled");
     expect((await job(served, alice, created.id)).state).toBe("cancelled");
+  });
+
+  it("videos.list pages newest first by after (a video's id), has_more saying whether more follow", async () => {
+    const openai = client(served, alice);
+    const made: string[] = [];
+    for (const prompt of ["one", "two", "three"]) made.push((await openai.videos.create({ model: "c/v6", prompt, seconds: "5" as never, size: "1280x720" })).id);
+    const first = await openai.videos.list({ limit: 2 });
+    expect(first.data.map((video) => video.id)).toEqual([made[2], made[1]]);
+    expect(first.has_more).toBe(true);
+    const all: string[] = [];
+    for await (const video of openai.videos.list({ limit: 2 })) all.push(video.id);
+    expect(all.slice(0, 3)).toEqual([made[2], made[1], made[0]]);
   });
 
   it("images held past their bound answer timeout, and their jobs stay queued (the hold is 10 minutes on serve; 100 ms here)", async () => {
