@@ -10,7 +10,7 @@ import { cancelJob, type CancelOutcome } from "./cancel.js";
 import type { JobTiming } from "./eta.js";
 import { remoteJob } from "./job-view.js";
 import { NotFoundError } from "./errors.js";
-import { submitBatch, submitJob } from "./intake.js";
+import { submitBatch, submitJob, type IdempotencyRequest } from "./intake.js";
 import { listJobs, visibleJob } from "./queries.js";
 import type { Runtime } from "./runtime.js";
 import { commonTargets } from "./targets.js";
@@ -30,8 +30,12 @@ export const ROUTE_MODELS: Readonly<Record<string, RouteBy>> = { "route:price": 
 export const OPENAI_IMAGE_REF_PREFIX = "openai-image-";
 export const OPENAI_VIDEO_REF_PREFIX = "openai-video-";
 
-/** How long a call for images holds at most: the official SDKs give up after ten minutes. */
-export const IMAGES_HOLD_MS = 10 * 60_000;
+/**
+ * How long a call for images holds at most: under the official SDKs' own
+ * ten-minute timeout, after which they would send the call again (and make,
+ * and pay for, the images twice); answered first, the timeout says not to.
+ */
+export const IMAGES_HOLD_MS = 9.5 * 60_000;
 
 /** Most images one call may ask for (OpenAI's own bound on `n`). */
 export const MAX_IMAGES = 10;
@@ -157,10 +161,11 @@ export async function makeImages(
   caller: Caller,
   request: RoutedRequest,
   n: number,
-  options: { withBytes: boolean; signal?: AbortSignal; holdMs?: number },
+  options: { withBytes: boolean; signal?: AbortSignal; holdMs?: number; idempotency?: IdempotencyRequest | null },
 ): Promise<ImagesMade> {
   const lines = Array.from({ length: n }, () => ({ ref: refOf(OPENAI_IMAGE_REF_PREFIX) }));
-  const batch = await submitBatch(runtime, caller, lines, () => request);
+  // The same Idempotency-Key and call again (a retry) is answered with the jobs the first one made.
+  const batch = await submitBatch(runtime, caller, lines, () => request, options.idempotency ?? null);
   const ids = batch.jobs.map((job) => job.id);
   const held = AbortSignal.timeout(options.holdMs ?? IMAGES_HOLD_MS);
   const signal = options.signal ? AbortSignal.any([held, options.signal]) : held;
@@ -209,7 +214,7 @@ const SECONDS = /^[1-9]\d{0,2}$/;
 const VIDEO_REF = /^openai-video-(\d*)s-(\d+x\d+)?-/;
 
 /** One video as one job, admitted as `POST /v1/jobs` admits one (the caller's budget, tenancy and queue). */
-export async function makeVideo(runtime: Runtime, caller: Caller, asked: VideoAsked): Promise<Job> {
+export async function makeVideo(runtime: Runtime, caller: Caller, asked: VideoAsked, idempotency: IdempotencyRequest | null = null): Promise<Job> {
   const { targets, routeBy } = targetsOfModel(runtime, asked.model, "video");
   if (typeof asked.prompt !== "string" || asked.prompt.length === 0) throw new InputError("prompt", "is required: what the video should show");
   if (asked.seconds !== undefined && !SECONDS.test(asked.seconds)) throw new InputError("seconds", `"${asked.seconds.slice(0, 20)}" is not a whole number of seconds`, 'whole seconds as a string, e.g. "4"');
@@ -222,7 +227,7 @@ export async function makeVideo(runtime: Runtime, caller: Caller, asked: VideoAs
     ...(asked.firstFrame !== undefined ? { first_frame: asked.firstFrame } : {}),
   };
   const ref = refOf(OPENAI_VIDEO_REF_PREFIX, `${asked.seconds ?? ""}s-${asked.size ?? ""}-`);
-  const created = await submitJob(runtime, caller, { ref, request: { common, targets, routeBy, fallbackOnFailure: false }, notifyUrl: null });
+  const created = await submitJob(runtime, caller, { ref, request: { common, targets, routeBy, fallbackOnFailure: false }, notifyUrl: null }, idempotency);
   return created.job;
 }
 

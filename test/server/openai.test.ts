@@ -195,6 +195,23 @@ for (const kind of servedStores) {
       expect(made.data).toHaveLength(1);
     });
 
+    it("an Idempotency-Key sent with the call (the SDKs' headers option): a retry is answered with the jobs the first call made, never new ones", async () => {
+      const openai = client(served, alice);
+      const headers = { "Idempotency-Key": `images-${kind.name}` };
+      const first = await openai.images.generate({ model: "d/gen-2-pro", prompt: "once only", size: "512x512" as never }, { headers });
+      const again = await openai.images.generate({ model: "d/gen-2-pro", prompt: "once only", size: "512x512" as never }, { headers });
+      expect(again.data).toEqual(first.data);
+      const listed = (await (await fetch(`${served.url}/v1/jobs?ref_prefix=openai-image-&limit=200`, { headers: { authorization: `Bearer ${alice}` } })).json()) as any;
+      expect(listed.jobs.filter((each: any) => each.request === undefined && each.outputs.some((output: any) => output.sha256 === sha256(Buffer.from(first.data![0]!.b64_json!, "base64"))))).toHaveLength(1);
+      const video = { model: "c/v6", prompt: "once", seconds: "5" as never, size: "1280x720" as const };
+      const made = await openai.videos.create(video, { headers: { "Idempotency-Key": `video-${kind.name}` } });
+      expect((await openai.videos.create(video, { headers: { "Idempotency-Key": `video-${kind.name}` } })).id).toBe(made.id);
+      // The same key with another call is refused, naming it.
+      const reused = await openai.videos.create({ ...video, prompt: "another" }, { headers: { "Idempotency-Key": `video-${kind.name}` } }).catch((error: unknown) => error);
+      expect(reused).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((reused as InstanceType<typeof OpenAI.BadRequestError>).code).toBe("idempotency_key_reused");
+    });
+
     it("a budget refusal is 402 insufficient_quota (not 429, which the SDK retries), and nothing was queued", async () => {
       const refused = await client(served, thrifty)
         .images.generate({ model: "d/gen-2-pro", prompt: "two foxes", n: 2, size: "512x512" as never })
@@ -261,7 +278,7 @@ describe("OpenAI SDK: videos.delete cancels a video not sent yet", () => {
     expect(all.slice(0, 3)).toEqual([made[2], made[1], made[0]]);
   });
 
-  it("images held past their bound answer timeout, and their jobs stay queued (the hold is 10 minutes on serve; 100 ms here)", async () => {
+  it("images held past their bound answer timeout, and their jobs stay queued (the hold is 9.5 minutes on serve, under the SDKs' 10-minute timeout; 100 ms here)", async () => {
     const request = imageRequestOf(served.runtime, { model: "d/gen-2-pro", prompt: "a slow one", size: "512x512" });
     const refused = await makeImages(served.runtime, LOCAL_CALLER, request, 2, { withBytes: false, holdMs: 100 }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ImagesNotMadeError);

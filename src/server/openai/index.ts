@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import multipart from "@fastify/multipart";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ImageInput } from "../../core/common-request.js";
@@ -22,6 +23,7 @@ import {
 import type { ApiDeps } from "../api/index.js";
 import type { DescribedRoute } from "../api/openapi.js";
 import { failureOf } from "../api/errors.js";
+import { idempotencyOf } from "../api/requests.js";
 import { sendOutputFile } from "../output-file.js";
 import { callerOfRequest } from "../request-caller.js";
 import { OpenAiError, openAiErrorOf } from "./errors.js";
@@ -52,6 +54,11 @@ function withoutNeutral(fields: Record<string, unknown>): Record<string, unknown
 function originOf(request: FastifyRequest, publicUrl: string | null): string {
   if (publicUrl !== null) return publicUrl.replace(/\/+$/, "");
   return `${request.protocol}://${request.headers.host ?? request.hostname}`;
+}
+
+/** What an image given in a call is, for the sha256 of the call an Idempotency-Key is kept with: its address, or its bytes' digest. */
+function imageDigest(image: ImageInput): string {
+  return typeof image === "string" ? image : createHash("sha256").update(image.bytes).digest("hex");
 }
 
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1_000));
@@ -86,7 +93,7 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
   const publicUrl = runtime.config.publicUrl;
 
   /** `n` images of one request, held until made; the client gone, the jobs stay. */
-  const answerImages = async (request: FastifyRequest, fields: Record<string, unknown>, images: ImageInput[] | undefined) => {
+  const answerImages = async (request: FastifyRequest, route: string, fields: Record<string, unknown>, images: ImageInput[] | undefined) => {
     const n = wholeField(fields, "n", 1, MAX_IMAGES) ?? 1;
     const responseFormat = textField(fields, "response_format") ?? "b64_json";
     if (responseFormat !== "b64_json" && responseFormat !== "url") throw new InputError("response_format", `"${responseFormat.slice(0, 20)}" is not a format`, "b64_json, url");
@@ -108,7 +115,8 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
     };
     request.raw.socket?.once("close", onClose);
     try {
-      const made = await makeImages(runtime, request.caller!, common, n, { withBytes: responseFormat === "b64_json", signal: gone.signal });
+      const idempotency = idempotencyOf(request.headers["idempotency-key"], route, { fields, files: (images ?? []).map(imageDigest) });
+      const made = await makeImages(runtime, request.caller!, common, n, { withBytes: responseFormat === "b64_json", signal: gone.signal, idempotency });
       const origin = originOf(request, publicUrl);
       return {
         created: seconds(made.createdAt),
@@ -136,7 +144,7 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
       method: "POST",
       path: "/v1/images/generations",
       summary:
-        "OpenAI's image generation: model (a target or route:price / route:time), prompt, n (n jobs admitted together, all or none, under the token's budget), size, response_format (b64_json, the default, or url: the output's address on this API), output_format (a native field of the target's provider), user; held until the jobs end (at most 10 minutes)",
+        "OpenAI's image generation: model (a target or route:price / route:time), prompt, n (n jobs admitted together, all or none, under the token's budget), size, response_format (b64_json, the default, or url: the output's address on this API), output_format (a native field of the target's provider), user; held until the jobs end (at most 9.5 minutes, under the SDKs' 10-minute timeout)",
       writes: true,
       body: "json",
       responses: {
@@ -146,12 +154,12 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         404: "model_not_found",
         500: "generation_failed: a job did not succeed (its id is named); not to be retried",
         503: "blocked: a job cannot go on now (a halted provider); the jobs stay queued",
-        504: "timeout: not made within 10 minutes; the jobs go on",
+        504: "timeout: not made within 9.5 minutes; the jobs go on",
       },
       handler: async (request) => {
         const { fields } = await openAiBody(request);
         refuseUnknown(withoutNeutral(fields), IMAGE_FIELDS, IMAGE_FIELDS.join(", "));
-        return answerImages(request, fields, undefined);
+        return answerImages(request, "POST /v1/images/generations", fields, undefined);
       },
     },
     {
@@ -168,7 +176,7 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         404: "model_not_found",
         500: "generation_failed",
         503: "blocked",
-        504: "timeout",
+        504: "timeout: not made within 9.5 minutes; the jobs go on",
       },
       handler: async (request) => {
         const { fields, files } = await openAiBody(request);
@@ -176,7 +184,7 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         refuseUnknown(withoutNeutral(fields), IMAGE_FIELDS, EDIT_FIELDS.join(", "));
         const uploads: Array<[string, FormFile]> = [...(files.get("image") ?? []).map((file) => ["image", file] as [string, FormFile]), ...(files.get("image[]") ?? []).map((file, index) => [`image[${index}]`, file] as [string, FormFile])];
         if (uploads.length === 0) throw new InputError("image", "is required: the image to edit, as a file of the form");
-        return answerImages(request, fields, uploads.map(([field, file]) => imageOfFile(file, field)));
+        return answerImages(request, "POST /v1/images/edits", fields, uploads.map(([field, file]) => imageOfFile(file, field)));
       },
     },
     {
@@ -198,13 +206,15 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         const firstFrame = uploaded[0] ? imageOfFile(uploaded[0], "input_reference") : byUrl !== undefined ? imageOfUrl(byUrl, "input_reference.image_url") : undefined;
         const secondsAsked = fields.seconds === undefined || fields.seconds === null ? undefined : String(fields.seconds);
         const size = textField(fields, "size");
-        const job = await makeVideo(runtime, request.caller!, {
+        const asked = {
           model: fields.model,
           prompt: fields.prompt,
           ...(secondsAsked !== undefined ? { seconds: secondsAsked } : {}),
           ...(size !== undefined ? { size } : {}),
           ...(firstFrame !== undefined ? { firstFrame } : {}),
-        });
+        };
+        const idempotency = idempotencyOf(request.headers["idempotency-key"], "POST /v1/videos", { fields, files: firstFrame === undefined ? [] : [imageDigest(firstFrame)] });
+        const job = await makeVideo(runtime, request.caller!, asked, idempotency);
         return videoView(job, [], (await timingsOf(runtime, [job])).get(job.id), Date.now());
       },
     },
