@@ -106,13 +106,13 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
       prompt: fields.prompt,
       ...(size !== undefined && size !== "auto" ? { size } : {}),
       ...(images !== undefined ? { images } : {}),
-      // A target whose provider takes no output_format is ineligible for it (its own validation refuses the field).
+      // Judged by each target's own validation, as provider_options are: refused there, the target is not eligible;
+      // a field its spec does not show (D) is sent unchecked, with a warning on the job.
       ...(outputFormat !== undefined ? { native: { output_format: outputFormat } } : {}),
     });
+    // The connection closing before the answer is the client gone: the wait ends, the jobs go on.
     const gone = new AbortController();
-    const onClose = () => {
-      if (!request.raw.complete || request.raw.socket?.destroyed) gone.abort();
-    };
+    const onClose = () => gone.abort();
     request.raw.socket?.once("close", onClose);
     try {
       const idempotency = idempotencyOf(request.headers["idempotency-key"], route, { fields, files: (images ?? []).map(imageDigest) });
