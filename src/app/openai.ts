@@ -7,7 +7,6 @@ import { waitForJobs } from "../engine/wait.js";
 import { readOutput } from "../outputs/by-location.js";
 import type { Caller } from "./caller.js";
 import { cancelJob, type CancelOutcome } from "./cancel.js";
-import type { JobTiming } from "./eta.js";
 import { remoteJob } from "./job-view.js";
 import { NotFoundError } from "./errors.js";
 import { submitBatch, submitJob, type IdempotencyRequest } from "./intake.js";
@@ -261,21 +260,20 @@ export function videoStatusOf(job: Pick<Job, "state">): VideoStatus {
 }
 
 /**
- * How far a video is, 0 to 100, from the job's expected finish: 0 queued, 1
- * sent, then the share of its expected time from submit to saved results
- * that has passed (at most 99: done is said by the status), 99 while its
- * result is saved, 100 completed. With no pace learned yet (the model's
- * first job) a running job stays at 1 until it is saved. An ended job that
- * did not succeed is 0.
+ * How far a video is, 0 to 100: 0 queued, 1 sent, then as far along as its
+ * model's learned times from submit to saved results say (`shareDoneAt`, of
+ * which its expected finish is made too; at most 99: done is said by the
+ * status), 99 while its result is saved, 100 completed. It never falls as
+ * the job ages. With no pace learned yet (`share` null: the model's first
+ * job) a running job stays at 1 until it is saved. An ended job that did not
+ * succeed is 0.
  */
-export function videoProgress(job: Pick<Job, "state" | "submittedAt">, timing: JobTiming, now: number): number {
+export function videoProgress(job: Pick<Job, "state">, share: number | null): number {
   if (job.state === "succeeded") return 100;
   if (job.state === "queued" || isTerminal(job.state)) return 0;
   if (job.state === "capturing") return 99;
-  if (job.state !== "running" || job.submittedAt === null || timing.expectedFinishAt === null) return 1;
-  const whole = timing.expectedFinishAt - job.submittedAt;
-  if (whole <= 0) return 99;
-  return Math.min(99, Math.max(1, Math.floor((100 * (now - job.submittedAt)) / whole)));
+  if (job.state !== "running" || share === null) return 1;
+  return Math.min(99, Math.max(1, Math.floor(99 * share)));
 }
 
 /** The seconds and size a video was asked with, kept in its ref; null where not asked (its saved output says them once made). */

@@ -28,6 +28,17 @@ async function job(served: Served, secret: string, id: string): Promise<any> {
   return response.json() as Promise<any>;
 }
 
+/** A video retrieved until it ends, with every progress seen: each retrieve is a request answered from the store, bounded by a count, never by time. */
+async function followed(openai: OpenAI, created: OpenAI.Videos.Video): Promise<{ video: OpenAI.Videos.Video; seen: number[] }> {
+  const seen: number[] = [];
+  let video = created;
+  for (let look = 0; look < 20_000 && video.status !== "completed" && video.status !== "failed"; look++) {
+    video = await openai.videos.retrieve(created.id);
+    seen.push(video.progress);
+  }
+  return { video, seen };
+}
+
 for (const kind of servedStores) {
   describe(`OpenAI SDK against serve and the sandbox (${kind.name})`, () => {
     let served: Served;
@@ -104,17 +115,15 @@ for (const kind of servedStores) {
       const openai = client(served, alice);
       const created = await openai.videos.create({ model: "c/v6", prompt: "waves at dusk", seconds: "5" as never, size: "1280x720" });
       expect(created).toMatchObject({ object: "video", status: "queued", progress: 0, model: "c/v6", seconds: "5", size: "1280x720", error: null, completed_at: null });
-      const seen: number[] = [];
-      let video = created;
-      // Each retrieve is a request answered from the store: bounded by a count, never by time.
-      for (let look = 0; look < 20_000 && video.status !== "completed" && video.status !== "failed"; look++) {
-        video = await openai.videos.retrieve(created.id);
-        seen.push(video.progress);
-      }
+      const { video, seen } = await followed(openai, created);
       expect(video.status).toBe("completed");
       expect(seen.at(-1)).toBe(100);
       for (let index = 1; index < seen.length; index++) expect(seen[index]!).toBeGreaterThanOrEqual(seen[index - 1]!);
       expect(video.completed_at).toBeGreaterThanOrEqual(video.created_at);
+      // The next video of the model runs along a learned pace: its progress rises as well, never falling.
+      const next = await followed(openai, await openai.videos.create({ model: "c/v6", prompt: "tide at dawn", seconds: "5" as never, size: "1280x720" }));
+      expect(next.video.status).toBe("completed");
+      for (let index = 1; index < next.seen.length; index++) expect(next.seen[index]!).toBeGreaterThanOrEqual(next.seen[index - 1]!);
       const content = Buffer.from(await (await openai.videos.downloadContent(created.id)).arrayBuffer());
       const recorded = await job(served, alice, created.id);
       expect(recorded.state).toBe("succeeded");

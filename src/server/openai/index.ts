@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ImageInput } from "../../core/common-request.js";
 import type { Job, JobOutput } from "../../core/job.js";
 import { InputError } from "../../core/errors.js";
-import { NO_TIMING, timingsOf, type JobTiming } from "../../app/eta.js";
+import { sharesDoneOf } from "../../app/eta.js";
 import { outputHref, remoteJob } from "../../app/job-view.js";
 import { jobOutputs } from "../../app/queries.js";
 import {
@@ -64,7 +64,7 @@ function imageDigest(image: ImageInput): string {
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1_000));
 
 /** OpenAI's video object of a job. */
-function videoView(stored: Job, outputs: readonly JobOutput[], timing: JobTiming | undefined, now: number) {
+function videoView(stored: Job, outputs: readonly JobOutput[], share: number | undefined) {
   // As a remote caller sees it: no path of the server's output folder in its error.
   const job = remoteJob(stored);
   const asked = videoAskedOf(job);
@@ -74,7 +74,7 @@ function videoView(stored: Job, outputs: readonly JobOutput[], timing: JobTiming
     id: job.id,
     object: "video" as const,
     status,
-    progress: videoProgress(job, timing ?? NO_TIMING, now),
+    progress: videoProgress(job, share ?? null),
     created_at: seconds(job.createdAt)!,
     completed_at: status === "completed" ? seconds(job.finishedAt) : null,
     // mediagate keeps a saved output until its operator removes it: it has no expiry to tell.
@@ -215,7 +215,7 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         };
         const idempotency = idempotencyOf(request.headers["idempotency-key"], "POST /v1/videos", { fields, files: firstFrame === undefined ? [] : [imageDigest(firstFrame)] });
         const job = await makeVideo(runtime, request.caller!, asked, idempotency);
-        return videoView(job, [], (await timingsOf(runtime, [job])).get(job.id), Date.now());
+        return videoView(job, [], undefined);
       },
     },
     {
@@ -232,21 +232,20 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         const after = textField(params, "after");
         const page = await listVideos(runtime, request.caller!, after, limit);
         const store = await runtime.store();
-        const [outputs, timings] = await Promise.all([store.outputsOfJobs(page.jobs.map((job) => job.id)), timingsOf(runtime, page.jobs)]);
-        const now = Date.now();
-        const data = page.jobs.map((job) => videoView(job, outputs.get(job.id) ?? [], timings.get(job.id), now));
+        const [outputs, shares] = await Promise.all([store.outputsOfJobs(page.jobs.map((job) => job.id)), sharesDoneOf(runtime, page.jobs)]);
+        const data = page.jobs.map((job) => videoView(job, outputs.get(job.id) ?? [], shares.get(job.id)));
         return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore };
       },
     },
     {
       method: "GET",
       path: "/v1/videos/{id}",
-      summary: "A video: status (queued, in_progress, completed, failed) and progress (0 to 100, from the job's expected finish)",
+      summary: "A video: status (queued, in_progress, completed, failed) and progress (0 to 100, from its model's learned times, of which its expected finish is made)",
       responses: { 200: "the video object", 404: "not_found" },
       handler: async (request) => {
         const job = await visibleVideo(runtime, request.caller!, (request.params as { id: string }).id);
-        const [outputs, timings] = await Promise.all([jobOutputs(runtime, job), timingsOf(runtime, [job])]);
-        return videoView(job, outputs, timings.get(job.id), Date.now());
+        const [outputs, shares] = await Promise.all([jobOutputs(runtime, job), sharesDoneOf(runtime, [job])]);
+        return videoView(job, outputs, shares.get(job.id));
       },
     },
     {
