@@ -60,6 +60,8 @@ interface Pace {
   totalMs: number;
   /** Each finished job's ms from submit to saved results, ascending (a running job's remaining time). */
   totals: number[];
+  /** The same of the jobs whose results were saved only (no render time standing in for one still being saved), ascending. */
+  finished: number[];
 }
 
 interface Cached<T> {
@@ -97,7 +99,7 @@ export function paceOf(samples: readonly RenderSample[]): Pace | null {
   const holds = samples.map((sample) => sample.sentToDoneMs ?? sample.doneElapsedMs).filter((ms) => ms >= 0);
   const holdMs = holds.reduce((sum, ms) => sum + ms, 0) / Math.max(1, holds.length);
   const renderMs = median(renders);
-  return { holdMs, totalMs: totals.length > 0 ? Math.max(renderMs, median(totals)) : renderMs, totals: totals.length > 0 ? totals : renders };
+  return { holdMs, totalMs: totals.length > 0 ? Math.max(renderMs, median(totals)) : renderMs, totals: totals.length > 0 ? totals : renders, finished: totals };
 }
 
 /**
@@ -229,13 +231,19 @@ export class Timings {
     return (await this.of([last], now)).get(last.id)?.expectedFinishAt ?? null;
   }
 
-  /** For each job running or saving its results, how far along its model's learned times it is (`shareDoneAt`); absent while no pace is known. */
+  /**
+   * For each job running or saving its results, how far along its model's
+   * learned times from submit to saved results it is (`shareDoneAt`); absent
+   * while no job of the model has had its results saved. A job of the model
+   * finishing meanwhile changes what is learned, and may move it a little.
+   */
   async shares(jobs: readonly Job[], now: number): Promise<Map<string, number>> {
     const shares = new Map<string, number>();
     for (const job of jobs) {
       if ((job.state !== "running" && job.state !== "capturing") || job.submittedAt === null) continue;
       const pace = await this.pace(job.provider, job.model, now);
-      if (pace) shares.set(job.id, shareDoneAt(pace.totals, now - job.submittedAt));
+      // Saved results only: a render time standing in for a job still being saved would be replaced by its longer total, and the share would fall.
+      if (pace && pace.finished.length > 0) shares.set(job.id, shareDoneAt(pace.finished, now - job.submittedAt));
     }
     return shares;
   }

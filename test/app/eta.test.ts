@@ -62,8 +62,10 @@ describe("queue positions and fair share (no store)", () => {
       { doneElapsedMs: 2_000, pendingElapsedMs: null, finishedElapsedMs: 2_300 },
       { doneElapsedMs: 6_000, pendingElapsedMs: null, finishedElapsedMs: 6_100 },
     ]);
-    expect(pace).toEqual({ holdMs: 3_000, totalMs: 2_300, totals: [1_200, 2_300, 6_100] });
+    expect(pace).toEqual({ holdMs: 3_000, totalMs: 2_300, totals: [1_200, 2_300, 6_100], finished: [1_200, 2_300, 6_100] });
     expect(paceOf([])).toBeNull();
+    // A job done at its provider whose results are still being saved: its render time stands in for the totals, never for the finished ones.
+    expect(paceOf([{ doneElapsedMs: 1_000, pendingElapsedMs: null, finishedElapsedMs: null }])).toMatchObject({ totals: [1_000], finished: [] });
   });
 
   it("admission warns when the expected finish is past the deadline, and only then", () => {

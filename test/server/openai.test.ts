@@ -129,6 +129,9 @@ for (const kind of servedStores) {
       expect(recorded.state).toBe("succeeded");
       expect(sha256(content)).toBe(recorded.outputs[0].sha256);
       expect(recorded.outputs[0].content_type).toBe("video/mp4");
+      // An ordinary job of alice's: in her jobs and her spend, under her token.
+      const spend = (await (await fetch(`${served.url}/v1/spend`, { headers: { authorization: `Bearer ${alice}` } })).json()) as any;
+      expect(spend.lines.find((line: any) => line.provider === "c")).toMatchObject({ token: "alice" });
       // A range, as a player seeking asks it.
       const range = await fetch(`${served.url}/v1/videos/${created.id}/content`, { headers: { authorization: `Bearer ${alice}`, range: "bytes=0-9" } });
       expect(range.status).toBe(206);
