@@ -60,6 +60,8 @@ interface Pace {
   totalMs: number;
   /** Each finished job's ms from submit to saved results, ascending (a running job's remaining time). */
   totals: number[];
+  /** The same of the jobs whose results were saved only (no render time standing in for one still being saved), ascending. */
+  finished: number[];
 }
 
 interface Cached<T> {
@@ -97,7 +99,7 @@ export function paceOf(samples: readonly RenderSample[]): Pace | null {
   const holds = samples.map((sample) => sample.sentToDoneMs ?? sample.doneElapsedMs).filter((ms) => ms >= 0);
   const holdMs = holds.reduce((sum, ms) => sum + ms, 0) / Math.max(1, holds.length);
   const renderMs = median(renders);
-  return { holdMs, totalMs: totals.length > 0 ? Math.max(renderMs, median(totals)) : renderMs, totals: totals.length > 0 ? totals : renders };
+  return { holdMs, totalMs: totals.length > 0 ? Math.max(renderMs, median(totals)) : renderMs, totals: totals.length > 0 ? totals : renders, finished: totals };
 }
 
 /**
@@ -165,6 +167,22 @@ function remainingAfter(totals: readonly number[], ageMs: number): number | null
   return longer.reduce((sum, total) => sum + total, 0) / longer.length - ageMs;
 }
 
+/**
+ * How far along a job is that has run `ageMs` since its submit: the share of
+ * its model's learned totals (ascending) that were no longer, drawn linearly
+ * between them, from 0 to 1. It never falls as the job ages, where the
+ * expected finish of a running job (the mean of the totals still longer than
+ * its age) moves later each time it outlives one.
+ */
+export function shareDoneAt(totals: readonly number[], ageMs: number): number {
+  if (totals.length === 0 || ageMs <= 0) return 0;
+  let below = 0;
+  while (below < totals.length && totals[below]! <= ageMs) below++;
+  if (below === totals.length) return 1;
+  const from = below === 0 ? 0 : totals[below - 1]!;
+  return (below + (ageMs - from) / (totals[below]! - from)) / totals.length;
+}
+
 /** Reads (or reuses) what estimates are made of, and makes them. */
 export class Timings {
   private readonly recent: Recent;
@@ -203,6 +221,23 @@ export class Timings {
     if (!line) return null;
     const last: Job = { ...like, state: "queued", queueRank: line.tailRank, blockedCode: null, nextAttemptAt: 0 };
     return (await this.of([last], now)).get(last.id)?.expectedFinishAt ?? null;
+  }
+
+  /**
+   * For each job running or saving its results, how far along its model's
+   * learned times from submit to saved results it is (`shareDoneAt`); absent
+   * while no job of the model has had its results saved. A job of the model
+   * finishing meanwhile changes what is learned, and may move it a little.
+   */
+  async shares(jobs: readonly Job[], now: number): Promise<Map<string, number>> {
+    const shares = new Map<string, number>();
+    for (const job of jobs) {
+      if ((job.state !== "running" && job.state !== "capturing") || job.submittedAt === null) continue;
+      const pace = await this.pace(job.provider, job.model, now);
+      // Saved results only: a render time standing in for a job still being saved would be replaced by its longer total, and the share would fall.
+      if (pace && pace.finished.length > 0) shares.set(job.id, shareDoneAt(pace.finished, now - job.submittedAt));
+    }
+    return shares;
   }
 
   /** One job's timing. */
@@ -311,6 +346,11 @@ export class Timings {
 /** The timings of `jobs` now, read from the runtime's store (NO_TIMING for ended ones), by id. */
 export async function timingsOf(runtime: Pick<Runtime, "providers" | "store">, jobs: readonly Job[], now = Date.now()): Promise<Map<string, JobTiming>> {
   return new Timings(runtime, await runtime.store()).of(jobs, now);
+}
+
+/** How far along their models' learned times these jobs are, read from the runtime's store (`Timings.shares`). */
+export async function sharesDoneOf(runtime: Pick<Runtime, "providers" | "store">, jobs: readonly Job[], now = Date.now()): Promise<Map<string, number>> {
+  return new Timings(runtime, await runtime.store()).shares(jobs, now);
 }
 
 /**

@@ -1,34 +1,9 @@
 import type { Command } from "commander";
-import { COMMON_TASKS, type CommonCapabilities, type CommonTask } from "../core/common-request.js";
+import { COMMON_TASKS } from "../core/common-request.js";
 import { InputError } from "../core/errors.js";
-import { PROVIDER_IDS, type ProviderAdapter, type ProviderId } from "../providers/adapter.js";
+import { PROVIDER_IDS, type ProviderId } from "../providers/adapter.js";
+import { commonTargets } from "../app/targets.js";
 import { runtimeOf, type GlobalOptions } from "./globals.js";
-
-/** One target of a common request: `d/gen-2-pro`, or how a provider without a published list names its models. */
-interface TargetRow {
-  target: string;
-  provider: ProviderId;
-  task: CommonTask;
-  honours: CommonCapabilities["honours"];
-  refuses: CommonCapabilities["refuses"];
-  price_basis: string;
-  configured: boolean;
-}
-
-/** The targets of a provider, each with what it honours: its listed models, or one row naming how its models are named. */
-function targetRows(id: ProviderId, adapter: ProviderAdapter, configured: boolean): TargetRow[] {
-  if (!adapter.commonCapabilities) return [];
-  const named = (model: string, target: string): TargetRow[] => {
-    const capabilities = adapter.commonCapabilities!(model);
-    if (!capabilities) return [];
-    return [{ target, provider: id, task: capabilities.task, honours: capabilities.honours, refuses: capabilities.refuses, price_basis: capabilities.priceBasis, configured }];
-  };
-  const models = adapter.models();
-  if (models.length > 0) return models.flatMap((model) => named(model, `${id}/${model}`));
-  // No published list (A, B, F): one row whose target says how a model is named.
-  const placeholder = id === "b" ? "<vendor>/<model>/<function>" : "<model>";
-  return named("", `${id}/${placeholder}`);
-}
 
 /**
  * `mediagate models [--provider P] [--task image|video]`: the model names
@@ -53,12 +28,9 @@ export function registerModels(program: Command, globals: () => GlobalOptions): 
       const runtime = runtimeOf(options);
       const providers = flags.provider ? [flags.provider as ProviderId] : [...PROVIDER_IDS];
       if (flags.task !== undefined) {
-        const rows = providers.flatMap((id) => {
-          const entry = runtime.providers.get(id);
-          return entry?.adapter ? targetRows(id, entry.adapter, entry.missing.length === 0) : [];
-        }).filter((row) => row.task === flags.task);
+        const rows = commonTargets(runtime, providers).filter((row) => row.task === flags.task);
         if (options.json) {
-          for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`);
+          for (const { listed: _listed, ...row } of rows) process.stdout.write(`${JSON.stringify(row)}\n`);
           return;
         }
         for (const row of rows) {

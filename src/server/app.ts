@@ -3,6 +3,7 @@ import { PROVIDER_IDS, type WebhookDelivery } from "../providers/adapter.js";
 import { WebhookRefusals } from "./refusals.js";
 import { receiveWebhook, type WebhookIngressDeps, type WebhookRefusal } from "./webhooks.js";
 import { registerApi, type ApiDeps } from "./api/index.js";
+import { registerOpenAi } from "./openai/index.js";
 import { registerDashboard } from "./dashboard/index.js";
 import type { Engine } from "../engine/engine.js";
 import { registerMetrics } from "./metrics.js";
@@ -126,7 +127,7 @@ export async function buildServer(deps: WebhookIngressDeps, api?: ApiDeps, optio
     handle(request, reply, request.params.provider, request.params.jobId),
   );
   app.get("/healthz", async () => ({ ok: true }));
-  if (api) registerApi(app, api, methods);
+  if (api) registerApi(app, api, methods, registerOpenAi(app, api));
   if (api) registerDashboard(app, { ...api, engine: deps.engine });
 
   // A request to no route at all is refused like a webhook request to none: counted, bounded per source (anyone may send one).

@@ -99,9 +99,9 @@ describe("queue positions and fair share (no store)", () => {
         { doneElapsedMs: 3_000, pendingElapsedMs: null, finishedElapsedMs: null, sentToDoneMs: null },
         { doneElapsedMs: -5, pendingElapsedMs: null, finishedElapsedMs: -1, sentToDoneMs: -7 },
       ]),
-    ).toEqual({ holdMs: 2_050, totalMs: 2_000, totals: [1_000, 3_000] });
+    ).toEqual({ holdMs: 2_050, totalMs: 2_000, totals: [1_000, 3_000], finished: [] });
     // Saved sooner than rendered (clocks of two processes): never a total below the render.
-    expect(paceOf([{ doneElapsedMs: 4_000, pendingElapsedMs: null, finishedElapsedMs: 3_000 }])).toEqual({ holdMs: 4_000, totalMs: 4_000, totals: [3_000] });
+    expect(paceOf([{ doneElapsedMs: 4_000, pendingElapsedMs: null, finishedElapsedMs: 3_000 }])).toEqual({ holdMs: 4_000, totalMs: 4_000, totals: [3_000], finished: [3_000] });
   });
 
   it("a pace is learned from finished jobs: the mean hold (submit to done) and the median total (submit to saved)", () => {
@@ -110,8 +110,10 @@ describe("queue positions and fair share (no store)", () => {
       { doneElapsedMs: 2_000, pendingElapsedMs: null, finishedElapsedMs: 2_300 },
       { doneElapsedMs: 6_000, pendingElapsedMs: null, finishedElapsedMs: 6_100 },
     ]);
-    expect(pace).toEqual({ holdMs: 3_000, totalMs: 2_300, totals: [1_200, 2_300, 6_100] });
+    expect(pace).toEqual({ holdMs: 3_000, totalMs: 2_300, totals: [1_200, 2_300, 6_100], finished: [1_200, 2_300, 6_100] });
     expect(paceOf([])).toBeNull();
+    // A job done at its provider whose results are still being saved: its render time stands in for the totals, never for the finished ones.
+    expect(paceOf([{ doneElapsedMs: 1_000, pendingElapsedMs: null, finishedElapsedMs: null }])).toMatchObject({ totals: [1_000], finished: [] });
   });
 
   it("admission warns when the expected finish is past the deadline, and only then", () => {

@@ -1,7 +1,9 @@
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createToken } from "../../src/app/tokens.js";
 import type { Job } from "../../src/core/job.js";
 import { serveSandbox, servedStores, type Served } from "../helpers/dashboard.js";
+import { until } from "../helpers/until.js";
 
 /**
  * Isolation by construction, checked by table: every route the OpenAPI
@@ -21,6 +23,8 @@ interface World {
   failed: Job;
   queued: Job;
   batchId: string;
+  /** Alice's video (OpenAI's shape), queued. */
+  video: Job;
 }
 
 interface Answer {
@@ -37,6 +41,27 @@ async function call(world: World, method: string, path: string, token: string, b
   const text = await response.text();
   return { status: response.status, body: (response.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text };
 }
+
+/** Bob asks for images and goes away once his job is stored (the engine is stopped: it would be held ten minutes); the job made is his, none of Alice's. */
+async function imagesMadeByBob(world: World, path: string, body: FormData | string): Promise<void> {
+  const before = (await call(world, "GET", "/v1/jobs?ref_prefix=openai-image-", world.bob)).body.jobs.length;
+  const leaving = new AbortController();
+  const sent = fetch(`${world.served.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${world.bob}`, ...(typeof body === "string" ? { "content-type": "application/json" } : {}) },
+    body,
+    signal: leaving.signal,
+  }).catch(() => undefined);
+  const store = await world.served.runtime.store();
+  await until(async () => (await call(world, "GET", "/v1/jobs?ref_prefix=openai-image-", world.bob)).body.jobs.length > before, "Bob's image job to be stored");
+  leaving.abort();
+  await sent;
+  const [mine] = (await call(world, "GET", "/v1/jobs?ref_prefix=openai-image-&limit=1", world.bob)).body.jobs;
+  expect((await store.getJob(mine.id))!.tenant).not.toBe(world.done.tenant);
+  expect((await call(world, "GET", `/v1/jobs/${mine.id}`, world.alice)).status).toBe(404);
+}
+
+const video = { model: "c/v6", prompt: "isolation", seconds: "5", size: "1280x720" };
 
 const image = (ref: string) => ({ ref, provider: "d", model: "gen-2-pro", input: { prompt: `isolation ${ref}`, width: 512, height: 512 } });
 
@@ -131,6 +156,54 @@ const ISOLATION: Record<string, (world: World) => Promise<void>> = {
     const alices = await call(world, "GET", "/v1/spend", world.alice);
     expect(alices.body.settled_micro_usd).toBeGreaterThan(0);
   },
+  "GET /v1/models": async (world) => {
+    // Reads no tenant's data: the same answer for both.
+    const bobs = await call(world, "GET", "/v1/models", world.bob);
+    expect(bobs.status).toBe(200);
+    expect(bobs.body).toEqual((await call(world, "GET", "/v1/models", world.alice)).body);
+  },
+  "POST /v1/images/generations": async (world) => {
+    await imagesMadeByBob(world, "/v1/images/generations", JSON.stringify({ model: "d/gen-2-pro", prompt: "bob's", size: "512x512" }));
+  },
+  "POST /v1/images/edits": async (world) => {
+    const store = await world.served.runtime.store();
+    const [output] = await store.outputs(world.done.id);
+    const form = new FormData();
+    form.append("model", "d/gen-2-pro");
+    form.append("prompt", "bob's edit");
+    form.append("size", "512x512");
+    form.append("image", new Blob([await readFile(output!.path)], { type: "image/png" }), "in.png");
+    await imagesMadeByBob(world, "/v1/images/edits", form);
+  },
+  "POST /v1/videos": async (world) => {
+    const answer = await call(world, "POST", "/v1/videos", world.bob, video);
+    expect(answer.status).toBe(200);
+    expect(answer.body.id).not.toBe(world.video.id);
+    expect((await call(world, "GET", `/v1/videos/${answer.body.id}`, world.alice)).status).toBe(404);
+  },
+  "GET /v1/videos": async (world) => {
+    const bobs = await call(world, "GET", "/v1/videos?limit=100", world.bob);
+    expect(bobs.status).toBe(200);
+    expect(bobs.body.data.map((each: { id: string }) => each.id)).not.toContain(world.video.id);
+    // Alice's video as a cursor is not Bob's to page from.
+    expect((await call(world, "GET", `/v1/videos?after=${world.video.id}`, world.bob)).status).toBe(404);
+    expect((await call(world, "GET", "/v1/videos", world.alice)).body.data.map((each: { id: string }) => each.id)).toContain(world.video.id);
+  },
+  "GET /v1/videos/{id}": async (world) => {
+    for (const id of [world.video.id, world.done.id]) expect((await call(world, "GET", `/v1/videos/${id}`, world.bob)).status).toBe(404);
+    expect((await call(world, "GET", `/v1/videos/${world.video.id}`, world.alice)).status).toBe(200);
+  },
+  "DELETE /v1/videos/{id}": async (world) => {
+    expect((await call(world, "DELETE", `/v1/videos/${world.video.id}`, world.bob)).status).toBe(404);
+    expect((await call(world, "GET", `/v1/jobs/${world.video.id}`, world.alice)).body.state).toBe("queued");
+  },
+  "GET /v1/videos/{id}/content": async (world) => {
+    // Not found for Bob; not ready for Alice (her video is queued): whether it exists is not told to Bob.
+    const bobs = await call(world, "GET", `/v1/videos/${world.video.id}/content`, world.bob);
+    expect(bobs.status).toBe(404);
+    expect(bobs.body.error.code).toBe("not_found");
+    expect((await call(world, "GET", `/v1/videos/${world.video.id}/content`, world.alice)).body.error.code).toBe("video_not_ready");
+  },
 };
 
 for (const kind of servedStores) {
@@ -142,7 +215,7 @@ for (const kind of servedStores) {
       const store = await served.runtime.store();
       const now = Date.now();
       const [alice, bob, admin] = [await createToken(store, { name: "alice", now }), await createToken(store, { name: "bob", now }), await createToken(store, { name: "ops", admin: true, now })];
-      const partial: Omit<World, "done" | "failed" | "queued" | "batchId"> = { served, alice: alice.secret, bob: bob.secret, admin: admin.secret };
+      const partial: Omit<World, "done" | "failed" | "queued" | "batchId" | "video"> = { served, alice: alice.secret, bob: bob.secret, admin: admin.secret };
       const shell = partial as World;
       const done = await call(shell, "POST", "/v1/jobs", alice.secret, image("alice-done"));
       for (let tries = 0; tries < 400 && (await call(shell, "GET", `/v1/jobs/${done.body.id}`, alice.secret)).body.state !== "succeeded"; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -152,7 +225,8 @@ for (const kind of servedStores) {
       const batch = await call(shell, "POST", "/v1/batches", alice.secret, [image("alice-failed"), image("alice-queued")]);
       const [failedId, queuedId] = batch.body.jobs.map((job: { id: string }) => job.id) as [string, string];
       const failed = await store.transition(failedId, { state: "queued" }, "failed", { error: { code: "insufficient_credits", message: "D answered 402" } }, "refused", Date.now());
-      world = { ...partial, done: (await store.getJob(done.body.id))!, failed: failed!, queued: (await store.getJob(queuedId))!, batchId: batch.body.batch_id };
+      const made = await call(shell, "POST", "/v1/videos", alice.secret, video);
+      world = { ...partial, done: (await store.getJob(done.body.id))!, failed: failed!, queued: (await store.getJob(queuedId))!, batchId: batch.body.batch_id, video: (await store.getJob(made.body.id))! };
       expect(world.done.state).toBe("succeeded");
     });
 

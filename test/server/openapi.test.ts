@@ -62,4 +62,35 @@ describe("the OpenAPI document", () => {
       },
     });
   });
+
+  it("describes a route in OpenAI's shapes: its form or JSON body, DELETE, and its refusals (401 and 403 too) in OpenAI's error shape", () => {
+    const OPENAI_ERROR = { "application/json": { schema: { $ref: "#/components/schemas/OpenAiError" } } };
+    const document = openApiDocument([
+      { method: "POST", path: "/v1/videos", summary: "a video", writes: true, body: "json or form", errors: "OpenAiError", responses: { 200: "the video", 402: "insufficient_quota" } },
+      { method: "DELETE", path: "/v1/videos/{id}", summary: "cancel it", writes: true, errors: "OpenAiError", responses: { 200: "deleted" } },
+    ]);
+    const schemas = (document.components as { schemas: Record<string, { properties: { error: { required: string[] } } }> }).schemas;
+    expect(schemas.OpenAiError!.properties.error.required).toEqual(["message", "type", "param", "code"]);
+    expect(document.paths).toEqual({
+      "/v1/videos": {
+        post: {
+          summary: "a video",
+          requestBody: { required: true, content: { "application/json": { schema: { type: "object" } }, "multipart/form-data": { schema: { type: "object" } } } },
+          responses: {
+            200: { description: "the video" },
+            402: { description: "insufficient_quota", content: OPENAI_ERROR },
+            401: { description: "unauthorized", content: OPENAI_ERROR },
+            403: { description: "read_only_token", content: OPENAI_ERROR },
+          },
+        },
+      },
+      "/v1/videos/{id}": {
+        delete: {
+          summary: "cancel it",
+          parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+          responses: { 200: { description: "deleted" }, 401: { description: "unauthorized", content: OPENAI_ERROR }, 403: { description: "read_only_token", content: OPENAI_ERROR } },
+        },
+      },
+    });
+  });
 });

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { apiBatch } from "../../app/batch-view.js";
 import { cancelBatchUnsent, cancelJob } from "../../app/cancel.js";
-import { callerOf, LOCAL_CALLER, type Caller } from "../../app/caller.js";
+import type { Caller } from "../../app/caller.js";
 import { ConflictError } from "../../app/errors.js";
 import { prepareLines, quoteOf, submitBatch, submitJob } from "../../app/intake.js";
 import { deadlineWarning, NO_TIMING, timingsOf, type JobTiming } from "../../app/eta.js";
@@ -11,18 +11,17 @@ import { planBatch } from "../../app/plan.js";
 import { providerStates } from "../../app/provider-states.js";
 import { batchOf, jobEvents, jobOutput, jobOutputs, listJobs, spendOf, spendPeriod, spendView, visibleJob } from "../../app/queries.js";
 import type { Runtime } from "../../app/runtime.js";
-import { tokenOfSecret } from "../../app/tokens.js";
 import { InputError } from "../../core/errors.js";
 import { checkJsonText } from "../../core/json-text.js";
 import { checkWellFormed } from "../../core/well-formed.js";
 import type { Job, JobOutput } from "../../core/job.js";
 import type { EngineLogger } from "../../engine/logger.js";
 import { sendOutputFile } from "../output-file.js";
-import { isLoopbackHost } from "../dashboard/session.js";
+import { callerOfRequest } from "../request-caller.js";
 import { apiLineRequest, batchLines } from "./batches.js";
 import { ApiError, apiErrorOf, failureOf, frameworkErrorCode } from "./errors.js";
 import { cancelAfterOfHeader, encodeCursor, idempotencyOf, jobListQuery, quotedRequestOfBody, submissionOfBody, utf8Body } from "./requests.js";
-import { openApiDocument, type ApiRoute } from "./openapi.js";
+import { openApiDocument, type ApiRoute, type DescribedRoute } from "./openapi.js";
 import { methodNotAllowed, type RouteMethods } from "../route-methods.js";
 
 export interface ApiDeps {
@@ -276,29 +275,16 @@ function fastifyPath(path: string): string {
  * Registers the REST API (`/v1/…`, `/openapi.json`) on the server. Every
  * `/v1` route needs a caller: a bearer token when the store has any, else
  * the local user (the server then listens on loopback only). A read-only
- * token may only read. Errors have one shape (`ApiError`).
+ * token may only read. Errors have one shape (`ApiError`). `otherRoutes`
+ * (the OpenAI shapes) are described in the same `/openapi.json`.
  */
-export function registerApi(app: FastifyInstance, deps: ApiDeps, methods: RouteMethods): void {
+export function registerApi(app: FastifyInstance, deps: ApiDeps, methods: RouteMethods, otherRoutes: readonly DescribedRoute[] = []): void {
   const table = routes(deps);
-  const document = openApiDocument(table);
+  const document = openApiDocument([...table, ...otherRoutes]);
 
   app.register(async (api) => {
     api.addHook("onRequest", async (request) => {
-      const store = await deps.runtime.store();
-      const header = request.headers.authorization;
-      if (header === undefined) {
-        if (await store.hasActiveTokens()) throw new ApiError("unauthorized", "send an API token as Authorization: Bearer mg_… (`mediagate token create`)");
-        // The local user, without a token: only from this machine by a loopback name, so a page elsewhere that resolves
-        // its own name to 127.0.0.1 (DNS rebinding) reaching this port is refused.
-        if (!isLoopbackHost(request.headers.host)) throw new ApiError("unauthorized", "without API tokens the API answers only requests addressed to a loopback name (localhost, 127.0.0.1, [::1])");
-        request.caller = LOCAL_CALLER;
-        return;
-      }
-      const match = /^Bearer\s+(\S+)$/i.exec(header);
-      if (!match) throw new ApiError("unauthorized", "the Authorization header must be Bearer <token>");
-      const found = await tokenOfSecret(store, match[1]!);
-      if ("refused" in found) throw new ApiError("unauthorized", found.refused);
-      request.caller = callerOf(found.token);
+      request.caller = await callerOfRequest(deps.runtime, request);
     });
     for (const route of table) {
       api.route({
