@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { deadlineWarning, fairPosition, paceOf, queuePositionOf, Timings } from "../../src/app/eta.js";
 import { createRuntime, type Runtime } from "../../src/app/runtime.js";
+import { createToken } from "../../src/app/tokens.js";
+import { QUEUE_SHAPE_TENANTS } from "../../src/store/queue-shape.js";
 import type { Job } from "../../src/core/job.js";
 import type { Store } from "../../src/store/store.js";
 import { finishedDJob as finished, newDJob, storeFactories, tempDir } from "../helpers/stores.js";
@@ -153,6 +155,23 @@ for (const kind of storeFactories) {
       });
       expect(e).toEqual({ provider: "e", inFlight: 0, lines: [{ tenant: "local", headRank: 1, headDueAt: 1_000, tailRank: 1, inFlight: 0, weight: 1 }] });
       expect(await store.queueShapes([])).toEqual([]);
+    });
+
+    it("a provider's lines carry each token's weight; a tenant whose only queued job its budget holds has no line; at most 200 tenants are read a provider", async () => {
+      const store = await openStore();
+      const heavy = await createToken(store, { name: "heavy", weight: 3, now: 1_000 });
+      await store.insertJobs([newDJob("h-1", { tokenId: heavy.token.id }), newDJob("held", { tokenId: "tok_held" }), newDJob("mine")], 1_000);
+      await store.updateJob("job_held", { state: "queued" }, { blockedCode: "over_budget" }, 2_000);
+      const [d] = await store.queueShapes(["d"]);
+      expect(d!.lines.map((line) => [line.tenant, line.weight])).toEqual(
+        [
+          [heavy.token.id, 3],
+          ["local", 1],
+        ].sort((left, right) => (String(left[0]) < String(right[0]) ? -1 : 1)),
+      );
+      await store.insertJobs(Array.from({ length: QUEUE_SHAPE_TENANTS }, (_, index) => newDJob(`t-${index}`, { tokenId: `tok_${String(index).padStart(3, "0")}` })), 3_000);
+      const [crowded] = await store.queueShapes(["d"]);
+      expect(crowded!.lines).toHaveLength(QUEUE_SHAPE_TENANTS);
     });
 
     it("a ranked queue's positions, starts and finishes follow the free slots and the learned pace; running jobs finish after the learned time less their age", async () => {

@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { Writable } from "node:stream";
 import { systemClock } from "../../src/core/clock.js";
+import { cancelPastDeadline } from "../../src/engine/deadlines.js";
+import { createLogger } from "../../src/engine/logger.js";
 import type { Store } from "../../src/store/store.js";
 import { startDWorld, type DWorld } from "../helpers/d-sandbox.js";
 import { engineFor } from "../helpers/engine.js";
@@ -88,6 +91,26 @@ for (const kind of storeFactories) {
       expect(last).toMatchObject({ fromState: "submitting", toState: "cancelled", detail: { deadline_at: new Date(ended.deadlineAt!).toISOString() } });
       expect(world.submits()).toBe(0);
       expect(await store.poolStatus()).toEqual([expect.objectContaining({ key: "d:account", held: 0 })]);
+    });
+
+    it("one look cancels every job past its deadline, a page of 200 after another, tells of each, and logs how many once; a look that finds none logs nothing", async () => {
+      const { store } = await open(kind);
+      const now = Date.now();
+      await store.insertJobs(Array.from({ length: 201 }, (_, index) => newDJob(`late-${index}`, { deadlineAt: now - 1_000 - index })), now - 5_000);
+      await store.insertJobs([newDJob("in-time", { deadlineAt: now + 60_000 })], now - 5_000);
+      const lines: string[] = [];
+      const log = createLogger({ level: "info", secrets: () => [], destination: new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) }) });
+      const emitted: string[] = [];
+      const parts = { store, clock: systemClock, log, scope: () => null, emit: (job: { id: string; state: string }) => emitted.push(`${job.id}:${job.state}`) };
+      expect(await cancelPastDeadline(parts, now)).toBe(201);
+      expect(emitted).toHaveLength(201);
+      expect(new Set(emitted)).toEqual(new Set(Array.from({ length: 201 }, (_, index) => `job_late-${index}:cancelled`)));
+      expect((await store.listJobs({ states: ["cancelled"] })).length).toBe(201);
+      expect((await store.getJob("job_in-time"))!.state).toBe("queued");
+      const logged = lines.map((line) => JSON.parse(line) as { level: number; msg: string; cancelled?: number });
+      expect(logged).toEqual([expect.objectContaining({ level: 30, cancelled: 201, msg: "jobs past their deadline cancelled before they were sent" })]);
+      expect(await cancelPastDeadline(parts, now)).toBe(0);
+      expect(lines).toHaveLength(1);
     });
 
     it("the store reads past-deadline jobs as one range, earliest first, a page at a time, only queued ones, only a scope's when given", async () => {
