@@ -6,6 +6,7 @@ import { serveSandbox, servedStores, sqliteServed, type Served } from "../helper
 import { untilJob } from "../helpers/until.js";
 import { LOCAL_CALLER } from "../../src/app/caller.js";
 import { imageRequestOf, ImagesNotMadeError, makeImages } from "../../src/app/openai.js";
+import { IMAGE_CALLS_HELD_PER_TENANT } from "../../src/server/openai/index.js";
 
 /**
  * The official `openai` package, unchanged but for `baseURL` and `apiKey`
@@ -267,6 +268,64 @@ describe("OpenAI SDK: videos.delete cancels a video not sent yet", () => {
   }, 60_000);
 
   afterAll(async () => served?.close());
+
+  it("a token holding 32 image calls open gets 429 rate_limit_exceeded with retry-after for the next (nothing queued), another token does not; a call let go frees its place", async () => {
+    const store = await served.runtime.store();
+    const carol = await createToken(store, { name: "carol", now: Date.now() });
+    const dave = await createToken(store, { name: "dave", now: Date.now() });
+    // Each read yields to the event loop first: SQLite's reads answer at once, and a loop of them would keep this
+    // process's server from reading the requests it waits for.
+    const count = async (tenant: string) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return (await store.listJobs({ tenant })).length;
+    };
+    /** Waits, one store read a step (bounded by a count, never by time), until `tenant` has `jobs` jobs. */
+    const untilJobs = async (tenant: string, jobs: number) => {
+      for (let look = 0; look < 100_000 && (await count(tenant)) < jobs; look++);
+      expect(await count(tenant)).toBe(jobs);
+    };
+    const hold = (secret: string, prompt: string) => {
+      const abort = new AbortController();
+      const answered = fetch(`${served.url}/v1/images/generations`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "d/gen-2-pro", prompt, size: "512x512" }),
+        signal: abort.signal,
+      }).then(
+        (response) => response.status,
+        () => "let go" as const,
+      );
+      return { abort: () => abort.abort(), answered };
+    };
+    const calls = Array.from({ length: IMAGE_CALLS_HELD_PER_TENANT }, (_, index) => hold(carol.secret, `held ${index}`));
+    await untilJobs(carol.token.id, IMAGE_CALLS_HELD_PER_TENANT);
+    const refused = await client(served, carol.secret).images.generate({ model: "d/gen-2-pro", prompt: "one more", size: "512x512" }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).status).toBe(429);
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).code).toBe("rate_limit_exceeded");
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers.get("retry-after")).toBe("5");
+    expect(await count(carol.token.id)).toBe(IMAGE_CALLS_HELD_PER_TENANT);
+    // Another token's call is its own.
+    const other = hold(dave.secret, "dave's");
+    await untilJobs(dave.token.id, 1);
+    other.abort();
+    // One of carol's calls let go: its place is free (the next call is held, its job queued), once the server saw it go.
+    calls[0]!.abort();
+    expect(await calls[0]!.answered).toBe("let go");
+    let admitted = false;
+    for (let attempt = 0; attempt < 1_000 && !admitted; attempt++) {
+      const next = hold(carol.secret, `after ${attempt}`);
+      let status: number | "let go" | null = null;
+      void next.answered.then((answer) => (status = answer));
+      // Until it is answered (429: the server had not seen the other go yet) or its job is queued.
+      for (let look = 0; look < 100_000 && status === null && (await count(carol.token.id)) <= IMAGE_CALLS_HELD_PER_TENANT; look++);
+      admitted = (await count(carol.token.id)) > IMAGE_CALLS_HELD_PER_TENANT;
+      next.abort();
+      if (!admitted) expect(await next.answered).toBe(429);
+    }
+    expect(admitted).toBe(true);
+    for (const call of calls) call.abort();
+  });
 
   it("videos.delete of a queued video: deleted, and the job is cancelled, never sent", async () => {
     const openai = client(served, alice);

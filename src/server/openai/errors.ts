@@ -14,7 +14,7 @@ export interface OpenAiErrorBody {
 export class OpenAiError extends Error {
   constructor(
     readonly status: number,
-    readonly type: "invalid_request_error" | "authentication_error" | "permission_error" | "insufficient_quota" | "server_error",
+    readonly type: "invalid_request_error" | "authentication_error" | "permission_error" | "insufficient_quota" | "requests" | "server_error",
     readonly code: string | null,
     message: string,
     readonly param: string | null = null,
@@ -24,6 +24,8 @@ export class OpenAiError extends Error {
      * make (and pay for) them again.
      */
     readonly retry: boolean | null = null,
+    /** Headers the answer carries (a 429's `retry-after`). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }

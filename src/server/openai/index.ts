@@ -37,6 +37,15 @@ export interface OpenAiRoute extends DescribedRoute {
 /** Uploads the SDKs send: images for edits and a video's first frame (OpenAI takes up to 50 MB an image). */
 const FORM_LIMITS = { fieldSize: 1024 * 1024, fileSize: 50 * 1024 * 1024, fields: 32, files: 16, parts: 48 };
 
+/**
+ * Image calls one tenant may hold open at once (each holds its connection
+ * until its images are made, minutes): more is answered 429 with
+ * `retry-after`, which the SDKs wait for and send again; nothing of a
+ * refused call is queued.
+ */
+export const IMAGE_CALLS_HELD_PER_TENANT = 32;
+const IMAGE_CALLS_RETRY_AFTER_S = 5;
+
 /** The fields of `POST /v1/images/generations` that are honoured; the values of others that ask nothing of a target. */
 const IMAGE_FIELDS = ["model", "prompt", "n", "size", "response_format", "output_format", "user"];
 /** A value OpenAI documents as "the model chooses" (or, for `stream`, the default): asking it is asking nothing. */
@@ -92,8 +101,33 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
   const { runtime } = deps;
   const publicUrl = runtime.config.publicUrl;
 
+  // Image calls each tenant holds open now: past IMAGE_CALLS_HELD_PER_TENANT, a call is answered 429 before anything is queued.
+  const held = new Map<string, number>();
   /** `n` images of one request, held until made; the client gone, the jobs stay. */
   const answerImages = async (request: FastifyRequest, route: string, fields: Record<string, unknown>, images: ImageInput[] | undefined) => {
+    const tenant = request.caller!.tenant;
+    const holding = held.get(tenant) ?? 0;
+    if (holding >= IMAGE_CALLS_HELD_PER_TENANT) {
+      throw new OpenAiError(
+        429,
+        "requests",
+        "rate_limit_exceeded",
+        `this token holds ${IMAGE_CALLS_HELD_PER_TENANT} image calls open already, the most it may; send this one again once one is answered (nothing was queued)`,
+        null,
+        true,
+        { "retry-after": String(IMAGE_CALLS_RETRY_AFTER_S) },
+      );
+    }
+    held.set(tenant, holding + 1);
+    try {
+      return await imagesHeld(request, route, fields, images);
+    } finally {
+      const left = (held.get(tenant) ?? 1) - 1;
+      if (left > 0) held.set(tenant, left);
+      else held.delete(tenant);
+    }
+  };
+  const imagesHeld = async (request: FastifyRequest, route: string, fields: Record<string, unknown>, images: ImageInput[] | undefined) => {
     const n = wholeField(fields, "n", 1, MAX_IMAGES) ?? 1;
     const responseFormat = textField(fields, "response_format") ?? "b64_json";
     if (responseFormat !== "b64_json" && responseFormat !== "url") throw new InputError("response_format", `"${responseFormat.slice(0, 20)}" is not a format`, "b64_json, url");
@@ -152,6 +186,7 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         400: "invalid_request_error: a field refused by name (param), or no target can take the request",
         402: "insufficient_quota: the n estimates are more than the token's budget has left; nothing was queued",
         404: "model_not_found",
+        429: "rate_limit_exceeded: the token holds 32 image calls open already; retry-after says when to send it again; nothing was queued",
         500: "generation_failed: a job did not succeed (its id is named); not to be retried",
         503: "blocked: a job cannot go on now (a halted provider); the jobs stay queued",
         504: "timeout: not made within 9.5 minutes; the jobs go on",
@@ -174,6 +209,7 @@ function routes(deps: ApiDeps): OpenAiRoute[] {
         400: "invalid_request_error: a field refused by name (param), or no target can take the request",
         402: "insufficient_quota",
         404: "model_not_found",
+        429: "rate_limit_exceeded: the token holds 32 image calls open already (generations and edits together); nothing was queued",
         500: "generation_failed",
         503: "blocked",
         504: "timeout: not made within 9.5 minutes; the jobs go on",
@@ -317,6 +353,7 @@ export function registerOpenAi(app: FastifyInstance, deps: ApiDeps): OpenAiRoute
           : null);
       if (answer) {
         if (answer.retry !== null) reply.header("x-should-retry", String(answer.retry));
+        for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
         return reply.code(answer.status).send(answer.body());
       }
       deps.log.error({ method: request.method, path: request.url.split("?")[0], caller: request.caller?.name ?? null, ...failureOf(error) }, "OpenAI-shaped request failed");
