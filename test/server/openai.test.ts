@@ -133,6 +133,11 @@ for (const kind of servedStores) {
       // An ordinary job of alice's: in her jobs and her spend, under her token.
       const spend = (await (await fetch(`${served.url}/v1/spend`, { headers: { authorization: `Bearer ${alice}` } })).json()) as any;
       expect(spend.lines.find((line: any) => line.provider === "c")).toMatchObject({ token: "alice" });
+      // And on her dashboard (a row of the job list, and its own page), not on bob's.
+      const page = (secret: string, path: string) => fetch(`${served.url}${path}`, { headers: { authorization: `Bearer ${secret}` } });
+      expect(await (await page(alice, "/")).text()).toContain(`data-job="${created.id}"`);
+      expect((await page(alice, `/jobs/${created.id}`)).status).toBe(200);
+      expect(await (await page(bob, "/")).text()).not.toContain(created.id);
       // A range, as a player seeking asks it.
       const range = await fetch(`${served.url}/v1/videos/${created.id}/content`, { headers: { authorization: `Bearer ${alice}`, range: "bytes=0-9" } });
       expect(range.status).toBe(206);
