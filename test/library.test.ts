@@ -1,8 +1,6 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { BudgetError, ConfigError, InputError, type Job, Mediagate } from "../src/index.js";
 import { type DWorld, sha256File, startDWorld } from "./helpers/d-sandbox.js";
@@ -12,42 +10,12 @@ import { createAllEmulators } from "../src/sandbox/all.js";
 import { startWorld } from "./helpers/world.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
 import { until } from "./helpers/until.js";
+import { storeLocations, type StoreLocation } from "./helpers/store-locations.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 const libraryCloseMain = fileURLToPath(new URL("./helpers/library-close-main.ts", import.meta.url));
 
-/** Where a library instance keeps its jobs: a SQLite file, or (with DATABASE_URL) a PostgreSQL schema of its own. */
-interface StoreLocation {
-  name: string;
-  location(world: DWorld): Promise<string>;
-  cleanup(): Promise<void>;
-}
-
-function sqliteLocation(): StoreLocation {
-  return { name: "sqlite", location: async (world) => `sqlite:${join(world.folder, "library.db")}`, cleanup: async () => undefined };
-}
-
-function postgresLocation(url: string): StoreLocation {
-  const schema = `mg_test_${randomBytes(6).toString("hex")}`;
-  const run = async (statement: string) => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
-  return {
-    name: "postgres",
-    async location() {
-      await run(`CREATE SCHEMA ${schema}`);
-      const located = new URL(url);
-      located.searchParams.set("options", `-c search_path=${schema}`);
-      return located.toString();
-    },
-    cleanup: () => run(`DROP SCHEMA IF EXISTS ${schema} CASCADE`),
-  };
-}
-
-const locations: Array<() => StoreLocation> = databaseUrl ? [sqliteLocation, () => postgresLocation(databaseUrl)] : [sqliteLocation];
+const locations = storeLocations();
 const pro = (prompt: string, width = 256) => ({ provider: "d" as const, model: "gen-2-pro", input: { prompt, width, height: 256 } });
 
 for (const makeLocation of locations) {
@@ -67,7 +35,7 @@ for (const makeLocation of locations) {
       world ??= await startDWorld({ renderTimeMs: 400 });
       if (!location) {
         location = makeLocation();
-        world.env.MEDIAGATE_STORE = await location.location(world);
+        world.env.MEDIAGATE_STORE = await location.address(world.folder);
       }
       const gate = await Mediagate.open({ env: { ...world.env, ...env }, ...options });
       gates.push(gate);

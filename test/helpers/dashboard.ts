@@ -1,4 +1,5 @@
 import { Writable } from "node:stream";
+import { expect } from "vitest";
 import type { FastifyInstance } from "fastify";
 import { createRuntime, type Runtime } from "../../src/app/runtime.js";
 import { createLogger } from "../../src/engine/logger.js";
@@ -87,4 +88,44 @@ export async function serveSandbox(
     await closeAll();
     throw error;
   }
+}
+
+/**
+ * Reads a dashboard stream (`/events…`) until `done` says so, or fails after
+ * `timeoutMs` saying what came; `onOpen` runs once its first message (the
+ * retry line) has arrived, so a change made then is one the stream follows.
+ */
+export async function readEvents(served: Served, path: string, cookie: string | undefined, done: (events: Array<{ event: string; data: any }>) => boolean, timeoutMs = 15_000, onOpen?: () => void) {
+  let opened = false;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  const events: Array<{ event: string; data: any }> = [];
+  try {
+    const response = await fetch(`${served.url}${path}`, { headers: cookie ? { cookie } : {}, signal: abort.signal });
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const decoder = new TextDecoder();
+    let buffered = "";
+    for await (const chunk of response.body!) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffered.indexOf("\n\n")) >= 0) {
+        const block = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        if (!opened) {
+          opened = true;
+          onOpen?.();
+        }
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event && data) events.push({ event, data: JSON.parse(data) });
+      }
+      if (done(events)) return events;
+    }
+  } catch (error) {
+    if (!abort.signal.aborted) throw error;
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+  throw new Error(`the stream did not say what was expected within ${timeoutMs} ms; it said ${JSON.stringify(events.map((each) => [each.event, each.data.state]))}`);
 }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { serveSandbox, servedStores, type Served } from "../helpers/dashboard.js";
+import { readEvents, serveSandbox, servedStores, type Served } from "../helpers/dashboard.js";
 import { finishedDJob, newDJob } from "../helpers/stores.js";
 
 /**
@@ -13,41 +13,6 @@ const opened: Served[] = [];
 afterEach(async () => {
   for (const served of opened.splice(0)) await served.close();
 });
-
-/** Reads the job page's stream until `done` says so (or 15 s pass: the test fails saying what came). */
-async function streamUntil(served: Served, path: string, done: (timing: string[]) => boolean, onOpen: () => Promise<void>): Promise<string[]> {
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), 15_000);
-  const timings: string[] = [];
-  let started = false;
-  try {
-    const response = await fetch(`${served.url}${path}`, { signal: abort.signal });
-    const decoder = new TextDecoder();
-    let buffered = "";
-    for await (const chunk of response.body!) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buffered.indexOf("\n\n")) >= 0) {
-        const block = buffered.slice(0, end);
-        buffered = buffered.slice(end + 2);
-        if (!started) {
-          started = true;
-          await onOpen();
-        }
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        const timing = data ? (JSON.parse(data) as { parts?: { timing?: { html: string } } }).parts?.timing?.html : undefined;
-        if (timing !== undefined) timings.push(timing);
-      }
-      if (done(timings)) return timings;
-    }
-  } catch (error) {
-    if (!abort.signal.aborted) throw error;
-  } finally {
-    clearTimeout(timer);
-    abort.abort();
-  }
-  throw new Error(`the job page's stream did not say what was expected; its timing parts were ${JSON.stringify(timings)}`);
-}
 
 for (const kind of servedStores) {
   describe(`the dashboard's job page: queue position and expected times (${kind.name})`, () => {
@@ -63,15 +28,16 @@ for (const kind of servedStores) {
       expect(page).toContain("<dt>Expected to start</dt>");
       expect(page).toContain("<dt>Expected to finish</dt>");
       // The job ahead is cancelled once the stream is open: the page's position becomes 1 without a change of its own.
-      const timings = await streamUntil(
+      const timingOf = (message: { data: { parts?: { timing?: { html: string } } } }) => message.data.parts?.timing?.html;
+      const messages = await readEvents(
         served,
         `/events?job=job_mine&since=${Date.now()}`,
-        (seen) => seen.some((html) => html.includes("<dd>1 <span")),
-        async () => {
-          await store.transition("job_ahead", { state: "queued" }, "cancelled", {}, "cancelled by the test", Date.now());
-        },
+        undefined,
+        (seen) => seen.some((message) => timingOf(message)?.includes("<dd>1 <span")),
+        15_000,
+        () => void store.transition("job_ahead", { state: "queued" }, "cancelled", {}, "cancelled by the test", Date.now()),
       );
-      expect(timings.at(-1)).toContain("Expected to finish");
+      expect(messages.map(timingOf).filter((html) => html !== undefined).at(-1)).toContain("Expected to finish");
       // An ended job's page has no timing.
       const ended = await (await fetch(`${served.url}/jobs/job_paced-1`)).text();
       expect(ended).not.toContain("Queue position");

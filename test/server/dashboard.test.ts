@@ -5,7 +5,7 @@ import { callerOf } from "../../src/app/caller.js";
 import { JobFeed } from "../../src/server/dashboard/feed.js";
 import { escapeHtml, html } from "../../src/server/dashboard/html.js";
 import { createToken } from "../../src/app/tokens.js";
-import { serveSandbox, servedStores, type Served, type ServedStore } from "../helpers/dashboard.js";
+import { readEvents, serveSandbox, servedStores, type Served, type ServedStore } from "../helpers/dashboard.js";
 import { newDJob } from "../helpers/stores.js";
 import { untilJob } from "../helpers/until.js";
 
@@ -81,41 +81,6 @@ async function submit(served: Served, cookie: string, form: Record<string, strin
  * server writes it after subscribing the view, so a change made from then on
  * reaches it (no guess at how long subscribing takes).
  */
-async function readEvents(served: Served, path: string, cookie: string | undefined, done: (events: Array<{ event: string; data: any }>) => boolean, timeoutMs = 15_000, onOpen?: () => void) {
-  let opened = false;
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), timeoutMs);
-  const events: Array<{ event: string; data: any }> = [];
-  try {
-    const response = await fetch(`${served.url}${path}`, { headers: cookie ? { cookie } : {}, signal: abort.signal });
-    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const decoder = new TextDecoder();
-    let buffered = "";
-    for await (const chunk of response.body!) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buffered.indexOf("\n\n")) >= 0) {
-        const block = buffered.slice(0, end);
-        buffered = buffered.slice(end + 2);
-        if (!opened) {
-          opened = true;
-          onOpen?.();
-        }
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data) events.push({ event, data: JSON.parse(data) });
-      }
-      if (done(events)) return events;
-    }
-  } catch (error) {
-    if (!abort.signal.aborted) throw error;
-  } finally {
-    clearTimeout(timer);
-    abort.abort();
-  }
-  throw new Error(`the stream did not say what was expected within ${timeoutMs} ms; it said ${JSON.stringify(events.map((each) => [each.event, each.data.state]))}`);
-}
-
 describe("html: the dashboard's escaper", () => {
   it("html escapes every interpolated value (markup, quotes, backticks), passes html built values and lists through, and drops null, undefined and false", () => {
     expect(escapeHtml(`<a href="x" title='y'>&\`</a>`)).toBe("&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&#96;&lt;/a&gt;");
