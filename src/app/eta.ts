@@ -364,8 +364,8 @@ export function deadlineWarning(job: Pick<Job, "deadlineAt">, timing: JobTiming)
   return `expected to finish at ${expected}, after its deadline ${deadline} (cancel_after_s): not sent by then it is cancelled, and sent it may run past it`;
 }
 
-/** A time of day as the CLI prints it (UTC, to the second). */
-function clockTime(ms: number): string {
+/** A time of day as the CLI prints it (UTC, to the second): 14:02:10Z. */
+export function clockTime(ms: number): string {
   return `${new Date(ms).toISOString().slice(11, 19)}Z`;
 }
 

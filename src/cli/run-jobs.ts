@@ -5,7 +5,7 @@ import { escapeUnprintable } from "../core/printable.js";
 import { chargeUnsettled, outcomesInPages, type WaitCounts, waitForFirstNotifications, waitForJobs, waitForSettlement } from "../engine/wait.js";
 import type { JobOutcome, JobScope } from "../store/store.js";
 import { EXIT } from "./exit-codes.js";
-import { NO_TIMING, Timings, timingWords, type JobTiming } from "../app/eta.js";
+import { clockTime, NO_TIMING, Timings, timingWords, type JobTiming } from "../app/eta.js";
 import { costText, jobJson } from "../app/job-view.js";
 import type { Runtime } from "../app/runtime.js";
 import { onStopSignals, tellUser } from "./signals.js";
@@ -79,7 +79,7 @@ export function jobLine(job: Job, now: number, expectedRenderMs: number | null, 
 export function batchLine(counts: { done: number; total: number; running: number; queued: number; failed: number }, elapsedMs: number, expectedEndAt: number | null = null): string {
   const { done, total, running, queued, failed } = counts;
   // Early in the line, so that a narrow terminal still shows it.
-  const end = expectedEndAt !== null && done < total ? ` (all ~${new Date(expectedEndAt).toISOString().slice(11, 19)}Z)` : "";
+  const end = expectedEndAt !== null && done < total ? ` (all ~${clockTime(expectedEndAt)})` : "";
   return fit(` ${bar(total ? done / total : 1)} ${done}/${total} done${end} · ${running} running · ${queued} queued · ${failed} failed · ${clockText(elapsedMs)}`);
 }
 
